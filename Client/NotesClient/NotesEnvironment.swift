@@ -1,0 +1,85 @@
+import Foundation
+import MiniFlake
+
+/// Everything the client takes from the outside world, injected so tests and the simulation control it.
+public struct NotesEnvironment: Sendable {
+    /// The wall clock: note timestamps and MiniFlake IDs.
+    public var clock: any FlakeClock
+    /// Randomness: the installation origin and flake instance (once per installation) and retry jitter.
+    public var random: any RandomNumberGenerator & Sendable
+    /// Makes the transport for a server URL (called at each sign-in, sign-up, sync and sign-out).
+    public var transport: @Sendable (URL) -> any SyncTransport
+    /// Waits between retries. The default really sleeps; tests and the simulation pass one that returns at once.
+    public var sleep: @Sendable (Duration) async -> Void
+    /// How often and how long to retry transport failures and 5xx answers.
+    public var retry: RetryPolicy
+    /// The device name sent at sign-in (the account owner sees it in their session list).
+    public var deviceName: String
+    /// The MiniFlake instance number a new installation takes; nil (the default) picks one at random in
+    /// `0..<1024` from ``random``. Ignored when the installation already exists. Tests and the simulation set it
+    /// to make two devices mint the same client ID.
+    public var flakeInstance: Int?
+
+    public init(
+        clock: any FlakeClock = SystemFlakeClock.precise,
+        random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator(),
+        transport: @escaping @Sendable (URL) -> any SyncTransport = { URLSessionTransport(baseURL: $0) },
+        sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
+        retry: RetryPolicy = .default,
+        deviceName: String = NotesEnvironment.hostName(),
+        flakeInstance: Int? = nil
+    ) {
+        self.clock = clock
+        self.random = random
+        self.transport = transport
+        self.sleep = sleep
+        self.retry = retry
+        self.deviceName = deviceName
+        self.flakeInstance = flakeInstance
+    }
+
+    /// The real world: system clock, system randomness, HTTP, real sleeps, this host's name.
+    public static var live: NotesEnvironment { NotesEnvironment() }
+
+    /// The same transport for every server URL (in-process servers, fakes).
+    public static func fixed(_ transport: any SyncTransport) -> @Sendable (URL) -> any SyncTransport {
+        { _ in transport }
+    }
+
+    /// This machine's host name, cut to the protocol's device-name limit.
+    public static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "unknown" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "unknown" : String(name.prefix(100))
+    }
+}
+
+/// Retries with exponential backoff and full jitter: attempt `n` (from 1) waits a random time in
+/// `0...min(maxDelay, initialDelay * 2^(n-1))` before attempt `n + 1`.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Tries in all, at least 1.
+    public var maxAttempts: Int
+    public var initialDelay: Duration
+    public var maxDelay: Duration
+
+    public init(maxAttempts: Int = 4, initialDelay: Duration = .milliseconds(250), maxDelay: Duration = .seconds(4)) {
+        self.maxAttempts = max(1, maxAttempts)
+        self.initialDelay = initialDelay
+        self.maxDelay = maxDelay
+    }
+
+    public static let `default` = RetryPolicy()
+    /// One try, no retry.
+    public static let none = RetryPolicy(maxAttempts: 1)
+
+    /// The longest wait before attempt `attempt + 1`.
+    func ceiling(after attempt: Int) -> Duration {
+        var delay = initialDelay
+        for _ in 1..<max(1, attempt) {
+            delay *= 2
+            if delay >= maxDelay { return maxDelay }
+        }
+        return min(delay, maxDelay)
+    }
+}

@@ -1,0 +1,252 @@
+import ArgumentParser
+import Foundation
+import MiniFlake
+import NotesClient
+
+/// `--json` form of a sync report.
+struct SyncOutput: Encodable {
+    struct Failure: Encodable {
+        var id: String
+        var code: String
+        var message: String
+    }
+
+    var pushed: Int
+    var created: Int
+    var reconciled: Int
+    var updated: Int
+    var unchanged: Int
+    var merged: Int
+    var conflicts: Int
+    var deleted: Int
+    var kept: Int
+    var replayed: Int
+    var pulled: Int
+    var applied: Int
+    var pending: Int
+    var failures: [Failure]
+
+    init(_ report: SyncReport, ids: [Int64: String]) {
+        pushed = report.pushed
+        created = report.created
+        reconciled = report.reconciled
+        updated = report.updated
+        unchanged = report.unchanged
+        merged = report.merged
+        conflicts = report.conflicts
+        deleted = report.deleted
+        kept = report.kept
+        replayed = report.replayed
+        pulled = report.pulled
+        applied = report.applied
+        pending = report.pending
+        failures = report.failures.map {
+            Failure(id: ids[$0.noteID] ?? $0.clientID.base32, code: $0.error.code, message: $0.error.message)
+        }
+    }
+}
+
+/// Prints what a sync did: a summary line on stdout, refusals and conflicts on stderr.
+func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) throws {
+    let ids = report.failures.isEmpty ? [:] : try client.displayIDs()
+    if json {
+        try Console.json(SyncOutput(report, ids: ids))
+        return
+    }
+    var details: [String] = []
+    if report.created > 0 { details.append("\(report.created) new") }
+    if report.reconciled > 0 { details.append("\(report.reconciled) reconciled") }
+    if report.updated > 0 { details.append("\(report.updated) updated") }
+    if report.merged > 0 { details.append("\(report.merged) merged") }
+    if report.deleted > 0 { details.append("\(report.deleted) deleted") }
+    if report.kept > 0 { details.append("\(report.kept) kept (edited elsewhere)") }
+    if report.conflicts > 0 { details.append(plural(report.conflicts, "conflict")) }
+    let sent = report.pushed == 0 ? "nothing to send" : "sent " + plural(report.pushed, "change") + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")
+    let received = report.applied == 0 ? "nothing new from the server" : plural(report.applied, "note") + " added or changed from the server"
+    Console.out("Synced: \(sent); \(received).")
+    if report.conflicts > 0 {
+        Console.warn("\(plural(report.conflicts, "note")) changed on another device too: the other text was kept as a conflict copy; see `notes conflicts`.")
+    }
+    for failure in report.failures {
+        Console.warn("\(ids[failure.noteID] ?? failure.clientID.base32) was not synced: \(failure.error.message) (\(failure.error.code)); edit it to try again.")
+    }
+    if report.pending > 0 {
+        Console.warn("\(plural(report.pending, "note")) changed during the sync; run `notes sync` again to send them.")
+    }
+}
+
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send local changes to the server and receive the others.",
+        discussion: """
+            Safe to interrupt at any point: nothing is lost, nothing is applied twice, and the next sync resumes \
+            where this one stopped.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let client = try options.openClient()
+        let progress = ProgressLine()
+        defer { progress.finish() }
+        let report = try await client.sync(progress: progress.callback)
+        progress.finish()
+        try printSyncReport(report, client: client, json: options.json)
+    }
+}
+
+/// Options for commands that talk to an account.
+struct CredentialOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The server, e.g. http://notes.example.org:8080.", valueName: "url"))
+    var server: String?
+
+    @Option(name: .shortAndLong, help: "The account's username.")
+    var username: String?
+
+    @Flag(name: .long, help: "Read the password from the first line of standard input instead of the terminal.")
+    var passwordStdin = false
+}
+
+/// Reports a sign-in and the sync that followed.
+func printSignIn(_ report: SignInReport, verb: String, client: NotesClient, json: Bool) throws {
+    switch report.sync {
+    case .success(let sync):
+        if json {
+            try Console.json(SignInOutput(username: report.account.username, server: report.account.serverURL, sync: SyncOutput(sync, ids: [:])))
+            return
+        }
+        Console.out("\(verb) \(report.account.username) on \(report.account.serverURL).")
+        try printSyncReport(sync, client: client, json: false)
+    case .failure(let error):
+        if json {
+            try Console.json(SignInOutput(username: report.account.username, server: report.account.serverURL, sync: nil, syncError: error.message))
+        } else {
+            Console.out("\(verb) \(report.account.username) on \(report.account.serverURL).")
+        }
+        Console.warn("The first sync did not finish: \(error.description) Your notes are safe; run `notes sync` to finish.")
+        throw ExitCode(ExitStatus.for(error).rawValue)
+    }
+}
+
+struct SignInOutput: Encodable {
+    var username: String
+    var server: String
+    var sync: SyncOutput?
+    var syncError: String?
+}
+
+struct SignUp: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "signup", abstract: "Create an account on a server and sign in to it.",
+        discussion: "The password is asked twice on the terminal, or read from standard input with --password-stdin.")
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var credentials: CredentialOptions
+
+    func validate() throws {
+        if credentials.server == nil { throw ValidationError("Missing --server URL.") }
+        if credentials.username == nil { throw ValidationError("Missing --username.") }
+    }
+
+    func run() async throws {
+        let client = try options.openClient()
+        let password: String
+        if credentials.passwordStdin {
+            password = try Terminal.readPasswordFromStdin()
+        } else {
+            password = try Terminal.readSecret(prompt: "Choose a password: ")
+            guard try Terminal.readSecret(prompt: "Repeat the password: ") == password else {
+                throw CommandFailure(message: "the passwords differ; nothing was created")
+            }
+        }
+        let progress = ProgressLine()
+        defer { progress.finish() }
+        let report = try await client.signUp(
+            server: credentials.server!, username: credentials.username!, password: password, progress: progress.callback)
+        progress.finish()
+        try printSignIn(report, verb: "Created the account", client: client, json: options.json)
+    }
+}
+
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Sign in to an account (the same one or another) and sync.",
+        discussion: """
+            The server is remembered: later commands need no --server. Notes already on this device are sent to \
+            the account: ones it has are matched up (no duplicates), the others are added to it.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var credentials: CredentialOptions
+
+    func run() async throws {
+        let client = try options.openClient()
+        let status = try client.status()
+        guard let server = credentials.server ?? status.serverURL else {
+            throw CommandFailure(message: "no server known yet; pass --server URL", status: .usage)
+        }
+        guard let username = credentials.username ?? status.account?.username else {
+            throw CommandFailure(message: "missing --username", status: .usage)
+        }
+        let password = try credentials.passwordStdin ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Password for \(username): ")
+        let progress = ProgressLine()
+        defer { progress.finish() }
+        let report = try await client.signIn(server: server, username: username, password: password, progress: progress.callback)
+        progress.finish()
+        try printSignIn(report, verb: "Signed in as", client: client, json: options.json)
+    }
+}
+
+struct Logout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Sign out; your notes stay on this device unless --wipe.",
+        discussion: """
+            Notes with unsynced changes stay on this device and sync at your next sign-in, to this account or \
+            another. --wipe deletes every note from this device too: it asks for confirmation unless --yes, and \
+            refuses without a terminal to ask on.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Flag(name: .long, help: "Also delete every note from this device.") var wipe = false
+    @Flag(name: .shortAndLong, help: "Do not ask for confirmation.") var yes = false
+
+    struct Output: Encodable {
+        var revoked: Bool
+        var pending: Int
+        var wiped: Int
+    }
+
+    func run() async throws {
+        let client = try options.openClient()
+        let status = try client.status()
+        if wipe && !yes {
+            guard Console.stdinIsTerminal else {
+                throw CommandFailure(message: "refusing to wipe without confirmation; pass --yes to delete every note from this device", status: .usage)
+            }
+            var question = "Delete \(status.notes == 1 ? "the only note" : "all \(status.notes) notes") from this device"
+            if status.pending > 0 { question += " (\(status.pending) with changes no server has: they will be lost)" }
+            guard Terminal.confirm(question + "? Type 'yes' to confirm: ") else {
+                throw CommandFailure(message: "nothing deleted")
+            }
+        }
+        let report = try await client.signOut(wipe: wipe)
+        if options.json {
+            try Console.json(Output(revoked: report.revoked, pending: report.pending, wiped: report.wiped))
+            return
+        }
+        if let account = status.account {
+            Console.out("Signed out of \(account.username) on \(account.serverURL).")
+            if !report.revoked {
+                Console.warn("The server could not be reached; the session was forgotten on this device only.")
+            }
+        } else {
+            Console.out("Not signed in.")
+        }
+        if wipe {
+            Console.out("Deleted \(plural(report.wiped, "note")) from this device.")
+        } else if report.pending > 0 {
+            Console.warn(
+                "\(plural(report.pending, "note")) \(report.pending == 1 ? "has" : "have") unsynced changes; they stay on this device and will sync at your next sign-in.")
+        }
+    }
+}

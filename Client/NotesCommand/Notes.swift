@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import NotesClient
+
+/// The `notes` command: keep notes in the terminal, offline or online, and sync them with a FlakeNotes server.
+public struct Notes: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "notes",
+        abstract: "Keep notes in your terminal, offline or online, and sync them between machines.",
+        discussion: """
+            Every command except sync, signup, login and logout works offline and never touches the network. \
+            Notes get a permanent ID when they are created; IDs are shown in a short base32 form and any unique \
+            prefix of one is accepted (case-insensitive).
+
+            Data lives in --home, else $NOTES_HOME, else $XDG_DATA_HOME/notes, else ~/.local/share/notes.
+
+            Exit status: 0 success; 1 error (unknown or ambiguous ID, empty note, server refused, local storage); \
+            2 usage (bad arguments, or a confirmation that cannot be asked); 3 server unreachable or failing \
+            (try again later); 4 not signed in, wrong password, or signed out by the server.
+            """,
+        version: "1.0.0",
+        subcommands: [
+            Add.self, List.self, Show.self, Edit.self, Remove.self, Search.self, Conflicts.self, Sync.self, SignUp.self,
+            Login.self, Logout.self, Status.self,
+        ]
+    )
+
+    public init() {}
+
+    /// Parses the arguments, runs the command and exits with a documented status (see the discussion above).
+    public static func main(_ arguments: [String]?) async -> Never {
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            Console.flush()
+            exit(withError: nil)
+        } catch let error as NotesError {
+            Console.flush()
+            Console.error(error.description)
+            Foundation.exit(ExitStatus.for(error).rawValue)
+        } catch let error as CommandFailure {
+            Console.flush()
+            Console.error(error.message)
+            Foundation.exit(error.status.rawValue)
+        } catch {
+            Console.flush()
+            if exitCode(for: error) == .validationFailure {
+                Console.writeError(fullMessage(for: error) + "\n")
+                Foundation.exit(ExitStatus.usage.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
+
+    public static func main() async {
+        await main(nil)
+    }
+}
+
+/// The exit statuses of `notes`.
+public enum ExitStatus: Int32, Sendable {
+    case success = 0
+    case failure = 1
+    case usage = 2
+    case unavailable = 3
+    case authentication = 4
+
+    static func `for`(_ error: NotesError) -> ExitStatus {
+        switch error.code {
+        case .serverUnreachable, .badResponse: .unavailable
+        case .serverError: (error.httpStatus ?? 500) >= 500 ? .unavailable : .failure
+        case .notSignedIn, .signedOutByServer, .invalidCredentials: .authentication
+        case .invalidInput: .usage
+        default: .failure
+        }
+    }
+}
+
+/// An error of the command itself (not the client library): one line and a status.
+struct CommandFailure: Error {
+    var message: String
+    var status: ExitStatus = .failure
+}
+
+/// Options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The data directory (overrides $NOTES_HOME).", valueName: "dir"))
+    var home: String?
+
+    @Flag(name: .long, help: "Print JSON for scripts instead of text for people.")
+    var json = false
+
+    /// The data directory this invocation uses.
+    var homeURL: URL {
+        if let home, !home.isEmpty {
+            return URL(fileURLWithPath: (home as NSString).expandingTildeInPath, isDirectory: true)
+        }
+        return NotesClient.defaultHome()
+    }
+
+    func openClient() throws(NotesError) -> NotesClient {
+        try NotesClient.open(home: homeURL)
+    }
+}

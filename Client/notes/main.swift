@@ -1,0 +1,3 @@
+import NotesCommand
+
+await Notes.main()

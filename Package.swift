@@ -1,0 +1,136 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// One settings array for every target: Swift 6 language mode (strict concurrency), plus the upcoming features
+/// Hummingbird turns on for its own targets.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "FlakeNotes",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "MiniFlake", targets: ["MiniFlake"]),
+        .library(name: "NoteSyncProtocol", targets: ["NoteSyncProtocol"]),
+        .library(name: "NoteSyncServer", targets: ["NoteSyncServer"]),
+        .library(name: "NotesClient", targets: ["NotesClient"]),
+        .library(name: "NoteSim", targets: ["NoteSim"]),
+        .executable(name: "miniflake", targets: ["miniflake"]),
+        .executable(name: "notesyncd", targets: ["notesyncd"]),
+        .executable(name: "notes", targets: ["notes"]),
+        .executable(name: "notes-sim", targets: ["notes-sim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        // Shared libraries.
+        .target(name: "MiniFlake", path: "Sources/MiniFlake", swiftSettings: swiftSettings),
+        .target(
+            name: "MiniFlakeCommand",
+            dependencies: ["MiniFlake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/MiniFlakeCommand",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "miniflake", dependencies: ["MiniFlakeCommand"], path: "Sources/miniflake", swiftSettings: swiftSettings),
+        .target(name: "NoteSyncProtocol", dependencies: ["MiniFlake"], path: "Sources/NoteSyncProtocol", swiftSettings: swiftSettings),
+
+        // Server.
+        .target(
+            name: "NoteSyncServer",
+            dependencies: [
+                "MiniFlake", "NoteSyncProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Server/NoteSyncServer",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "notesyncd", dependencies: ["NoteSyncServer"], path: "Server/notesyncd", swiftSettings: swiftSettings),
+
+        // Client.
+        .target(
+            name: "NotesClient",
+            dependencies: [
+                "MiniFlake", "NoteSyncProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Client/NotesClient",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "NotesCommand",
+            dependencies: ["NotesClient", "MiniFlake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Client/NotesCommand",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "notes", dependencies: ["NotesCommand"], path: "Client/notes", swiftSettings: swiftSettings),
+
+        // Simulation.
+        .target(
+            name: "NoteSim",
+            dependencies: [
+                "MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/NoteSim",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(name: "notes-sim", dependencies: ["NoteSim"], path: "Sources/notes-sim", swiftSettings: swiftSettings),
+
+        // Tests.
+        .testTarget(name: "MiniFlakeTests", dependencies: ["MiniFlake", "MiniFlakeCommand"], path: "Tests/MiniFlakeTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "NoteSyncProtocolTests",
+            dependencies: ["NoteSyncProtocol", "MiniFlake", .product(name: "Yams", package: "Yams")],
+            path: "Tests/NoteSyncProtocolTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NoteSyncServerTests",
+            dependencies: [
+                "NoteSyncServer", "NoteSyncProtocol", "MiniFlake",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            path: "Tests/NoteSyncServerTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NotesClientTests",
+            dependencies: [
+                "NotesClient", "NotesCommand", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/NotesClientTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "NoteSimTests", dependencies: ["NoteSim", "MiniFlake", "NoteSyncProtocol", "NotesClient"], path: "Tests/NoteSimTests",
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["NoteSyncProtocol", "MiniFlake"],
+            path: "Tests/EndToEndTests",
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,183 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import MiniFlake
+import NIOCore
+import NoteSyncProtocol
+import ServiceLifecycle
+
+/// The request context of the sync server: Hummingbird's core context plus the peer's address.
+public struct SyncRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The connected peer (nil in router tests).
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// Builds the HTTP router: one route per ``Endpoint`` (from `Endpoint.allCases`), each handing a ``WireRequest``
+/// to ``SyncAPI/handle(_:contentType:)``, plus a fallback answering unknown paths and methods with JSON 404/405.
+public func buildRouter(api: SyncAPI, logger: Logger) -> Router<SyncRequestContext> {
+    let router = Router(context: SyncRequestContext.self)
+    router.add(middleware: LogRequestsMiddleware(.debug))
+    router.add(middleware: RouteMissMiddleware(api: api))
+    for endpoint in Endpoint.allCases {
+        guard let method = HTTPRequest.Method(endpoint.method.rawValue) else {
+            preconditionFailure("\(endpoint.method.rawValue) is not an HTTP method")
+        }
+        router.on(RouterPath(endpoint.path), method: method) { request, context in
+            await HTTPBridge.respond(to: request, context: context, api: api)
+        }
+    }
+    logger.debug("routes registered", metadata: ["count": "\(Endpoint.allCases.count)"])
+    return router
+}
+
+/// Builds the daemon: opens the store, seeds the ID generator past every stored ID, and wires the router, the
+/// HTTP server and a service that closes the store after the server has drained (graceful shutdown).
+///
+/// - Parameters:
+///   - onListening: Called once with the listening line (`notesyncd listening on http://HOST:PORT`, the real
+///     port when 0 was asked); the daemon prints it to stdout.
+/// - Throws: ``ConfigurationError`` for a bad configuration (PostgreSQL, for now), or the store's open error.
+public func buildApplication(
+    configuration: ServerConfiguration, logger: Logger? = nil,
+    onListening: @escaping @Sendable (String) -> Void = { line in print(line); fflush(nil) }
+) async throws -> some ApplicationProtocol {
+    try configuration.validate()
+    let logger = {
+        var logger = logger ?? Logger(label: "notesyncd")
+        logger.logLevel = configuration.logLevel
+        return logger
+    }()
+
+    let store = try SQLiteNoteStore(dataDirectory: configuration.dataDirectory)
+    let highWaterMark = try await store.largestIssuedID()
+    let generator = try FlakeGenerator(instance: configuration.instance, clock: SystemFlakeClock.coarse, after: highWaterMark)
+    logger.info(
+        "database open",
+        metadata: [
+            "path": "\(configuration.dataDirectory)/\(SQLiteNoteStore.fileName)", "instance": "\(configuration.instance)",
+            "high_water_mark": "\(highWaterMark.map { "\($0)" } ?? "none")",
+        ]
+    )
+    let service = SyncService(
+        store: store, limits: configuration.limits, bcryptCost: configuration.bcryptCost, clock: SystemFlakeClock.coarse,
+        mintID: { try generator.next() }, randomBytes: .system, logger: logger
+    )
+    let api = SyncAPI(service: service, logger: logger)
+    let host = configuration.host
+    var app = Application(
+        router: buildRouter(api: api, logger: logger),
+        configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port), serverName: "notesyncd"),
+        onServerRunning: { channel in
+            let port = channel.localAddress?.port ?? configuration.port
+            let shownHost = host.contains(":") ? "[\(host)]" : host
+            logger.info("listening", metadata: ["host": "\(host)", "port": "\(port)"])
+            onListening("notesyncd listening on http://\(shownHost):\(port)")
+        },
+        logger: logger
+    )
+    app.addServices(StoreService(store: store, logger: logger))
+    return app
+}
+
+/// Keeps the store open while the server runs and closes it once the server has finished its in-flight requests
+/// (services shut down in reverse order, and this one is registered before the HTTP server).
+struct StoreService: Service {
+    let store: any NoteStore
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        do {
+            try await store.close()
+            logger.info("database closed")
+        } catch {
+            logger.error("closing the database failed", metadata: ["error": "\(error)"])
+            throw error
+        }
+    }
+}
+
+/// Answers requests no route matches (unknown path, or a known path with another method) with the protocol's JSON
+/// 404/405, instead of Hummingbird's empty ones.
+struct RouteMissMiddleware: RouterMiddleware {
+    typealias Context = SyncRequestContext
+    let api: SyncAPI
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        if Endpoint.matching(method: request.method.rawValue, path: path) == nil {
+            return HTTPBridge.response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: context.id))
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Converts between Hummingbird's requests and responses and the protocol's transport-neutral ones.
+enum HTTPBridge {
+    /// Collects the body (at most `maxBodyBytes`), builds a ``WireRequest`` and lets the API answer it.
+    static func respond(to request: Request, context: SyncRequestContext, api: SyncAPI) async -> Response {
+        let requestID = context.id
+        let path = request.uri.path
+        guard let method = HTTPMethodName(rawValue: request.method.rawValue) else {
+            return response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: requestID))
+        }
+        var bearerToken: String?
+        if let authorization = request.headers[.authorization] {
+            guard let token = bearer(from: authorization) else {
+                return response(from: api.malformedAuthorization(requestID: requestID))
+            }
+            bearerToken = token
+        }
+        let maxBody = api.limits.maxBodyBytes
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maxBody {
+            return response(from: api.bodyTooLarge(requestID: requestID))
+        }
+        var body: Data?
+        do {
+            let buffer = try await request.body.collect(upTo: maxBody)
+            if buffer.readableBytes > 0 { body = Data(buffer.readableBytesView) }
+        } catch is NIOTooManyBytesError {
+            return response(from: api.bodyTooLarge(requestID: requestID))
+        } catch {
+            let failure = SyncError(.invalidJSON, "The body could not be read.", underlying: error)
+            return response(from: failure.response(requestID: requestID))
+        }
+        var query: [(String, String)] = []
+        for (name, value) in request.uri.queryParameters {
+            query.append((String(name), String(value)))
+        }
+        let wire = WireRequest(
+            method: method, path: path, query: query, bearerToken: bearerToken, body: body,
+            remoteAddress: context.remoteAddress?.ipAddress, requestID: requestID
+        )
+        return response(from: await api.handle(wire, contentType: request.headers[.contentType]))
+    }
+
+    /// The token of `Bearer <token>` (scheme case-insensitive), or nil when the header is malformed.
+    static func bearer(from authorization: String) -> String? {
+        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty || token.contains(" ") ? nil : token
+    }
+
+    /// A Hummingbird response for a protocol response (`Content-Type: application/json` when there is a body).
+    static func response(from wire: WireResponse) -> Response {
+        var fields = HTTPFields()
+        if !wire.body.isEmpty { fields[.contentType] = "application/json" }
+        for (name, value) in wire.headers {
+            if let name = HTTPField.Name(name) { fields[name] = value }
+        }
+        return Response(
+            status: HTTPResponse.Status(code: wire.status), headers: fields,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: wire.body))
+        )
+    }
+}

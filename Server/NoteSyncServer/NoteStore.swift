@@ -1,0 +1,78 @@
+import MiniFlake
+import NoteSyncProtocol
+
+/// Persistent storage for accounts, sessions and notes.
+///
+/// A store only loads, locks and writes: every decision about a push is made by ``PushPlanner``, which every store
+/// runs unchanged, and every request rule by ``SyncService``. Every query is scoped by account ID; nothing a store
+/// returns for one account ever comes from another. The SQLite store is ``SQLiteNoteStore``; other stores must pass
+/// the same conformance suite (`NoteStoreConformance` in the tests).
+public protocol NoteStore: Sendable {
+    /// The backend's name as `GET /healthz` reports it (`sqlite`, `postgres`).
+    var backendName: String { get }
+
+    /// Inserts an account.
+    ///
+    /// - Throws: ``NoteStoreError/usernameTaken`` when the username is already registered.
+    func createAccount(_ account: AccountRecord) async throws
+    /// The account with this canonical username, if any.
+    func account(byUsername username: String) async throws -> AccountRecord?
+    /// The account with this ID, if any.
+    func account(byID id: FlakeID) async throws -> AccountRecord?
+
+    /// Inserts a session (the token hash must be unique).
+    func createSession(_ session: SessionRecord) async throws
+    /// The session whose token hashes to `tokenHash`, if any.
+    func session(byTokenHash tokenHash: String) async throws -> SessionRecord?
+    /// Deletes a session of an account; deleting a missing one is not an error.
+    func deleteSession(id: FlakeID, accountID: FlakeID) async throws
+
+    /// Applies a push in one transaction, serialized with every other push of the account, and returns one result
+    /// per change, in order.
+    ///
+    /// The store reads the account's change sequence, loads (in a few batched queries) the applied edits named by
+    /// ``PushPlanner/editIDs(of:)`` and the notes named by ``PushPlanner/keysToLoad(changes:appliedEdits:)``, runs
+    /// ``PushPlanner/plan(_:mintID:)``, writes the plan and commits. When this returns, the accepted changes are
+    /// durable; when it throws, none are.
+    ///
+    /// - Throws: ``NoteStoreError/accountNotFound``, ``NoteStoreError/unavailable(_:)``, or a backend error.
+    func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult]
+
+    /// The account's notes changed after `sequence`, ascending by change sequence, at most `limit`, with the
+    /// account's current change sequence from the same snapshot.
+    func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage
+
+    /// The account's current change sequence (0 when it has no changes or does not exist).
+    func currentChangeSequence(accountID: FlakeID) async throws -> Int64
+
+    /// The largest ID the server ever minted into this store (accounts, sessions, notes), for the generator's
+    /// high-water mark on start: IDs never repeat even when the clock was set back across a restart.
+    func largestIssuedID() async throws -> FlakeID?
+
+    /// A cheap round trip to the backend, for health checks.
+    func ping() async throws
+
+    /// Closes the store; later calls throw.
+    func close() async throws
+}
+
+/// Errors with a meaning the service acts on. Any other error a store throws is a server fault (500).
+public enum NoteStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The username is already registered (409 `username_taken`).
+    case usernameTaken
+    /// A push named an account that does not exist.
+    case accountNotFound
+    /// The backend cannot serve right now (busy, locked, unreachable): 503 `unavailable`, retry later.
+    case unavailable(String)
+    /// The store was closed.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .usernameTaken: "The username is already registered."
+        case .accountNotFound: "The account does not exist."
+        case .unavailable(let reason): "The database is unavailable: \(reason)"
+        case .closed: "The store is closed."
+        }
+    }
+}

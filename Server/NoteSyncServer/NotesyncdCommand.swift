@@ -1,0 +1,160 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import NoteSyncProtocol
+
+/// The `notesyncd` command line: every option is also read from an environment variable; a flag wins over the
+/// environment, the environment over the default.
+///
+/// | flag | environment | default |
+/// | --- | --- | --- |
+/// | `--data-dir` | `NOTESYNCD_DATA_DIR` | `notesyncd-data` |
+/// | `--host` | `NOTESYNCD_HOST` | `127.0.0.1` |
+/// | `--port` | `NOTESYNCD_PORT` | `8080` (0 picks a free port) |
+/// | `--instance` | `NOTESYNCD_INSTANCE` | `0` (0...1023) |
+/// | `--bcrypt-cost` | `NOTESYNCD_BCRYPT_COST` | `12` (4...31) |
+/// | `--log-level` | `NOTESYNCD_LOG_LEVEL` | `info` |
+/// | `--database` | `NOTESYNCD_DATABASE` | `sqlite` |
+/// | `--max-body-bytes` | `NOTESYNCD_MAX_BODY_BYTES` | 8 MiB |
+/// | `--max-note-bytes` | `NOTESYNCD_MAX_NOTE_BYTES` | 256 KiB |
+/// | `--max-batch` | `NOTESYNCD_MAX_BATCH` | 1000 |
+/// | `--max-page` | `NOTESYNCD_MAX_PAGE` | 1000 |
+public struct NotesyncdCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "notesyncd",
+        abstract: "The FlakeNotes sync server.",
+        discussion: """
+            Every option can also be set with the environment variable named in its help; a flag wins over the \
+            environment. On start the server prints one line, 'notesyncd listening on http://HOST:PORT', to \
+            standard output; logs go to standard error. SIGTERM or SIGINT stop it gracefully.
+            """
+    )
+
+    /// Environment variable names.
+    public enum Environment {
+        public static let dataDirectory = "NOTESYNCD_DATA_DIR"
+        public static let host = "NOTESYNCD_HOST"
+        public static let port = "NOTESYNCD_PORT"
+        public static let instance = "NOTESYNCD_INSTANCE"
+        public static let bcryptCost = "NOTESYNCD_BCRYPT_COST"
+        public static let logLevel = "NOTESYNCD_LOG_LEVEL"
+        public static let database = "NOTESYNCD_DATABASE"
+        public static let maxBodyBytes = "NOTESYNCD_MAX_BODY_BYTES"
+        public static let maxNoteBytes = "NOTESYNCD_MAX_NOTE_BYTES"
+        public static let maxBatch = "NOTESYNCD_MAX_BATCH"
+        public static let maxPage = "NOTESYNCD_MAX_PAGE"
+    }
+
+    @Option(name: .customLong("data-dir"), help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
+    var dataDirectory: String?
+
+    @Option(help: "Address to listen on (NOTESYNCD_HOST; default 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to listen on, 0 for any free port (NOTESYNCD_PORT; default 8080).")
+    var port: Int?
+
+    @Option(help: "MiniFlake instance number of this daemon, 0...1023 (NOTESYNCD_INSTANCE; default 0).")
+    var instance: Int?
+
+    @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of new password hashes, 4...31 (NOTESYNCD_BCRYPT_COST; default 12).")
+    var bcryptCost: Int?
+
+    @Option(
+        name: .customLong("log-level"),
+        help: "trace, debug, info, notice, warning, error or critical (NOTESYNCD_LOG_LEVEL; default info)."
+    )
+    var logLevel: String?
+
+    @Option(help: "'sqlite', or a postgres:// URL (not supported yet) (NOTESYNCD_DATABASE; default sqlite).")
+    var database: String?
+
+    @Option(name: .customLong("max-body-bytes"), help: "Largest request body in bytes (NOTESYNCD_MAX_BODY_BYTES; default 8388608).")
+    var maxBodyBytes: Int?
+
+    @Option(name: .customLong("max-note-bytes"), help: "Largest note text in UTF-8 bytes (NOTESYNCD_MAX_NOTE_BYTES; default 262144).")
+    var maxNoteBytes: Int?
+
+    @Option(name: .customLong("max-batch"), help: "Most changes in one push (NOTESYNCD_MAX_BATCH; default 1000).")
+    var maxBatch: Int?
+
+    @Option(name: .customLong("max-page"), help: "Most notes in one pull page (NOTESYNCD_MAX_PAGE; default 1000).")
+    var maxPage: Int?
+
+    public init() {}
+
+    /// The configuration from the flags, then `environment`, then the defaults.
+    ///
+    /// - Throws: `ValidationError` naming the bad flag or variable.
+    public func resolvedConfiguration(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+        func integer(_ flag: Int?, _ variable: String) throws -> Int? {
+            if let flag { return flag }
+            guard let text = environment[variable], !text.isEmpty else { return nil }
+            guard let value = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw ValidationError("\(variable) must be an integer, got '\(text)'.")
+            }
+            return value
+        }
+        func string(_ flag: String?, _ variable: String) -> String? {
+            if let flag { return flag }
+            guard let text = environment[variable], !text.isEmpty else { return nil }
+            return text
+        }
+
+        var configuration = ServerConfiguration()
+        if let value = string(dataDirectory, Environment.dataDirectory) { configuration.dataDirectory = value }
+        if let value = string(host, Environment.host) { configuration.host = value }
+        if let value = try integer(port, Environment.port) { configuration.port = value }
+        if let value = try integer(instance, Environment.instance) { configuration.instance = value }
+        if let value = try integer(bcryptCost, Environment.bcryptCost) { configuration.bcryptCost = value }
+        if let value = string(logLevel, Environment.logLevel) {
+            guard let level = Logger.Level(rawValue: value.lowercased()) else {
+                throw ValidationError("Unknown log level '\(value)'; use trace, debug, info, notice, warning, error or critical.")
+            }
+            configuration.logLevel = level
+        }
+        if let value = string(database, Environment.database) {
+            guard let parsed = ServerConfiguration.Database(parsing: value) else {
+                throw ValidationError("The database must be 'sqlite' or a postgres:// URL, got '\(value)'.")
+            }
+            configuration.database = parsed
+        }
+        if let value = try integer(maxBodyBytes, Environment.maxBodyBytes) { configuration.limits.maxBodyBytes = value }
+        if let value = try integer(maxNoteBytes, Environment.maxNoteBytes) { configuration.limits.maxNoteBytes = value }
+        if let value = try integer(maxBatch, Environment.maxBatch) { configuration.limits.maxBatchChanges = value }
+        if let value = try integer(maxPage, Environment.maxPage) {
+            configuration.limits.maxPageSize = value
+            configuration.limits.defaultPageSize = min(configuration.limits.defaultPageSize, max(value, 1))
+        }
+        do {
+            try configuration.validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+        return configuration
+    }
+
+    public func validate() throws {
+        _ = try resolvedConfiguration()
+    }
+
+    public func run() async throws {
+        let configuration = try resolvedConfiguration()
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = configuration.logLevel
+            return handler
+        }
+        let app = try await buildApplication(configuration: configuration)
+        try await app.runService()
+    }
+}
+
+extension NotesyncdCommand {
+    /// Parses the process's arguments and runs the daemon; on an error prints it to stderr and exits non-zero
+    /// (64 for a bad option or variable). `main.swift` calls only this.
+    public static func runFromCommandLine() async {
+        await main()
+    }
+}

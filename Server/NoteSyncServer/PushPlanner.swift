@@ -1,0 +1,332 @@
+import MiniFlake
+import NoteSyncProtocol
+
+/// Decides what a push does: pure, deterministic, shared by every ``NoteStore``.
+///
+/// A store loads the account's current change sequence, the applied edits named by ``editIDs(of:)`` and the notes
+/// named by ``keysToLoad(changes:appliedEdits:)``, calls ``plan(_:mintID:)``, and writes the ``Plan`` in the same
+/// transaction. The planner never reads a clock or a random source: `now` and `mintID` are passed in, and ordering
+/// depends only on versions and the account change sequence, never on device clocks.
+///
+/// Rules, per change in order (an overlay carries notes changed earlier in the same batch):
+/// 1. Validate: text over `maxNoteBytes` → rejected `note_too_large`; the edit ID earlier in the batch → rejected
+///    `duplicate_edit`; `baseVersion < 1` → rejected `invalid_base`. Rejected changes store nothing.
+/// 2. Replay: the edit ID was applied before (in this account) → its stored outcome, `replayed: true`, `text` set
+///    to the note's current text when that differs from the pushed text. Nothing is written.
+/// 3. Find the note: by server ID (absent in this account → `unknown_note`; other client ID or origin →
+///    `client_id_mismatch`), else by `(clientID, origin)` (a reconciliation match).
+/// 4. No note: a delete is `unchanged`; anything else creates version 1 (`created`).
+/// 5. A note: `baseVersion > version` → `invalid_base`. Delete: already deleted → `unchanged`; base current →
+///    tombstone (`deleted`); else `kept` (an edit wins over a delete). Edit of a tombstone → restored (`updated`).
+///    Same text → `unchanged`. Base current → fast-forward (`updated`). Otherwise a three-way merge: clean →
+///    `merged`; overlapping → `conflict`, the pushed text going to a new note (a conflict copy).
+///    A note found by `(clientID, origin)` reports `reconciled` instead of `updated` or `unchanged`.
+/// 6. Every change that is not rejected records an ``AppliedEdit``.
+public enum PushPlanner {
+    /// Everything the planner reads.
+    public struct Input: Sendable {
+        public var accountID: FlakeID
+        public var changes: [NoteChange]
+        /// The account's notes named by the batch (any extra notes are ignored; other accounts' notes too).
+        public var notes: [StoredNote]
+        /// The account's applied edits for the batch's edit IDs (extra ones are ignored).
+        public var appliedEdits: [AppliedEdit]
+        /// The account's change sequence before the push.
+        public var currentSequence: Int64
+        public var limits: SyncLimits
+        /// Server time, Unix milliseconds: stamped on written notes only.
+        public var now: Int64
+
+        public init(
+            accountID: FlakeID, changes: [NoteChange], notes: [StoredNote], appliedEdits: [AppliedEdit],
+            currentSequence: Int64, limits: SyncLimits, now: Int64
+        ) {
+            self.accountID = accountID
+            self.changes = changes
+            self.notes = notes
+            self.appliedEdits = appliedEdits
+            self.currentSequence = currentSequence
+            self.limits = limits
+            self.now = now
+        }
+    }
+
+    /// A note to write: its final state after the batch.
+    public struct NoteWrite: Sendable, Equatable {
+        public var note: StoredNote
+        /// True when the note did not exist before the batch (insert), false for an update.
+        public var isNew: Bool
+    }
+
+    /// Everything the store writes, and the answer.
+    public struct Plan: Sendable {
+        /// One per change, in order.
+        public var results: [ChangeResult]
+        /// Each changed note once, in its final state, ascending by its new change sequence.
+        public var writes: [NoteWrite]
+        /// The applied edits to insert (none of them existed before).
+        public var newEdits: [AppliedEdit]
+        /// The account's change sequence after the push (unchanged when nothing was written).
+        public var newSequence: Int64
+    }
+
+    /// The distinct edit IDs of a batch: the applied edits a store loads before planning.
+    public static func editIDs(of changes: [NoteChange]) -> [FlakeID] {
+        var seen = Set<FlakeID>()
+        return changes.compactMap { seen.insert($0.editID).inserted ? $0.editID : nil }
+    }
+
+    /// The notes a store loads before planning.
+    public struct LoadKeys: Sendable, Equatable {
+        /// Server IDs named by the changes or by their applied edits (a replay reports the note's current text).
+        public var serverIDs: [FlakeID]
+        /// `(clientID, origin)` keys of changes that name no server ID.
+        public var clientKeys: [NoteKey]
+    }
+
+    /// The notes to load for a batch: by server ID and by `(clientID, origin)`, all in the pushing account.
+    public static func keysToLoad(changes: [NoteChange], appliedEdits: [AppliedEdit]) -> LoadKeys {
+        var serverIDs: [FlakeID] = []
+        var seenServerIDs = Set<FlakeID>()
+        var clientKeys: [NoteKey] = []
+        var seenKeys = Set<NoteKey>()
+        for change in changes {
+            if let serverID = change.serverID {
+                if seenServerIDs.insert(serverID).inserted { serverIDs.append(serverID) }
+            } else {
+                let key = NoteKey(clientID: change.clientID, origin: change.origin)
+                if seenKeys.insert(key).inserted { clientKeys.append(key) }
+            }
+        }
+        for edit in appliedEdits {
+            if let serverID = edit.serverID, seenServerIDs.insert(serverID).inserted { serverIDs.append(serverID) }
+        }
+        return LoadKeys(serverIDs: serverIDs, clientKeys: clientKeys)
+    }
+
+    /// Plans a push. Throws only what `mintID` throws.
+    public static func plan(_ input: Input, mintID: () throws -> FlakeID) throws -> Plan {
+        var planner = State(input: input)
+        var results: [ChangeResult] = []
+        results.reserveCapacity(input.changes.count)
+        for (index, change) in input.changes.enumerated() {
+            results.append(try planner.apply(change, index: index, mintID: mintID))
+        }
+        let writes = planner.written
+            .map { NoteWrite(note: planner.notes[$0]!, isNew: planner.created.contains($0)) }
+            .sorted { $0.note.changeSeq < $1.note.changeSeq }
+        return Plan(results: results, writes: writes, newEdits: planner.newEdits, newSequence: planner.sequence)
+    }
+
+    // MARK: - State
+
+    /// The overlay of one batch.
+    struct State {
+        let accountID: FlakeID
+        let limits: SyncLimits
+        let now: Int64
+        var sequence: Int64
+        /// The account's notes by server ID, updated as the batch changes them.
+        var notes: [FlakeID: StoredNote] = [:]
+        var byKey: [NoteKey: FlakeID] = [:]
+        var applied: [AppliedEditKey: AppliedEdit] = [:]
+        var seenEditIDs = Set<FlakeID>()
+        /// Server IDs written by the batch.
+        var written = Set<FlakeID>()
+        var created = Set<FlakeID>()
+        var newEdits: [AppliedEdit] = []
+
+        init(input: Input) {
+            accountID = input.accountID
+            limits = input.limits
+            now = input.now
+            sequence = input.currentSequence
+            for note in input.notes where note.accountID == input.accountID {
+                notes[note.serverID] = note
+                byKey[note.key] = note.serverID
+            }
+            for edit in input.appliedEdits { applied[AppliedEditKey(editID: edit.editID, noteKey: edit.noteKey)] = edit }
+        }
+
+        mutating func apply(_ change: NoteChange, index: Int, mintID: () throws -> FlakeID) throws -> ChangeResult {
+            func reject(_ code: APIErrorCode, _ field: String, _ message: String) -> ChangeResult {
+                ChangeResult(
+                    clientID: change.clientID, editID: change.editID, status: .rejected,
+                    error: APIErrorBody(code: code, message: message, field: "changes[\(index)].\(field)")
+                )
+            }
+
+            // 1. Validate.
+            let firstUse = seenEditIDs.insert(change.editID).inserted
+            if !change.deleted, change.text.utf8.count > limits.maxNoteBytes {
+                return reject(.noteTooLarge, ChangeField.text, "The note text is larger than \(limits.maxNoteBytes) bytes.")
+            }
+            if !firstUse {
+                return reject(.duplicateEdit, ChangeField.editID, "The edit ID \(change.editID) appears earlier in this batch.")
+            }
+            if let base = change.baseVersion, base < 1 {
+                return reject(.invalidBase, ChangeField.baseVersion, "The base version must be at least 1.")
+            }
+
+            // 2. Replay.
+            if let edit = applied[AppliedEditKey(editID: change.editID, noteKey: NoteKey(clientID: change.clientID, origin: change.origin))] {
+                var text: String?
+                if let serverID = edit.serverID, let note = notes[serverID], !ThreeWayMerge.sameBytes(note.text, change.text) {
+                    text = note.text
+                }
+                return ChangeResult(
+                    clientID: change.clientID, editID: change.editID, status: edit.status, serverID: edit.serverID,
+                    version: edit.version, text: text, conflict: edit.conflict, replayed: true
+                )
+            }
+
+            // 3. Find the note.
+            let found: StoredNote?
+            let matched: Bool
+            if let serverID = change.serverID {
+                guard let note = notes[serverID] else {
+                    return reject(.unknownNote, ChangeField.serverID, "No note \(serverID) in this account.")
+                }
+                guard note.clientID == change.clientID, note.origin == change.origin else {
+                    return reject(
+                        .clientIDMismatch, ChangeField.clientID,
+                        "Note \(serverID) has another client ID or origin than the change."
+                    )
+                }
+                found = note
+                matched = false
+            } else {
+                found = byKey[NoteKey(clientID: change.clientID, origin: change.origin)].flatMap { notes[$0] }
+                matched = found != nil
+            }
+
+            // 4. No note.
+            guard var note = found else {
+                if change.deleted {
+                    return record(change, status: .unchanged, serverID: nil, version: nil)
+                }
+                let serverID = try mintID()
+                let note = StoredNote(
+                    accountID: accountID, serverID: serverID, clientID: change.clientID, origin: change.origin,
+                    version: 1, text: change.text, deleted: false, conflictOf: nil, changeSeq: 0, createdAt: now,
+                    updatedAt: now
+                )
+                write(note, isNew: true)
+                return record(change, status: .created, serverID: serverID, version: 1)
+            }
+
+            // 5. A note.
+            if let base = change.baseVersion, base > note.version {
+                return reject(
+                    .invalidBase, ChangeField.baseVersion,
+                    "The base version \(base) is newer than the note's version \(note.version)."
+                )
+            }
+            let baseIsCurrent =
+                change.baseVersion == note.version
+                || (!note.deleted && change.baseText.map { ThreeWayMerge.sameBytes($0, note.text) } == true)
+
+            if change.deleted {
+                if note.deleted {
+                    return record(change, status: .unchanged, serverID: note.serverID, version: note.version)
+                }
+                if baseIsCurrent {
+                    note.text = ""
+                    note.deleted = true
+                    note.version += 1
+                    write(note, isNew: false)
+                    return record(change, status: .deleted, serverID: note.serverID, version: note.version)
+                }
+                // The note changed since the client's base: an edit wins over a delete.
+                return record(change, status: .kept, serverID: note.serverID, version: note.version, text: note.text)
+            }
+
+            let applied: ChangeStatus = matched ? .reconciled : .updated
+            if note.deleted {
+                // An edit concurrent with a delete wins: restore the note with the pushed text.
+                note.text = change.text
+                note.deleted = false
+                note.version += 1
+                write(note, isNew: false)
+                return record(change, status: applied, serverID: note.serverID, version: note.version)
+            }
+            if ThreeWayMerge.sameBytes(change.text, note.text) {
+                return record(change, status: matched ? .reconciled : .unchanged, serverID: note.serverID, version: note.version)
+            }
+            if baseIsCurrent {
+                note.text = change.text
+                note.version += 1
+                write(note, isNew: false)
+                return record(change, status: applied, serverID: note.serverID, version: note.version)
+            }
+
+            // Concurrent edits.
+            switch ThreeWayMerge.merge(base: change.baseText ?? "", ours: note.text, theirs: change.text) {
+            case .clean(let merged):
+                if !ThreeWayMerge.sameBytes(merged, note.text) {
+                    note.text = merged
+                    note.version += 1
+                    write(note, isNew: false)
+                }
+                let text = ThreeWayMerge.sameBytes(merged, change.text) ? nil : merged
+                return record(change, status: .merged, serverID: note.serverID, version: note.version, text: text)
+            case .conflict:
+                // Mint the client ID first: the copy's server ID is then the larger, and the largest stored server
+                // ID stays a valid high-water mark for the generator.
+                let copyClientID = try mintID()
+                let copyServerID = try mintID()
+                let copy = StoredNote(
+                    accountID: accountID, serverID: copyServerID, clientID: copyClientID, origin: change.origin,
+                    version: 1, text: change.text, deleted: false, conflictOf: note.serverID, changeSeq: 0,
+                    createdAt: now, updatedAt: now
+                )
+                write(copy, isNew: true)
+                return record(
+                    change, status: .conflict, serverID: note.serverID, version: note.version, text: note.text,
+                    conflict: ConflictCopy(serverID: copyServerID, clientID: copyClientID)
+                )
+            }
+        }
+
+        /// Stores the outcome as an applied edit and builds the result.
+        mutating func record(
+            _ change: NoteChange, status: ChangeStatus, serverID: FlakeID?, version: Int64?, text: String? = nil,
+            conflict: ConflictCopy? = nil
+        ) -> ChangeResult {
+            let noteKey = NoteKey(clientID: change.clientID, origin: change.origin)
+            let edit = AppliedEdit(
+                editID: change.editID, noteKey: noteKey, status: status, serverID: serverID, version: version, conflict: conflict,
+                createdAt: now
+            )
+            applied[AppliedEditKey(editID: change.editID, noteKey: noteKey)] = edit
+            newEdits.append(edit)
+            return ChangeResult(
+                clientID: change.clientID, editID: change.editID, status: status, serverID: serverID, version: version,
+                text: text, conflict: conflict
+            )
+        }
+
+        /// Puts a note's new state in the overlay with the next change sequence.
+        mutating func write(_ note: StoredNote, isNew: Bool) {
+            var note = note
+            sequence += 1
+            note.changeSeq = sequence
+            note.updatedAt = now
+            written.insert(note.serverID)
+            if isNew { created.insert(note.serverID) }
+            notes[note.serverID] = note
+            byKey[note.key] = note.serverID
+        }
+    }
+}
+
+/// Field names of ``NoteChange`` as error bodies name them (`changes[3].text`).
+///
+/// The wire module keeps its coding keys private; these mirror them for error messages only.
+enum ChangeField {
+    static let text = "text"
+    static let editID = "editID"
+    static let baseVersion = "baseVersion"
+    static let serverID = "serverID"
+    static let clientID = "clientID"
+}

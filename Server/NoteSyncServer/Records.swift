@@ -1,0 +1,180 @@
+import MiniFlake
+import NoteSyncProtocol
+
+/// An account as a ``NoteStore`` keeps it.
+public struct AccountRecord: Sendable, Equatable {
+    /// Minted by the server's generator.
+    public var id: FlakeID
+    /// The canonical (lowercased) username; unique.
+    public var username: String
+    /// The bcrypt hash of the password (never the password).
+    public var passwordHash: String
+    /// Unix milliseconds.
+    public var createdAt: Int64
+
+    public init(id: FlakeID, username: String, passwordHash: String, createdAt: Int64) {
+        self.id = id
+        self.username = username
+        self.passwordHash = passwordHash
+        self.createdAt = createdAt
+    }
+}
+
+/// A signed-in device: what a bearer token stands for.
+public struct SessionRecord: Sendable, Equatable {
+    /// Minted by the server's generator.
+    public var id: FlakeID
+    public var accountID: FlakeID
+    /// Lowercase hex SHA-256 of the bearer token; the token itself is never stored.
+    public var tokenHash: String
+    /// At most ``SignInRequest/maxDeviceNameLength`` characters.
+    public var deviceName: String?
+    /// The installation ID the device reported when signing in.
+    public var origin: FlakeID?
+    /// Unix milliseconds.
+    public var createdAt: Int64
+
+    public init(id: FlakeID, accountID: FlakeID, tokenHash: String, deviceName: String?, origin: FlakeID?, createdAt: Int64) {
+        self.id = id
+        self.accountID = accountID
+        self.tokenHash = tokenHash
+        self.deviceName = deviceName
+        self.origin = origin
+        self.createdAt = createdAt
+    }
+}
+
+/// The identity of a note inside one account: the creating device's client ID and that device's origin.
+///
+/// Two devices may mint the same client ID; their origins differ, so their notes never merge.
+public struct AppliedEditKey: Hashable, Sendable {
+    public var editID: FlakeID
+    public var noteKey: NoteKey
+    public init(editID: FlakeID, noteKey: NoteKey) {
+        self.editID = editID
+        self.noteKey = noteKey
+    }
+}
+
+public struct NoteKey: Hashable, Sendable {
+    public var clientID: FlakeID
+    public var origin: FlakeID
+
+    public init(clientID: FlakeID, origin: FlakeID) {
+        self.clientID = clientID
+        self.origin = origin
+    }
+}
+
+/// A note as a ``NoteStore`` keeps it: its state at its latest change.
+public struct StoredNote: Sendable, Equatable {
+    public var accountID: FlakeID
+    /// The canonical ID, minted by the server.
+    public var serverID: FlakeID
+    public var clientID: FlakeID
+    public var origin: FlakeID
+    /// 1 when created, +1 per accepted change.
+    public var version: Int64
+    /// "" for a tombstone.
+    public var text: String
+    public var deleted: Bool
+    /// For a conflict copy: the server ID of the note it was split from.
+    public var conflictOf: FlakeID?
+    /// The account change sequence of the note's latest change; unique within the account.
+    public var changeSeq: Int64
+    /// Unix milliseconds (server clock; informational only, never used for ordering).
+    public var createdAt: Int64
+    /// Unix milliseconds (server clock; informational only, never used for ordering).
+    public var updatedAt: Int64
+
+    public init(
+        accountID: FlakeID, serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String,
+        deleted: Bool, conflictOf: FlakeID?, changeSeq: Int64, createdAt: Int64, updatedAt: Int64
+    ) {
+        self.accountID = accountID
+        self.serverID = serverID
+        self.clientID = clientID
+        self.origin = origin
+        self.version = version
+        self.text = text
+        self.deleted = deleted
+        self.conflictOf = conflictOf
+        self.changeSeq = changeSeq
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// The note's `(clientID, origin)` key.
+    public var key: NoteKey { NoteKey(clientID: clientID, origin: origin) }
+
+    /// The note as a pull returns it.
+    public var record: NoteRecord {
+        NoteRecord(
+            serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
+            conflictOf: conflictOf, updatedAt: WireTime.format(unixMilliseconds: updatedAt)
+        )
+    }
+}
+
+/// The stored outcome of an accepted change, keyed within the account by its edit ID and the note it named.
+///
+/// A change whose edit ID and note key (client ID, origin) are already here is a replay: the server answers with
+/// this outcome and writes nothing. The note key is part of the identity because an edit ID is unique only per
+/// installation: two devices sharing a MiniFlake instance number can mint the same edit ID in the same millisecond,
+/// and one device's edit must never be taken for a replay of the other's.
+public struct AppliedEdit: Sendable, Equatable {
+    public var editID: FlakeID
+    /// The note the change named (its client ID and origin as pushed).
+    public var noteKey: NoteKey
+    /// Never ``ChangeStatus/rejected`` (rejected changes store nothing).
+    public var status: ChangeStatus
+    /// Absent only for `unchanged` when a delete named no stored note.
+    public var serverID: FlakeID?
+    /// The note's version right after the change.
+    public var version: Int64?
+    /// For `conflict`: the copy that took the pushed text.
+    public var conflict: ConflictCopy?
+    /// Unix milliseconds.
+    public var createdAt: Int64
+
+    public init(
+        editID: FlakeID, noteKey: NoteKey, status: ChangeStatus, serverID: FlakeID?, version: Int64?,
+        conflict: ConflictCopy?, createdAt: Int64
+    ) {
+        self.editID = editID
+        self.noteKey = noteKey
+        self.status = status
+        self.serverID = serverID
+        self.version = version
+        self.conflict = conflict
+        self.createdAt = createdAt
+    }
+}
+
+/// One page of an account's changes, read in one consistent snapshot.
+public struct PullPage: Sendable, Equatable {
+    /// Notes with `changeSeq` greater than the requested one, ascending, at most the requested limit.
+    public var notes: [StoredNote]
+    /// The account's change sequence in the same snapshot (0 for an account with no changes).
+    public var currentSequence: Int64
+
+    public init(notes: [StoredNote], currentSequence: Int64) {
+        self.notes = notes
+        self.currentSequence = currentSequence
+    }
+}
+
+/// What a store needs besides the batch to apply a push: the limits, the server time and the ID source.
+public struct PushContext: Sendable {
+    public var limits: SyncLimits
+    /// Server time in Unix milliseconds, stamped on written notes (never used for ordering).
+    public var now: Int64
+    /// Mints server IDs (new notes, conflict copies and their client IDs).
+    public var mintID: @Sendable () throws -> FlakeID
+
+    public init(limits: SyncLimits, now: Int64, mintID: @escaping @Sendable () throws -> FlakeID) {
+        self.limits = limits
+        self.now = now
+        self.mintID = mintID
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import NoteSyncProtocol
+
+/// Everything `notesyncd` is started with. See ``NotesyncdCommand`` for the flags and environment variables.
+public struct ServerConfiguration: Sendable, Equatable {
+    /// Which database the daemon uses.
+    public enum Database: Sendable, Equatable, CustomStringConvertible {
+        /// SQLite in the data directory (`<dataDirectory>/notesyncd.sqlite`).
+        case sqlite
+        /// PostgreSQL at a `postgres://` or `postgresql://` URL (parsed, not supported yet).
+        case postgres(url: String)
+
+        /// Parses `sqlite` (or `sqlite:`), or a `postgres://`/`postgresql://` URL.
+        public init?(parsing text: String) {
+            let lowered = text.lowercased()
+            if lowered == "sqlite" || lowered == "sqlite:" {
+                self = .sqlite
+            } else if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
+                self = .postgres(url: text)
+            } else {
+                return nil
+            }
+        }
+
+        /// The form the parser reads; a PostgreSQL URL is shown without its password.
+        public var description: String {
+            switch self {
+            case .sqlite: "sqlite"
+            case .postgres(let url): Self.redacted(url)
+            }
+        }
+
+        static func redacted(_ url: String) -> String {
+            guard let schemeEnd = url.range(of: "://"), let at = url.range(of: "@", range: schemeEnd.upperBound..<url.endIndex)
+            else { return url }
+            let credentials = url[schemeEnd.upperBound..<at.lowerBound]
+            guard let colon = credentials.firstIndex(of: ":") else { return url }
+            return url.replacingCharacters(in: colon..<at.lowerBound, with: ":***")
+        }
+    }
+
+    /// Where the SQLite database lives (created if missing). Default `./notesyncd-data`.
+    public var dataDirectory: String
+    /// The address to listen on. Default `127.0.0.1`.
+    public var host: String
+    /// The port to listen on, 0 to pick a free one (the listening line shows it). Default 8080.
+    public var port: Int
+    /// The MiniFlake instance number of this daemon's ID generator, 0...1023, unique among daemons sharing a
+    /// database. Default 0.
+    public var instance: Int
+    /// The bcrypt cost of new password hashes, 4...31. Default 12.
+    public var bcryptCost: Int
+    /// The limits enforced and served by `GET /v1/info`.
+    public var limits: SyncLimits
+    /// Default `info`.
+    public var logLevel: Logger.Level
+    /// Default `sqlite`.
+    public var database: Database
+
+    public init(
+        dataDirectory: String = "notesyncd-data", host: String = "127.0.0.1", port: Int = 8080, instance: Int = 0,
+        bcryptCost: Int = 12, limits: SyncLimits = .default, logLevel: Logger.Level = .info, database: Database = .sqlite
+    ) {
+        self.dataDirectory = dataDirectory
+        self.host = host
+        self.port = port
+        self.instance = instance
+        self.bcryptCost = bcryptCost
+        self.limits = limits
+        self.logLevel = logLevel
+        self.database = database
+    }
+
+    /// Valid bcrypt costs.
+    public static let bcryptCostRange = 4...31
+    /// Valid instance numbers.
+    public static let instanceRange = 0...1023
+
+    /// Checks every value; throws a ``ConfigurationError`` naming the first bad one.
+    public func validate() throws(ConfigurationError) {
+        guard (0...65535).contains(port) else { throw ConfigurationError("port must be 0...65535, got \(port)") }
+        guard Self.instanceRange.contains(instance) else {
+            throw ConfigurationError("instance must be 0...1023, got \(instance)")
+        }
+        guard Self.bcryptCostRange.contains(bcryptCost) else {
+            throw ConfigurationError("bcrypt cost must be 4...31, got \(bcryptCost)")
+        }
+        guard !host.isEmpty else { throw ConfigurationError("host must not be empty") }
+        guard !dataDirectory.isEmpty else { throw ConfigurationError("data directory must not be empty") }
+        guard limits.maxBodyBytes > 0, limits.maxNoteBytes > 0, limits.maxBatchChanges > 0, limits.maxPageSize > 0 else {
+            throw ConfigurationError("limits must be positive")
+        }
+        guard limits.defaultPageSize > 0, limits.defaultPageSize <= limits.maxPageSize else {
+            throw ConfigurationError("the default page size must be 1...max page size (\(limits.maxPageSize))")
+        }
+        if case .postgres = database {
+            throw ConfigurationError("PostgreSQL is not supported yet; use --database sqlite")
+        }
+    }
+}
+
+/// A configuration value the daemon cannot start with.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// One human sentence.
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,268 @@
+import HummingbirdBcrypt
+import Logging
+import MiniFlake
+import NIOPosix
+import NoteSyncProtocol
+
+/// The sync server's rules: accounts, sessions, push and pull, over a ``NoteStore``.
+///
+/// Transport-neutral: it takes decoded requests and returns response values, throwing ``SyncError`` for every
+/// client mistake (other errors are server faults). The clock, the ID source and the random source are injected.
+public struct SyncService: Sendable {
+    /// The store.
+    public let store: any NoteStore
+    /// The limits the server enforces and `GET /v1/info` serves.
+    public let limits: SyncLimits
+    /// The bcrypt cost of new password hashes (4...31).
+    public let bcryptCost: Int
+    /// The server's version string, served by `GET /v1/info`.
+    public let serverVersion: String
+
+    let clock: any FlakeClock
+    let mintID: @Sendable () throws -> FlakeID
+    let randomBytes: RandomBytes
+    let throttle: SignInThrottle
+    /// A hash verified when the username is unknown, so a wrong username costs as much as a wrong password.
+    let dummyHash: String
+    let logger: Logger
+
+    /// A service over `store`.
+    ///
+    /// - Parameters:
+    ///   - bcryptCost: Cost of new password hashes (default 12; tests use 4). Computes one dummy hash at this cost.
+    ///   - clock: Server time (sessions, note timestamps, the sign-in throttle).
+    ///   - mintID: Mints account, session and note IDs (the daemon's `FlakeGenerator`).
+    ///   - randomBytes: The source of token bytes (``RandomBytes/system`` in production).
+    ///   - throttle: Failed sign-in bookkeeping.
+    public init(
+        store: any NoteStore, limits: SyncLimits = .default, bcryptCost: Int = 12, serverVersion: String = NotesyncdVersion.current,
+        clock: any FlakeClock, mintID: @escaping @Sendable () throws -> FlakeID, randomBytes: RandomBytes = .system,
+        throttle: SignInThrottle = SignInThrottle(), logger: Logger
+    ) {
+        self.store = store
+        self.limits = limits
+        self.bcryptCost = bcryptCost
+        self.serverVersion = serverVersion
+        self.clock = clock
+        self.mintID = mintID
+        self.randomBytes = randomBytes
+        self.throttle = throttle
+        self.logger = logger
+        self.dummyHash = Bcrypt.hash("notesyncd timing-equalizer", cost: UInt8(clamping: bcryptCost))
+    }
+
+    // MARK: - Accounts and sessions
+
+    /// Creates an account (`POST /v1/accounts`).
+    ///
+    /// - Throws: `invalid_field` (username or password breaks ``CredentialRules``), `username_taken`.
+    public func signUp(_ request: SignUpRequest) async throws -> AccountResponse {
+        guard let username = CredentialRules.canonicalUsername(request.username) else {
+            throw SyncError(
+                .invalidField,
+                "A username is \(CredentialRules.usernameLength.lowerBound)–\(CredentialRules.usernameLength.upperBound) characters from a–z, 0–9, '.', '_' and '-'.",
+                field: CredentialField.username
+            )
+        }
+        guard CredentialRules.isAcceptablePassword(request.password) else {
+            throw SyncError(
+                .invalidField,
+                "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes.",
+                field: CredentialField.password
+            )
+        }
+        if try await store.account(byUsername: username) != nil { throw Self.usernameTaken }
+        let password = request.password
+        let cost = UInt8(clamping: bcryptCost)
+        let hash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+        let account = AccountRecord(id: try mintID(), username: username, passwordHash: hash, createdAt: clock.unixMilliseconds())
+        do {
+            try await store.createAccount(account)
+        } catch NoteStoreError.usernameTaken {
+            throw Self.usernameTaken
+        }
+        logger.info("account created", metadata: ["account_id": "\(account.id)"])
+        return AccountResponse(accountID: account.id, username: account.username)
+    }
+
+    private static let usernameTaken = SyncError(.usernameTaken, "That username is already registered.", field: CredentialField.username)
+
+    /// Signs in and registers the device (`POST /v1/sessions`).
+    ///
+    /// - Throws: `invalid_field` (device name too long), `too_many_attempts` (with `Retry-After`),
+    ///   `invalid_credentials` (the same for an unknown username and a wrong password).
+    public func signIn(_ request: SignInRequest) async throws -> SignInResponse {
+        if let deviceName = request.deviceName, deviceName.count > SignInRequest.maxDeviceNameLength {
+            throw SyncError(
+                .invalidField, "A device name is at most \(SignInRequest.maxDeviceNameLength) characters.",
+                field: CredentialField.deviceName
+            )
+        }
+        // Only well-formed usernames can name an account, so only they are throttled (and tracked in memory).
+        let canonical = CredentialRules.canonicalUsername(request.username)
+        if let canonical, let wait = throttle.begin(username: canonical, now: clock.unixMilliseconds()) {
+            throw SyncError(
+                .tooManyAttempts, "Too many failed sign-ins for this username; retry in \(wait) seconds.",
+                headers: [SyncError.retryAfterHeader: String(wait)]
+            )
+        }
+        var succeeded = false
+        defer {
+            if let canonical { throttle.finish(username: canonical, succeeded: succeeded, now: clock.unixMilliseconds()) }
+        }
+
+        // Always one bcrypt verification, so an unknown username or an unacceptable password answers as slowly as
+        // a wrong password (no timing oracle).
+        let account = try await canonical.asyncFlatMap { try await store.account(byUsername: $0) }
+        let acceptable = CredentialRules.isAcceptablePassword(request.password)
+        let candidate = acceptable ? request.password : "-"
+        let hash = (acceptable ? account?.passwordHash : nil) ?? dummyHash
+        let verified = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(candidate, hash: hash) }
+        guard let account, acceptable, verified else {
+            throw SyncError(.invalidCredentials, "Wrong username or password.")
+        }
+        succeeded = true
+
+        let token = SessionToken.make(randomBytes: randomBytes)
+        let session = SessionRecord(
+            id: try mintID(), accountID: account.id, tokenHash: SessionToken.hash(token), deviceName: request.deviceName,
+            origin: request.origin, createdAt: clock.unixMilliseconds()
+        )
+        try await store.createSession(session)
+        logger.info("signed in", metadata: ["account_id": "\(account.id)", "session_id": "\(session.id)"])
+        return SignInResponse(token: token, accountID: account.id, username: account.username, sessionID: session.id)
+    }
+
+    /// The session a bearer token stands for.
+    ///
+    /// - Throws: `unauthorized` when the token is missing, malformed, unknown or revoked.
+    public func authenticate(bearerToken: String?) async throws -> SessionRecord {
+        guard let token = bearerToken else {
+            throw SyncError(.unauthorized, "This endpoint needs Authorization: Bearer <token>.")
+        }
+        guard SessionToken.isWellFormed(token), let session = try await store.session(byTokenHash: SessionToken.hash(token))
+        else {
+            throw SyncError(.unauthorized, "The bearer token is not valid (unknown, revoked or malformed).")
+        }
+        return session
+    }
+
+    /// Signs out (`DELETE /v1/sessions/current`): the session's token stops working at once.
+    public func signOut(_ session: SessionRecord) async throws {
+        try await store.deleteSession(id: session.id, accountID: session.accountID)
+    }
+
+    /// The authenticated account (`GET /v1/account`).
+    public func account(_ session: SessionRecord) async throws -> AccountResponse {
+        guard let account = try await store.account(byID: session.accountID) else {
+            throw SyncError(.unauthorized, "The session's account no longer exists.")
+        }
+        return AccountResponse(accountID: account.id, username: account.username)
+    }
+
+    // MARK: - Sync
+
+    /// Applies a batch of changes (`POST /v1/notes/push`): one transaction, one result per change, in order.
+    ///
+    /// - Throws: `batch_too_large` when the batch has more than `maxBatchChanges` changes (nothing is applied).
+    public func push(_ request: PushRequest, session: SessionRecord) async throws -> PushResponse {
+        guard request.changes.count <= limits.maxBatchChanges else {
+            throw SyncError(
+                .batchTooLarge, "A push has at most \(limits.maxBatchChanges) changes; this one has \(request.changes.count)."
+            )
+        }
+        let context = PushContext(limits: limits, now: clock.unixMilliseconds(), mintID: mintID)
+        do {
+            let results = try await store.push(accountID: session.accountID, changes: request.changes, context: context)
+            return PushResponse(results: results)
+        } catch NoteStoreError.accountNotFound {
+            throw SyncError(.unauthorized, "The session's account no longer exists.")
+        }
+    }
+
+    /// One page of a pull.
+    public struct PullResult: Sendable {
+        /// Oldest change first.
+        public var notes: [StoredNote]
+        public var cursor: SyncCursor
+        public var hasMore: Bool
+
+        /// The wire form.
+        public var response: PullResponse {
+            PullResponse(changes: notes.map(\.record), cursor: cursor, hasMore: hasMore)
+        }
+    }
+
+    /// The account's changes after a cursor (`GET /v1/notes/changes?since=&limit=`), as the query gave them.
+    ///
+    /// Cost is proportional to the changes returned (an index on `(account_id, change_seq)`), never to the account's
+    /// size.
+    ///
+    /// - Throws: `invalid_cursor` (not a cursor, or beyond the account's change sequence, e.g. another account's),
+    ///   `invalid_limit` (not a positive integer).
+    public func pull(since: String?, limit: String?, session: SessionRecord) async throws -> PullResult {
+        var cursor = SyncCursor.start
+        if let since {
+            guard let parsed = SyncCursor(text: since) else {
+                throw SyncError(.invalidCursor, "The cursor is not one this server issued.", field: PullQuery.since)
+            }
+            cursor = parsed
+        }
+        var pageSize = limits.defaultPageSize
+        if let limit {
+            guard let value = Int(limit), value > 0 else {
+                throw SyncError(.invalidLimit, "The limit must be a positive integer.", field: PullQuery.limit)
+            }
+            pageSize = min(value, limits.maxPageSize)
+        }
+        let page = try await store.pull(accountID: session.accountID, after: cursor.sequence, limit: pageSize)
+        guard cursor.sequence <= page.currentSequence else {
+            throw SyncError(.invalidCursor, "The cursor is not one this server issued for this account.", field: PullQuery.since)
+        }
+        let last = page.notes.last?.changeSeq
+        return PullResult(
+            notes: page.notes,
+            cursor: last.map { SyncCursor(sequence: $0) } ?? cursor,
+            hasMore: page.notes.count == pageSize && (last ?? page.currentSequence) < page.currentSequence
+        )
+    }
+
+    // MARK: - Server
+
+    /// `GET /v1/info`.
+    public var info: ServerInfo {
+        ServerInfo(version: serverVersion, limits: limits)
+    }
+
+    /// `GET /healthz`: pings the store.
+    ///
+    /// - Throws: `unavailable` when the store does not answer.
+    public func health() async throws -> HealthResponse {
+        do {
+            try await store.ping()
+        } catch {
+            throw SyncError(.unavailable, "The database does not answer.", underlying: error)
+        }
+        return HealthResponse(database: store.backendName)
+    }
+}
+
+/// The daemon's version, served by `GET /v1/info`.
+public enum NotesyncdVersion {
+    public static let current = "0.1.0"
+}
+
+/// Field names of the credential requests, as error bodies name them.
+enum CredentialField {
+    static let username = "username"
+    static let password = "password"
+    static let deviceName = "deviceName"
+}
+
+extension Optional {
+    /// `flatMap` with an async transform.
+    func asyncFlatMap<U>(_ transform: (Wrapped) async throws -> U?) async rethrows -> U? {
+        guard let value = self else { return nil }
+        return try await transform(value)
+    }
+}

@@ -1,0 +1,3 @@
+import NoteSyncServer
+
+await NotesyncdCommand.runFromCommandLine()

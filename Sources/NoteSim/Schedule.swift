@@ -1,0 +1,161 @@
+/// One step of a simulation. Steps are plain data, generated up front from the seed, so that any subsequence of
+/// them is again a runnable schedule: that is what lets a failing trace be shortened and replayed. Where a step
+/// names a note it names it by an index that is reduced modulo the notes the device holds when the step runs.
+public enum SimAction: Codable, Sendable, Equatable {
+    /// The device creates a note holding one token line.
+    case create(device: Int, token: String)
+    /// The device edits one of its live notes.
+    case edit(device: Int, note: Int, op: EditOp)
+    /// The device deletes one of its live notes.
+    case delete(device: Int, note: Int)
+    /// The device syncs; `faults` maps the index of a request within this step to the fault injected on it.
+    case sync(device: Int, faults: [FaultPlan])
+    /// The device signs out (its notes stay).
+    case signOut(device: Int, faults: [FaultPlan])
+    /// The device signs in to an account (and syncs, which reconciles).
+    case signIn(device: Int, account: Int, faults: [FaultPlan])
+    /// The device's clock jumps by this many milliseconds (negative: backward).
+    case clockJump(device: Int, milliseconds: Int64)
+    /// Two devices edit the same note (one both hold) before either syncs.
+    case concurrentEdit(first: Int, second: Int, note: Int, firstOp: EditOp, secondOp: EditOp)
+    /// Two devices each create a note with the same client ID (a forced MiniFlake collision).
+    case collide(first: Int, second: Int, firstToken: String, secondToken: String)
+    /// The server restarts (in-process: reopened from its store; over HTTP: the restart command).
+    case restartServer
+
+    /// The devices the step touches.
+    public var devices: [Int] {
+        switch self {
+        case .create(let d, _), .edit(let d, _, _), .delete(let d, _), .sync(let d, _), .signOut(let d, _),
+            .signIn(let d, _, _), .clockJump(let d, _):
+            [d]
+        case .concurrentEdit(let a, let b, _, _, _), .collide(let a, let b, _, _): [a, b]
+        case .restartServer: []
+        }
+    }
+}
+
+/// A line edit. Every line of a simulated note is a unique token, so the checker can follow each edit.
+public enum EditOp: Codable, Sendable, Equatable {
+    /// Add a token line at the end.
+    case append(token: String)
+    /// Insert a token line before line `at` (modulo the line count + 1).
+    case insert(at: Int, token: String)
+    /// Remove line `at` (modulo the line count); a no-op on an empty note.
+    case remove(at: Int)
+    /// Replace line `at` with a new token line.
+    case replace(at: Int, token: String)
+}
+
+/// A transport fault on one request of a step.
+public struct FaultPlan: Codable, Sendable, Equatable {
+    /// The request's index within the step (0 = its first request).
+    public var request: Int
+    public var kind: FaultKind
+
+    public init(request: Int, kind: FaultKind) {
+        self.request = request
+        self.kind = kind
+    }
+}
+
+/// What goes wrong with a request.
+public enum FaultKind: String, Codable, Sendable, CaseIterable {
+    /// Lost before the server: nothing happens there.
+    case dropRequest
+    /// The server commits, then the response is lost.
+    case dropResponse
+    /// Delivered twice; the client sees the second answer.
+    case duplicate
+    /// The connection goes down: this request and every later one of the step fail (a sync interrupted mid-page).
+    case interrupt
+}
+
+/// The shape of a simulation run.
+public struct SimParameters: Codable, Sendable, Equatable {
+    public var seed: UInt64
+    public var accounts: Int
+    public var devices: Int
+    public var steps: Int
+    /// Probability that any one request of a step gets a fault.
+    public var faultRate: Double
+
+    public init(seed: UInt64, accounts: Int = 2, devices: Int = 3, steps: Int = 300, faultRate: Double = 0.05) {
+        self.seed = seed
+        self.accounts = accounts
+        self.devices = devices
+        self.steps = steps
+        self.faultRate = faultRate
+    }
+}
+
+/// Generates a schedule from a seed.
+public enum ScheduleGenerator {
+    /// The most requests a step may fault on: a sync of the simulation's small stores needs a handful.
+    static let faultableRequests = 6
+
+    public static func generate(_ parameters: SimParameters) -> [SimAction] {
+        var rng = SplitMix64(seed: parameters.seed)
+        var steps: [SimAction] = []
+        steps.reserveCapacity(parameters.steps)
+        var tokenCounter = 0
+        func token() -> String {
+            tokenCounter += 1
+            return "t\(tokenCounter)"
+        }
+        func device() -> Int { Int(rng.next() % UInt64(max(1, parameters.devices))) }
+        func index() -> Int { Int(rng.next() % 1024) }
+        func faults() -> [FaultPlan] {
+            guard parameters.faultRate > 0 else { return [] }
+            var plans: [FaultPlan] = []
+            for request in 0..<faultableRequests where rng.chance(parameters.faultRate) {
+                let kind = FaultKind.allCases[Int(rng.next() % UInt64(FaultKind.allCases.count))]
+                plans.append(FaultPlan(request: request, kind: kind))
+            }
+            return plans
+        }
+        func editOp() -> EditOp {
+            switch rng.next() % 10 {
+            case 0...3: .append(token: token())
+            case 4...5: .insert(at: index(), token: token())
+            case 6...7: .replace(at: index(), token: token())
+            default: .remove(at: index())
+            }
+        }
+        func clockJump() -> Int64 {
+            let minute: Int64 = 60_000
+            let magnitudes: [Int64] = [minute, 30 * minute, 24 * 60 * minute, 365 * 24 * 60 * minute, 3 * 365 * 24 * 60 * minute]
+            let magnitude = magnitudes[Int(rng.next() % UInt64(magnitudes.count))]
+            let amount = Int64(rng.next() % UInt64(magnitude)) + 1
+            return rng.chance(0.5) ? -amount : amount
+        }
+        // Every device starts signed in to an account, so the first steps sync something.
+        for d in 0..<parameters.devices where steps.count < parameters.steps {
+            steps.append(.signIn(device: d, account: d % max(1, parameters.accounts), faults: []))
+        }
+        while steps.count < parameters.steps {
+            let roll = rng.next() % 100
+            let step: SimAction
+            switch roll {
+            case 0..<16: step = .create(device: device(), token: token())
+            case 16..<40: step = .edit(device: device(), note: index(), op: editOp())
+            case 40..<45: step = .delete(device: device(), note: index())
+            case 45..<70: step = .sync(device: device(), faults: faults())
+            case 70..<76: step = .signOut(device: device(), faults: faults())
+            case 76..<83: step = .signIn(device: device(), account: Int(rng.next() % UInt64(max(1, parameters.accounts))), faults: faults())
+            case 83..<87: step = .clockJump(device: device(), milliseconds: clockJump())
+            case 87..<95:
+                let a = device()
+                let b = parameters.devices > 1 ? (a + 1 + Int(rng.next() % UInt64(parameters.devices - 1))) % parameters.devices : a
+                step = .concurrentEdit(first: a, second: b, note: index(), firstOp: editOp(), secondOp: editOp())
+            case 95..<98:
+                let a = device()
+                let b = parameters.devices > 1 ? (a + 1 + Int(rng.next() % UInt64(parameters.devices - 1))) % parameters.devices : a
+                step = .collide(first: a, second: b, firstToken: token(), secondToken: token())
+            default: step = .restartServer
+            }
+            steps.append(step)
+        }
+        return steps
+    }
+}

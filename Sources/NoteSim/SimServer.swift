@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+import MiniFlake
+import NoteSyncProtocol
+import NoteSyncServer
+import NotesClient
+
+/// The server a simulation runs against.
+protocol SimServer: AnyObject {
+    /// What devices send through (each wraps it in its own ``FaultyTransport``).
+    var transport: any SyncTransport { get }
+    /// The URL devices sign in to (in-process: a placeholder the transport ignores).
+    var url: String { get }
+    /// The MiniFlake instance of server IDs, when known.
+    var instance: Int? { get }
+    /// Every note of an account (tombstones included), as the server holds it.
+    func notes(accountID: FlakeID, token: String) async throws -> [NoteRecord]
+    /// Restarts the server (in-process: a new service over the same store; HTTP: the restart command).
+    func restart() async throws
+    func shutdown() async
+}
+
+/// The real server code in this process over an in-memory SQLite store: deterministic and fast, no sockets.
+final class InProcessSimServer: SimServer {
+    let store: SQLiteNoteStore
+    let clock: ManualFlakeClock
+    let inProcess: InProcessTransport
+    let instance: Int? = 0
+    var transport: any SyncTransport { inProcess }
+    let url = "http://notesyncd.simulated"
+
+    init(clock: ManualFlakeClock) async throws {
+        self.clock = clock
+        store = try SQLiteNoteStore.inMemory()
+        inProcess = InProcessTransport(api: try await Self.makeAPI(store: store, clock: clock))
+    }
+
+    /// A fresh service over the store, as a daemon builds at start: its generator continues after the largest ID
+    /// the store holds, so a restart never reissues one.
+    static func makeAPI(store: SQLiteNoteStore, clock: ManualFlakeClock) async throws -> SyncAPI {
+        let logger = Logger(label: "notes-sim.server", factory: { _ in SwiftLogNoOpLogHandler() })
+        let generator = try FlakeGenerator(instance: 0, clock: clock, after: try await store.largestIssuedID())
+        let service = SyncService(
+            store: store, bcryptCost: 4, clock: clock, mintID: { try generator.next() }, logger: logger)
+        return SyncAPI(service: service, logger: logger)
+    }
+
+    func notes(accountID: FlakeID, token: String) async throws -> [NoteRecord] {
+        try await store.pull(accountID: accountID, after: 0, limit: Int.max).notes.map(\.record)
+    }
+
+    func restart() async throws {
+        inProcess.replace(with: try await Self.makeAPI(store: store, clock: clock))
+    }
+
+    func shutdown() async { try? await store.close() }
+}
+
+/// A running `notesyncd` over HTTP (`--server URL`); restarts run `--restart-command` and wait for `/healthz`.
+final class HTTPSimServer: SimServer {
+    let baseURL: URL
+    let restartCommand: String?
+    let http: URLSessionTransport
+    var transport: any SyncTransport { http }
+    var url: String { baseURL.absoluteString }
+    let instance: Int? = nil
+
+    init(url: String, restartCommand: String?) throws {
+        guard let baseURL = URL(string: url), baseURL.scheme == "http" || baseURL.scheme == "https" else {
+            throw SimSetupError("'\(url)' is not an http(s) URL")
+        }
+        self.baseURL = baseURL
+        self.restartCommand = restartCommand
+        http = URLSessionTransport(baseURL: baseURL, timeout: 30)
+    }
+
+    func notes(accountID: FlakeID, token: String) async throws -> [NoteRecord] {
+        var all: [NoteRecord] = []
+        var cursor = SyncCursor.start
+        while true {
+            let response = try await http.send(
+                WireRequest(.pull, query: [(PullQuery.since, cursor.text), (PullQuery.limit, "1000")], bearerToken: token))
+            guard response.status == 200 else {
+                throw SimSetupError("audit pull answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+            }
+            let page = try JSONDecoder().decode(PullResponse.self, from: response.body)
+            all += page.changes
+            cursor = page.cursor
+            if !page.hasMore { return all }
+        }
+    }
+
+    func restart() async throws {
+        guard let restartCommand else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", restartCommand]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw SimSetupError("the restart command exited with \(process.terminationStatus)")
+        }
+        // Wait for the daemon to answer again (bounded: 30 s).
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let response = try? await http.send(WireRequest(.health)), response.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw SimSetupError("the server did not come back within 30 s after a restart")
+    }
+
+    func shutdown() async {}
+}
+
+/// A simulation that could not be set up (not an invariant violation).
+public struct SimSetupError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,83 @@
+/// The HTTP method of an endpoint, as it appears on the wire.
+public enum HTTPMethodName: String, Sendable, CaseIterable {
+    case get = "GET"
+    case post = "POST"
+    case delete = "DELETE"
+}
+
+/// Every route of the sync protocol. Server and client both use these; neither restates a path.
+///
+/// Paths are versioned (`/v1/...`); a breaking change adds `/v2/...` beside them.
+public enum Endpoint: String, Sendable, CaseIterable {
+    /// `GET /healthz`: liveness and database reachability. No authentication.
+    case health
+    /// `GET /v1/info`: server name, version and the limits a client must respect. No authentication.
+    case info
+    /// `POST /v1/accounts`: create an account ([`SignUpRequest`] → [`AccountResponse`], 201).
+    case signUp
+    /// `POST /v1/sessions`: sign in ([`SignInRequest`] → [`SignInResponse`]); registers the device.
+    case signIn
+    /// `DELETE /v1/sessions/current`: sign out; revokes the bearer token (204).
+    case signOut
+    /// `GET /v1/account`: the authenticated account ([`AccountResponse`]).
+    case account
+    /// `POST /v1/notes/push`: a batch of changes ([`PushRequest`] → [`PushResponse`]).
+    case push
+    /// `GET /v1/notes/changes?since=CURSOR&limit=N`: changes since a cursor ([`PullResponse`]).
+    case pull
+
+    public var method: HTTPMethodName {
+        switch self {
+        case .health, .info, .account, .pull: .get
+        case .signUp, .signIn, .push: .post
+        case .signOut: .delete
+        }
+    }
+
+    public var path: String {
+        switch self {
+        case .health: "/healthz"
+        case .info: "/v1/info"
+        case .signUp: "/v1/accounts"
+        case .signIn: "/v1/sessions"
+        case .signOut: "/v1/sessions/current"
+        case .account: "/v1/account"
+        case .push: "/v1/notes/push"
+        case .pull: "/v1/notes/changes"
+        }
+    }
+
+    /// Whether the endpoint needs `Authorization: Bearer <token>`.
+    public var requiresAuthentication: Bool {
+        switch self {
+        case .health, .info, .signUp, .signIn: false
+        case .signOut, .account, .push, .pull: true
+        }
+    }
+
+    /// The status of a successful answer.
+    public var successStatus: Int {
+        switch self {
+        case .signUp: 201
+        case .signOut: 204
+        default: 200
+        }
+    }
+
+    /// The endpoint for a method and path, if any.
+    public static func matching(method: String, path: String) -> Endpoint? {
+        allCases.first { $0.path == path && $0.method.rawValue == method }
+    }
+}
+
+/// Query parameter names of the pull endpoint.
+public enum PullQuery {
+    public static let since = "since"
+    public static let limit = "limit"
+}
+
+/// Header names the protocol uses beyond the standard ones.
+public enum ProtocolHeader {
+    /// Echoed on every response: the request id the server logged the request under.
+    public static let requestID = "X-Request-Id"
+}

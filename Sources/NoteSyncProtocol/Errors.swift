@@ -1,0 +1,109 @@
+/// A stable, machine-readable error code. The set is open (a newer server may send codes an older client does not
+/// know), so this is a string wrapper rather than a closed enum; the known codes are the static members.
+public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    // Request-level errors.
+    /// 400: the body is not JSON, or a field has the wrong type or is missing.
+    public static let invalidJSON = APIErrorCode("invalid_json")
+    /// 400: the body has a field the protocol does not define (requests are strict; responses may grow).
+    public static let unknownField = APIErrorCode("unknown_field")
+    /// 400: a field has a value outside its documented range (username, password, device name, ...).
+    public static let invalidField = APIErrorCode("invalid_field")
+    /// 400: an ID is not a valid MiniFlake value (zero, negative, malformed, or a JSON number).
+    public static let invalidID = APIErrorCode("invalid_id")
+    /// 400: the pull cursor is not one this server issued.
+    public static let invalidCursor = APIErrorCode("invalid_cursor")
+    /// 400: the pull limit is not a positive integer.
+    public static let invalidLimit = APIErrorCode("invalid_limit")
+    /// 401: no bearer token, a malformed one, or one that is unknown or revoked.
+    public static let unauthorized = APIErrorCode("unauthorized")
+    /// 401: wrong username or password (the same answer for both, so usernames cannot be probed).
+    public static let invalidCredentials = APIErrorCode("invalid_credentials")
+    /// 404: no such route.
+    public static let notFound = APIErrorCode("not_found")
+    /// 405: the route exists with another method.
+    public static let methodNotAllowed = APIErrorCode("method_not_allowed")
+    /// 409: the username is already registered.
+    public static let usernameTaken = APIErrorCode("username_taken")
+    /// 413: the body is larger than `maxBodyBytes`.
+    public static let bodyTooLarge = APIErrorCode("body_too_large")
+    /// 413: the push has more than `maxBatchChanges` changes.
+    public static let batchTooLarge = APIErrorCode("batch_too_large")
+    /// 415: the body is not `application/json`.
+    public static let unsupportedMediaType = APIErrorCode("unsupported_media_type")
+    /// 429: too many failed sign-ins; retry after the `Retry-After` header's seconds.
+    public static let tooManyAttempts = APIErrorCode("too_many_attempts")
+    /// 500: a fault of the server's own (never a client's mistake).
+    public static let internalError = APIErrorCode("internal")
+    /// 503: the server cannot reach its database right now; retry.
+    public static let unavailable = APIErrorCode("unavailable")
+
+    // Per-change errors (inside a push result, status `rejected`).
+    /// The note text is larger than `maxNoteBytes`.
+    public static let noteTooLarge = APIErrorCode("note_too_large")
+    /// The change names a server ID that is not a note of this account (whether or not it exists elsewhere).
+    public static let unknownNote = APIErrorCode("unknown_note")
+    /// The server ID names a note whose client ID or origin differs from the change's.
+    public static let clientIDMismatch = APIErrorCode("client_id_mismatch")
+    /// The change's base version is newer than the note's current version.
+    public static let invalidBase = APIErrorCode("invalid_base")
+    /// The same edit ID appears twice in one batch.
+    public static let duplicateEdit = APIErrorCode("duplicate_edit")
+
+    /// Every code the protocol defines, for documentation checks.
+    public static let allKnown: [APIErrorCode] = [
+        .invalidJSON, .unknownField, .invalidField, .invalidID, .invalidCursor, .invalidLimit, .unauthorized,
+        .invalidCredentials, .notFound, .methodNotAllowed, .usernameTaken, .bodyTooLarge, .batchTooLarge,
+        .unsupportedMediaType, .tooManyAttempts, .internalError, .unavailable, .noteTooLarge, .unknownNote,
+        .clientIDMismatch, .invalidBase, .duplicateEdit,
+    ]
+
+    /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
+    public static let perChange: Set<APIErrorCode> = [.noteTooLarge, .unknownNote, .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidID]
+
+    /// The HTTP status a response carrying this code has.
+    public var httpStatus: Int {
+        switch self {
+        case .unauthorized, .invalidCredentials: 401
+        case .notFound: 404
+        case .methodNotAllowed: 405
+        case .usernameTaken: 409
+        case .bodyTooLarge, .batchTooLarge: 413
+        case .unsupportedMediaType: 415
+        case .tooManyAttempts: 429
+        case .internalError: 500
+        case .unavailable: 503
+        default: 400
+        }
+    }
+}
+
+/// The JSON body of every error response: `{"code": "invalid_json", "message": "..."}`.
+public struct APIErrorBody: Codable, Sendable, Equatable, Error, CustomStringConvertible {
+    /// The stable code; branch on this, never on the message.
+    public var code: APIErrorCode
+    /// One human sentence saying what was wrong.
+    public var message: String
+    /// The offending field, when one is to blame (e.g. `changes[3].clientID`).
+    public var field: String?
+
+    public init(code: APIErrorCode, message: String, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}

@@ -1,0 +1,376 @@
+import MiniFlake
+
+// Every 64-bit ID on the wire is a `FlakeID`, encoded as a decimal string (JavaScript loses precision above 2^53).
+// Requests are decoded strictly (unknown fields are refused, see `UnknownFieldError`); responses leniently.
+
+// MARK: - Accounts and sessions
+
+/// `POST /v1/accounts` body.
+public struct SignUpRequest: Codable, Sendable, Equatable {
+    /// See ``CredentialRules/usernameLength``; compared case-insensitively.
+    public var username: String
+    /// 8–72 UTF-8 bytes.
+    public var password: String
+
+    public init(username: String, password: String) {
+        self.username = username
+        self.password = password
+    }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case username, password }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        username = try c.decode(String.self, forKey: .username)
+        password = try c.decode(String.self, forKey: .password)
+    }
+}
+
+/// An account as the server describes it.
+public struct AccountResponse: Codable, Sendable, Equatable {
+    public var accountID: FlakeID
+    public var username: String
+
+    public init(accountID: FlakeID, username: String) {
+        self.accountID = accountID
+        self.username = username
+    }
+}
+
+/// `POST /v1/sessions` body: sign in and register this device.
+public struct SignInRequest: Codable, Sendable, Equatable {
+    public var username: String
+    public var password: String
+    /// A label for the device shown to the account owner (at most 100 characters).
+    public var deviceName: String?
+    /// The installation's origin ID (stable across sign-outs); recorded with the session.
+    public var origin: FlakeID?
+
+    public init(username: String, password: String, deviceName: String? = nil, origin: FlakeID? = nil) {
+        self.username = username
+        self.password = password
+        self.deviceName = deviceName
+        self.origin = origin
+    }
+
+    /// Longest accepted device name, in characters.
+    public static let maxDeviceNameLength = 100
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case username, password, deviceName, origin }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        username = try c.decode(String.self, forKey: .username)
+        password = try c.decode(String.self, forKey: .password)
+        deviceName = try c.decodeIfPresent(String.self, forKey: .deviceName)
+        origin = try c.decodeIfPresent(FlakeID.self, forKey: .origin)
+    }
+}
+
+/// `POST /v1/sessions` answer.
+public struct SignInResponse: Codable, Sendable, Equatable {
+    /// The bearer token: send as `Authorization: Bearer <token>`. The server stores only its hash.
+    public var token: String
+    public var accountID: FlakeID
+    public var username: String
+    /// The session (device registration) this token belongs to.
+    public var sessionID: FlakeID
+
+    public init(token: String, accountID: FlakeID, username: String, sessionID: FlakeID) {
+        self.token = token
+        self.accountID = accountID
+        self.username = username
+        self.sessionID = sessionID
+    }
+}
+
+// MARK: - Push
+
+/// One note's change, as a client pushes it.
+///
+/// A note is identified in an account by `(clientID, origin)`: the client ID the creating device minted, and that
+/// device's installation ID. `serverID` is the server's canonical ID when the client knows it (it forgets it on
+/// sign-out). The base (`baseVersion`, `baseText`) is what the client last synced of this note; with it the server
+/// tells a fast-forward from a concurrent edit, and merges or keeps both instead of overwriting.
+public struct NoteChange: Codable, Sendable, Equatable {
+    /// The note's client ID (minted on the creating device).
+    public var clientID: FlakeID
+    /// The installation ID of the device that created the note.
+    public var origin: FlakeID
+    /// The server ID, when the client has one for the account it is signed in to.
+    public var serverID: FlakeID?
+    /// Unique per local edit; a replay of the same edit ID has the effect of one push (idempotency).
+    public var editID: FlakeID
+    /// The note's full text after the edit ("" for a delete).
+    public var text: String
+    /// Whether this change deletes the note.
+    public var deleted: Bool
+    /// The server version the client last synced, if it knows one (forgotten on sign-out).
+    public var baseVersion: Int64?
+    /// The text the client last synced (kept across sign-out); nil for a note never synced.
+    public var baseText: String?
+
+    public init(
+        clientID: FlakeID, origin: FlakeID, serverID: FlakeID? = nil, editID: FlakeID, text: String,
+        deleted: Bool = false, baseVersion: Int64? = nil, baseText: String? = nil
+    ) {
+        self.clientID = clientID
+        self.origin = origin
+        self.serverID = serverID
+        self.editID = editID
+        self.text = text
+        self.deleted = deleted
+        self.baseVersion = baseVersion
+        self.baseText = baseText
+    }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case clientID, origin, serverID, editID, text, deleted, baseVersion, baseText
+    }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        clientID = try c.decode(FlakeID.self, forKey: .clientID)
+        origin = try c.decode(FlakeID.self, forKey: .origin)
+        serverID = try c.decodeIfPresent(FlakeID.self, forKey: .serverID)
+        editID = try c.decode(FlakeID.self, forKey: .editID)
+        text = try c.decode(String.self, forKey: .text)
+        deleted = try c.decodeIfPresent(Bool.self, forKey: .deleted) ?? false
+        baseVersion = try c.decodeIfPresent(Int64.self, forKey: .baseVersion)
+        baseText = try c.decodeIfPresent(String.self, forKey: .baseText)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(clientID, forKey: .clientID)
+        try c.encode(origin, forKey: .origin)
+        try c.encodeIfPresent(serverID, forKey: .serverID)
+        try c.encode(editID, forKey: .editID)
+        try c.encode(text, forKey: .text)
+        try c.encode(deleted, forKey: .deleted)
+        try c.encodeIfPresent(baseVersion, forKey: .baseVersion)
+        try c.encodeIfPresent(baseText, forKey: .baseText)
+    }
+}
+
+/// `POST /v1/notes/push` body.
+public struct PushRequest: Codable, Sendable, Equatable {
+    /// Applied in order; each gets its own result. At most `maxBatchChanges`.
+    public var changes: [NoteChange]
+
+    public init(changes: [NoteChange]) { self.changes = changes }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case changes }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        changes = try c.decode([NoteChange].self, forKey: .changes)
+    }
+}
+
+/// What the server did with one change.
+public enum ChangeStatus: String, Codable, Sendable, CaseIterable {
+    /// A new note: `serverID` and `version` 1.
+    case created
+    /// The change had no server ID and `(clientID, origin)` was already a note of this account (e.g. a re-push after
+    /// sign-in): its existing server ID is returned, no duplicate. The note now holds the pushed text (it already did,
+    /// or the client's base was current and the edit was applied).
+    case reconciled
+    /// A fast-forward edit: the client's base was the current version.
+    case updated
+    /// Nothing to do: the note already had this text (or was already deleted, or a delete named no stored note).
+    case unchanged
+    /// The note had changed since the client's base and the edits did not overlap: `text` holds the merge.
+    case merged
+    /// The edits overlapped: the server's text stays (`text`), the pushed text became a new note, `conflict`.
+    case conflict
+    /// The note is now a tombstone.
+    case deleted
+    /// A delete was refused because the note changed since the client's base (an edit wins over a delete): `text`.
+    case kept
+    /// The change was refused: `error` says why. Nothing was stored for it.
+    case rejected
+}
+
+/// The IDs of a conflict copy.
+public struct ConflictCopy: Codable, Sendable, Equatable {
+    public var serverID: FlakeID
+    public var clientID: FlakeID
+
+    public init(serverID: FlakeID, clientID: FlakeID) {
+        self.serverID = serverID
+        self.clientID = clientID
+    }
+}
+
+/// The result of one change, at the same index as the change.
+public struct ChangeResult: Codable, Sendable, Equatable {
+    public var clientID: FlakeID
+    public var editID: FlakeID
+    public var status: ChangeStatus
+    /// The note's server ID (absent for `rejected`, and for `unchanged` when a delete named no stored note).
+    public var serverID: FlakeID?
+    /// The note's version after this change.
+    public var version: Int64?
+    /// The note's text after this change, when it differs from the pushed text (`merged`, `conflict`, `kept`).
+    public var text: String?
+    /// Present for `conflict`: the note that now holds the pushed text.
+    public var conflict: ConflictCopy?
+    /// True when this edit ID had already been applied: the stored outcome is returned again, nothing is re-applied.
+    public var replayed: Bool
+    /// Present for `rejected`.
+    public var error: APIErrorBody?
+
+    public init(
+        clientID: FlakeID, editID: FlakeID, status: ChangeStatus, serverID: FlakeID? = nil, version: Int64? = nil,
+        text: String? = nil, conflict: ConflictCopy? = nil, replayed: Bool = false, error: APIErrorBody? = nil
+    ) {
+        self.clientID = clientID
+        self.editID = editID
+        self.status = status
+        self.serverID = serverID
+        self.version = version
+        self.text = text
+        self.conflict = conflict
+        self.replayed = replayed
+        self.error = error
+    }
+
+    private enum CodingKeys: String, CodingKey { case clientID, editID, status, serverID, version, text, conflict, replayed, error }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        clientID = try c.decode(FlakeID.self, forKey: .clientID)
+        editID = try c.decode(FlakeID.self, forKey: .editID)
+        status = try c.decode(ChangeStatus.self, forKey: .status)
+        serverID = try c.decodeIfPresent(FlakeID.self, forKey: .serverID)
+        version = try c.decodeIfPresent(Int64.self, forKey: .version)
+        text = try c.decodeIfPresent(String.self, forKey: .text)
+        conflict = try c.decodeIfPresent(ConflictCopy.self, forKey: .conflict)
+        replayed = try c.decodeIfPresent(Bool.self, forKey: .replayed) ?? false
+        error = try c.decodeIfPresent(APIErrorBody.self, forKey: .error)
+    }
+}
+
+/// `POST /v1/notes/push` answer. A push is one database transaction: when the answer is sent every accepted change
+/// is durable; on a server fault (5xx, lost connection) none or all of them are. A rejected change does not affect
+/// the others in the batch.
+public struct PushResponse: Codable, Sendable, Equatable {
+    public var results: [ChangeResult]
+    public init(results: [ChangeResult]) { self.results = results }
+}
+
+// MARK: - Pull
+
+/// An opaque pull cursor. Clients store and send back `text`; only the server reads it.
+///
+/// It is the account's change sequence: monotonic in commit order, never a timestamp.
+public struct SyncCursor: Codable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The account change sequence this cursor stands after (0: from the start).
+    public let sequence: Int64
+
+    public init(sequence: Int64) { self.sequence = max(0, sequence) }
+
+    /// The start of the account's history.
+    public static let start = SyncCursor(sequence: 0)
+
+    /// The wire form.
+    public var text: String { "c\(sequence)" }
+    public var description: String { text }
+
+    /// Parses the wire form; nil if this server never issued it.
+    public init?(text: String) {
+        guard text.first == "c", let value = Int64(text.dropFirst()), value >= 0, String(value) == text.dropFirst()
+        else { return nil }
+        sequence = value
+    }
+
+    public static func < (a: SyncCursor, b: SyncCursor) -> Bool { a.sequence < b.sequence }
+
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let cursor = SyncCursor(text: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a cursor: \(text)"))
+        }
+        self = cursor
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(text)
+    }
+}
+
+/// One note as a pull returns it: its state at its latest change.
+public struct NoteRecord: Codable, Sendable, Equatable {
+    public var serverID: FlakeID
+    public var clientID: FlakeID
+    public var origin: FlakeID
+    /// Starts at 1, +1 per accepted change.
+    public var version: Int64
+    /// "" when deleted.
+    public var text: String
+    public var deleted: Bool
+    /// For a conflict copy: the server ID of the note it was split from.
+    public var conflictOf: FlakeID?
+    /// Server time of the latest change, ISO 8601 UTC with milliseconds (informational; ordering uses the cursor).
+    public var updatedAt: String
+
+    public init(
+        serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String, deleted: Bool,
+        conflictOf: FlakeID? = nil, updatedAt: String
+    ) {
+        self.serverID = serverID
+        self.clientID = clientID
+        self.origin = origin
+        self.version = version
+        self.text = text
+        self.deleted = deleted
+        self.conflictOf = conflictOf
+        self.updatedAt = updatedAt
+    }
+}
+
+/// `GET /v1/notes/changes` answer.
+public struct PullResponse: Codable, Sendable, Equatable {
+    /// Notes changed after the request's cursor, oldest change first; each note at most once.
+    public var changes: [NoteRecord]
+    /// Where the next pull starts: after the last change in this page (or the request's cursor if none).
+    public var cursor: SyncCursor
+    /// More changes are waiting: pull again with `cursor` straight away.
+    public var hasMore: Bool
+
+    public init(changes: [NoteRecord], cursor: SyncCursor, hasMore: Bool) {
+        self.changes = changes
+        self.cursor = cursor
+        self.hasMore = hasMore
+    }
+}
+
+// MARK: - Server
+
+/// `GET /v1/info` answer.
+public struct ServerInfo: Codable, Sendable, Equatable {
+    public var name: String
+    public var version: String
+    /// The protocol version the paths carry (`1` for `/v1`).
+    public var protocolVersion: Int
+    public var limits: SyncLimits
+
+    public init(name: String = "notesyncd", version: String, protocolVersion: Int = 1, limits: SyncLimits) {
+        self.name = name
+        self.version = version
+        self.protocolVersion = protocolVersion
+        self.limits = limits
+    }
+}
+
+/// `GET /healthz` answer.
+public struct HealthResponse: Codable, Sendable, Equatable {
+    /// `ok`.
+    public var status: String
+    /// `sqlite` or `postgres`.
+    public var database: String
+
+    public init(status: String = "ok", database: String) {
+        self.status = status
+        self.database = database
+    }
+}

@@ -1,0 +1,4 @@
+import ArgumentParser
+import MiniFlakeCommand
+
+MiniFlakeCommand.main()

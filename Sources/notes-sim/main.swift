@@ -1,0 +1,3 @@
+import NoteSim
+
+await NoteSimCommand.runFromCommandLine()

@@ -1,0 +1,378 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Helpers for the `notes` end-to-end tests: the real `notesyncd` and `notes` binaries, run as processes.
+enum NotesE2E {
+    /// The package root (this file is `Tests/EndToEndTests/<name>.swift`).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Where the built products are: `$NOTES_E2E_BIN_DIR`, else beside the test bundle, else `.build/debug`.
+    static let binDirectory: URL = {
+        if let directory = ProcessInfo.processInfo.environment["NOTES_E2E_BIN_DIR"], !directory.isEmpty {
+            return URL(fileURLWithPath: directory)
+        }
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        if FileManager.default.isExecutableFile(atPath: beside.appendingPathComponent("notes").path) { return beside }
+        return packageRoot.appendingPathComponent(".build/debug")
+    }()
+
+    static var notesBinary: URL { binDirectory.appendingPathComponent("notes") }
+    static var daemonBinary: URL { binDirectory.appendingPathComponent("notesyncd") }
+
+    /// Whether both binaries are built (`swift build` builds them; `swift test` does too).
+    static var binariesExist: Bool {
+        FileManager.default.isExecutableFile(atPath: notesBinary.path)
+            && FileManager.default.isExecutableFile(atPath: daemonBinary.path)
+    }
+
+    static let password = "correct horse battery"
+
+    // Linux ioctls for /dev/ptmx (<asm-generic/ioctls.h>); the C library's posix_openpt/grantpt/unlockpt wrappers
+    // are not visible to Swift.
+    static let getPTYNumber: UInt = 0x8004_5430  // TIOCGPTN
+    static let setPTYLock: UInt = 0x4004_5431  // TIOCSPTLCK
+
+    /// Opens a new pseudo-terminal master, unlocked.
+    static func openPseudoTerminal() throws -> Int32 {
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        guard master >= 0 else { throw NotesE2EError("cannot open /dev/ptmx") }
+        var unlock: CInt = 0
+        guard ioctl(master, setPTYLock, &unlock) == 0 else { throw NotesE2EError("cannot unlock the pseudo-terminal") }
+        return master
+    }
+
+    /// A fresh temporary directory.
+    static func temporaryDirectory(_ label: String) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notes-e2e-\(label)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// Runs blocking work off the cooperative thread pool.
+    static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
+/// A running `notesyncd` on a free port with its own data directory; stopped (SIGTERM) by ``stop()``.
+final class NotesE2EServer: @unchecked Sendable {
+    let process = Process()
+    let directory: URL
+    let url: String
+
+    /// Starts the daemon and waits for its `notesyncd listening on http://HOST:PORT` line (no sleeping).
+    init(extraArguments: [String] = []) throws {
+        directory = try NotesE2E.temporaryDirectory("server")
+        process.executableURL = NotesE2E.daemonBinary
+        process.arguments =
+            ["--port", "0", "--data-dir", directory.appendingPathComponent("data").path, "--bcrypt-cost", "4"] + extraArguments
+        let output = Pipe()
+        process.standardOutput = output
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("stderr.log").path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: directory.appendingPathComponent("stderr.log"))
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let reader = output.fileHandleForReading
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let count = read(reader.fileDescriptor, &byte, 1)
+            guard count == 1 else {
+                let log = (try? String(contentsOf: directory.appendingPathComponent("stderr.log"), encoding: .utf8)) ?? ""
+                throw NotesE2EError("notesyncd exited before listening: \(log.suffix(500))")
+            }
+            if byte == UInt8(ascii: "\n") {
+                let text = String(decoding: line, as: UTF8.self)
+                if let range = text.range(of: "notesyncd listening on ") {
+                    url = String(text[range.upperBound...]).trimmingCharacters(in: .whitespaces)
+                    break
+                }
+                line.removeAll()
+            } else {
+                line.append(byte)
+            }
+        }
+        // Keep draining stdout so the daemon never blocks on a full pipe.
+        let fd = reader.fileDescriptor
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while read(fd, &buffer, buffer.count) > 0 {}
+        }
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct NotesE2EError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The outcome of one `notes` run.
+struct NotesRun: Sendable, CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    /// Whether the process was killed by a signal (SIGKILL from the test).
+    var killed = false
+
+    var description: String { "status \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+
+    /// Decodes `--json` output.
+    func json<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONDecoder().decode(type, from: Data(stdout.utf8))
+    }
+}
+
+/// One simulated device: its own `--home`.
+struct NotesDevice: Sendable {
+    let home: URL
+
+    init(_ label: String) throws {
+        home = try NotesE2E.temporaryDirectory(label).appendingPathComponent("home")
+    }
+
+    /// Runs `notes ARGS --home HOME` with `stdin` as standard input (never a terminal, so no editor or prompt).
+    func run(_ arguments: [String], stdin: String = "", withHome: Bool = true) async throws -> NotesRun {
+        try await NotesE2E.blocking { try runBlocking(arguments, stdin: stdin, withHome: withHome, killWhenStderrShows: nil) }
+    }
+
+    /// Like ``run(_:stdin:)``, with stderr on a pseudo-terminal (so `notes` draws its progress line); the process
+    /// is killed with SIGKILL as soon as `marker` appears on it.
+    func runKilling(_ arguments: [String], stdin: String = "", when marker: String) async throws -> NotesRun {
+        try await NotesE2E.blocking { try runBlocking(arguments, stdin: stdin, withHome: true, killWhenStderrShows: marker) }
+    }
+
+    private func runBlocking(
+        _ arguments: [String], stdin: String, withHome: Bool, killWhenStderrShows marker: String?
+    ) throws -> NotesRun {
+        let scratch = try NotesE2E.temporaryDirectory("run")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let inputFile = scratch.appendingPathComponent("stdin")
+        let outputFile = scratch.appendingPathComponent("stdout")
+        let errorFile = scratch.appendingPathComponent("stderr")
+        try Data(stdin.utf8).write(to: inputFile)
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+
+        let process = Process()
+        process.executableURL = NotesE2E.notesBinary
+        process.arguments = withHome ? arguments + ["--home", home.path] : arguments
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["NOTES_HOME", "EDITOR", "VISUAL", "XDG_DATA_HOME"] { environment.removeValue(forKey: key) }
+        environment["HOME"] = scratch.path
+        environment["TERM"] = "dumb"
+        process.environment = environment
+        process.standardInput = try FileHandle(forReadingFrom: inputFile)
+        process.standardOutput = try FileHandle(forWritingTo: outputFile)
+
+        var master: Int32 = -1
+        var slaveHandle: FileHandle?
+        if marker != nil {
+            master = try NotesE2E.openPseudoTerminal()
+            var number: CInt = 0
+            guard ioctl(master, NotesE2E.getPTYNumber, &number) == 0 else { throw NotesE2EError("cannot name the pseudo-terminal") }
+            let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+            guard slave >= 0 else { throw NotesE2EError("cannot open the pseudo-terminal's slave") }
+            slaveHandle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
+            process.standardError = slaveHandle
+        } else {
+            process.standardError = try FileHandle(forWritingTo: errorFile)
+        }
+        try process.run()
+
+        var killed = false
+        var terminalText = ""
+        if let marker {
+            // Only the child may hold the terminal open, so that reading it ends when the child exits.
+            try? slaveHandle?.close()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var seen: [UInt8] = []
+            while true {
+                let count = read(master, &buffer, buffer.count)
+                if count <= 0 { break }  // EIO: the child closed the terminal (it exited)
+                seen.append(contentsOf: buffer[0..<count])
+                if String(decoding: seen, as: UTF8.self).contains(marker) {
+                    kill(process.processIdentifier, SIGKILL)
+                    killed = true
+                    break
+                }
+            }
+            terminalText = String(decoding: seen, as: UTF8.self)
+            close(master)
+        }
+        process.waitUntilExit()
+        let stdout = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+        let stderr = marker == nil ? ((try? String(contentsOf: errorFile, encoding: .utf8)) ?? "") : terminalText
+        return NotesRun(
+            status: process.terminationStatus, stdout: stdout, stderr: stderr,
+            killed: killed && process.terminationReason == .uncaughtSignal)
+    }
+
+    /// Live notes' texts, sorted, from `notes list --json`.
+    func texts() async throws -> [String] {
+        let run = try await run(["list", "--json"])
+        guard run.status == 0 else { throw NotesE2EError("list failed: \(run)") }
+        return try run.json([NotesE2EListedNote].self).map(\.text).sorted()
+    }
+
+    /// `notes status --json`.
+    func status() async throws -> NotesE2EStatus {
+        let run = try await run(["status", "--json"])
+        guard run.status == 0 else { throw NotesE2EError("status failed: \(run)") }
+        return try run.json(NotesE2EStatus.self)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: home.deletingLastPathComponent()) }
+}
+
+/// The fields of `notes list --json` the tests read.
+struct NotesE2EListedNote: Decodable, Sendable {
+    var id: String
+    var clientID: String
+    var text: String
+    var pending: Bool
+    var conflict: Bool
+    var deleted: Bool
+}
+
+/// The fields of `notes status --json` the tests read.
+struct NotesE2EStatus: Decodable, Sendable {
+    var signedIn: Bool
+    var username: String?
+    var notes: Int
+    var pending: Int
+    var conflicts: Int
+}
+
+/// A minimal HTTP client for seeding a server directly (the protocol module's types over URLSession).
+struct NotesE2EHTTP: Sendable {
+    let baseURL: String
+    var token: String?
+
+    func send(_ endpoint: Endpoint, body: Data? = nil, query: [(String, String)] = []) async throws -> (Int, Data) {
+        var components = URLComponents(string: baseURL + endpoint.path)!
+        if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
+        var request = URLRequest(url: components.url!)
+        request.httpMethod = endpoint.method.rawValue
+        request.httpBody = body
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    static func signIn(_ baseURL: String, username: String) async throws -> NotesE2EHTTP {
+        let body = try WireJSON.encoder().encode(SignInRequest(username: username, password: NotesE2E.password, deviceName: "seeder"))
+        let (status, data) = try await NotesE2EHTTP(baseURL: baseURL).send(.signIn, body: body)
+        guard status == 200 else { throw NotesE2EError("seeder sign-in failed: \(status) \(String(decoding: data, as: UTF8.self))") }
+        let session = try WireJSON.decoder().decode(SignInResponse.self, from: data)
+        return NotesE2EHTTP(baseURL: baseURL, token: session.token)
+    }
+
+    /// Creates `count` notes in the account, in batches.
+    func seed(_ count: Int, prefix: String) async throws {
+        let origin = try FlakeID(validating: 424_242_424_242)
+        var made = 0
+        var next: Int64 = 1_200_000_000_000_000_000
+        while made < count {
+            let size = min(1000, count - made)
+            var changes: [NoteChange] = []
+            for index in 0..<size {
+                next += 1
+                let id = try FlakeID(validating: next)
+                changes.append(NoteChange(clientID: id, origin: origin, editID: id, text: "\(prefix) \(made + index)\nbody"))
+            }
+            let (status, data) = try await send(.push, body: WireJSON.encoder().encode(PushRequest(changes: changes)))
+            guard status == 200 else { throw NotesE2EError("seeding failed: \(status) \(String(decoding: data, as: UTF8.self))") }
+            made += size
+        }
+    }
+
+    /// How many live notes the account has, by pulling everything.
+    func liveNoteCount() async throws -> (live: Int, distinctClientIDs: Int) {
+        var cursor = SyncCursor.start.text
+        var live: [String: Bool] = [:]
+        var clientIDs = Set<String>()
+        while true {
+            let (status, data) = try await send(.pull, query: [(PullQuery.since, cursor), (PullQuery.limit, "1000")])
+            guard status == 200 else { throw NotesE2EError("pull failed: \(status)") }
+            let page = try WireJSON.decoder().decode(PullResponse.self, from: data)
+            for record in page.changes {
+                live[record.serverID.description] = !record.deleted
+                if !record.deleted { clientIDs.insert("\(record.clientID)/\(record.origin)") }
+            }
+            if !page.hasMore { break }
+            cursor = page.cursor.text
+        }
+        return (live.values.filter { $0 }.count, clientIDs.count)
+    }
+}
+
+/// A TCP server on 127.0.0.1 that answers every request with an HTML page: not a FlakeNotes server.
+final class NotesE2EGarbageServer: @unchecked Sendable {
+    private let socketFD: Int32
+    let url: String
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw NotesE2EError("socket failed") }
+        socketFD = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else { throw NotesE2EError("bind/listen failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                var request: [UInt8] = []
+                while !String(decoding: request, as: UTF8.self).contains("\r\n\r\n") {
+                    let count = read(client, &buffer, buffer.count)
+                    if count <= 0 { break }
+                    request.append(contentsOf: buffer[0..<count])
+                }
+                let page = "<html><body>It works!</body></html>"
+                let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\n\r\n\(page)"
+                _ = answer.withCString { write(client, $0, strlen($0)) }
+                close(client)
+            }
+        }
+    }
+
+    func stop() {
+        shutdown(socketFD, Int32(SHUT_RDWR))
+        close(socketFD)
+    }
+}

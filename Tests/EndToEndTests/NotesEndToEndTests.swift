@@ -1,0 +1,221 @@
+import Foundation
+import Testing
+
+/// The real `notes` binary against the real `notesyncd`, one `--home` per simulated device.
+@Suite("notes end to end", .serialized, .enabled(if: NotesE2E.binariesExist, "build notes and notesyncd first (swift build)"))
+struct NotesEndToEndTests {
+    /// Runs `body` with a fresh server, stopped afterwards.
+    func withServer(_ body: (NotesE2EServer) async throws -> Void) async throws {
+        let server = try NotesE2EServer()
+        defer { server.stop() }
+        try await body(server)
+    }
+
+    func expectSuccess(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
+    }
+
+    func signUp(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String) async throws {
+        expectSuccess(
+            try await device.run(
+                ["signup", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n"))
+    }
+
+    func logIn(_ device: NotesDevice, _ server: NotesE2EServer? = nil, _ username: String) async throws -> NotesRun {
+        var arguments = ["login", "--username", username, "--password-stdin"]
+        if let server { arguments += ["--server", server.url] }
+        return try await device.run(arguments, stdin: NotesE2E.password + "\n")
+    }
+
+    @Test func twoDevicesEditOfflineThenSync() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let b = try NotesDevice("b")
+            defer { a.remove(); b.remove() }
+            try await signUp(a, server, "alice")
+            expectSuccess(try await logIn(b, server, "alice"))
+
+            expectSuccess(try await a.run(["add", "from a"]))
+            expectSuccess(try await a.run(["add", "shared\nmiddle\nlast"]))
+            expectSuccess(try await b.run(["add"], stdin: "from b, piped\n"))
+            expectSuccess(try await a.run(["sync"]))
+            expectSuccess(try await b.run(["sync"]))
+            expectSuccess(try await a.run(["sync"]))
+            let expected = ["from a", "from b, piped", "shared\nmiddle\nlast"]
+            #expect(try await a.texts() == expected)
+            #expect(try await b.texts() == expected)
+
+            // Both edit the shared note offline, on lines that do not touch: the server merges.
+            let listed = try await b.run(["list", "--json"]).json([NotesE2EListedNote].self)
+            let shared = try #require(listed.first { $0.text.hasPrefix("shared") })
+            expectSuccess(try await a.run(["edit", shared.id, "--text", "shared by a\nmiddle\nlast"]))
+            expectSuccess(try await b.run(["edit", shared.id.lowercased(), "--text", "shared\nmiddle\nlast by b"]))
+            expectSuccess(try await a.run(["sync"]))
+            let merged = try await b.run(["sync", "--json"])
+            expectSuccess(merged)
+            #expect(merged.stdout.contains("\"merged\" : 1"))
+            expectSuccess(try await a.run(["sync"]))
+            let final = ["from a", "from b, piped", "shared by a\nmiddle\nlast by b"]
+            #expect(try await a.texts() == final)
+            #expect(try await b.texts() == final)
+            #expect(try await a.status().pending == 0)
+        }
+    }
+
+    @Test func logoutThenLoginToTheSameAccountMakesNoDuplicates() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let viewer = try NotesDevice("viewer")
+            defer { a.remove(); viewer.remove() }
+            try await signUp(a, server, "alice")
+            for index in 0..<3 { expectSuccess(try await a.run(["add", "note \(index)"])) }
+            expectSuccess(try await a.run(["sync"]))
+            expectSuccess(try await a.run(["add", "written before logout"]))
+
+            let logout = try await a.run(["logout"])
+            expectSuccess(logout)
+            #expect(logout.stderr.contains("1 note has unsynced changes; they stay on this device and will sync at your next sign-in"))
+            #expect(try await a.texts().count == 4, "logout keeps every note")
+            expectSuccess(try await a.run(["add", "written while signed out"]))
+            let sync = try await a.run(["sync"])
+            #expect(sync.status == 4 && sync.stderr.hasPrefix("notes: Not signed in"))
+
+            let login = try await logIn(a, nil, "alice")  // the server is remembered
+            expectSuccess(login)
+            #expect(login.stdout.contains("Signed in as alice"))
+            #expect(!login.stderr.contains("conflict"))
+            expectSuccess(try await logIn(viewer, server, "alice"))
+            let expected = ["note 0", "note 1", "note 2", "written before logout", "written while signed out"]
+            #expect(try await a.texts() == expected)
+            #expect(try await viewer.texts() == expected)
+            #expect(try await a.status().conflicts == 0)
+        }
+    }
+
+    @Test func loginToASecondAccountLeavesTheFirstUntouched() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let aliceViewer = try NotesDevice("alice-viewer")
+            let bobViewer = try NotesDevice("bob-viewer")
+            defer { a.remove(); aliceViewer.remove(); bobViewer.remove() }
+            try await signUp(a, server, "alice")
+            expectSuccess(try await a.run(["add", "alice's note"]))
+            expectSuccess(try await a.run(["sync"]))
+            expectSuccess(try await a.run(["logout"]))
+            expectSuccess(try await a.run(["add", "after alice"]))
+            try await signUp(a, server, "bob")
+            let status = try await a.status()
+            #expect(status.username == "bob" && status.pending == 0)
+
+            expectSuccess(try await logIn(aliceViewer, server, "alice"))
+            expectSuccess(try await logIn(bobViewer, server, "bob"))
+            #expect(try await aliceViewer.texts() == ["alice's note"])
+            #expect(try await bobViewer.texts() == ["after alice", "alice's note"])
+        }
+    }
+
+    @Test func killingASyncLosesNothingAndResumes() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let b = try NotesDevice("b")
+            let viewer = try NotesDevice("viewer")
+            defer { a.remove(); b.remove(); viewer.remove() }
+            try await signUp(a, server, "alice")
+            let count = 8000
+            try await NotesE2EHTTP.signIn(server.url, username: "alice").seed(count, prefix: "seeded")
+
+            // Killed while pulling (the sign-in's first sync).
+            let pulling = try await b.runKilling(
+                ["login", "--server", server.url, "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n",
+                when: "Syncing")
+            #expect(pulling.killed, "the sync finished before it could be killed: \(pulling)")
+            expectSuccess(try await b.run(["sync"]))
+            var status = try await b.status()
+            #expect(status.notes == count && status.pending == 0)
+
+            // Killed while pushing every note again (sign-in after sign-out reconciles them all).
+            expectSuccess(try await b.run(["add", "one more"]))
+            expectSuccess(try await b.run(["logout"]))
+            let pushing = try await b.runKilling(
+                ["login", "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n", when: "sending changes")
+            #expect(pushing.killed, "the sync finished before it could be killed: \(pushing)")
+            expectSuccess(try await b.run(["sync"]))
+            status = try await b.status()
+            #expect(status.notes == count + 1 && status.pending == 0 && status.conflicts == 0)
+
+            let server = try await NotesE2EHTTP.signIn(server.url, username: "alice").liveNoteCount()
+            #expect(server.live == count + 1 && server.distinctClientIDs == count + 1, "no duplicates on the server")
+        }
+    }
+
+    @Test func badInputGetsOneClearLine() async throws {
+        let device = try NotesDevice("bad")
+        defer { device.remove() }
+        expectSuccess(try await device.run(["add", "first"]))
+        expectSuccess(try await device.run(["add", "second"]))
+        let notes = try await device.run(["list", "--json"]).json([NotesE2EListedNote].self)
+        #expect(notes.count == 2)
+
+        func expectFailure(_ run: NotesRun, status: Int32, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            #expect(run.status == status, "\(run)", sourceLocation: sourceLocation)
+            #expect(run.stderr.hasPrefix("notes: ") && run.stderr.contains(text), "\(run)", sourceLocation: sourceLocation)
+            #expect(run.stderr.split(separator: "\n").count == 1, "one line: \(run)", sourceLocation: sourceLocation)
+        }
+
+        expectFailure(try await device.run(["show", "7ZZZZZZZ"]), status: 1, containing: "No note has an ID starting with")
+        let common = String(notes[0].id.prefix(1))
+        #expect(notes[1].id.hasPrefix(common))
+        expectFailure(try await device.run(["show", common]), status: 1, containing: "matches 2 notes")
+        expectFailure(try await device.run(["rm", "not/an/id"]), status: 1, containing: "is not a note ID")
+        expectFailure(try await device.run(["add", ""]), status: 1, containing: "cannot be empty")
+        expectFailure(try await device.run(["add"], stdin: "  \n\n"), status: 1, containing: "cannot be empty")
+        expectFailure(try await device.run(["edit", notes[0].id, "--text", " "]), status: 1, containing: "notes rm")
+        #expect(try await device.texts() == ["first", "second"])
+
+        let show = try await device.run(["show", notes[0].id])
+        expectSuccess(show)
+        #expect(show.stdout.hasSuffix("second\n") || show.stdout.hasSuffix("first\n"))
+
+        // A home that is a file.
+        let file = device.home.deletingLastPathComponent().appendingPathComponent("a-file")
+        try Data("x".utf8).write(to: file)
+        let unreadable = try await NotesE2E.blocking {
+            let process = Process()
+            process.executableURL = NotesE2E.notesBinary
+            process.arguments = ["list", "--home", file.path]
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return NotesRun(status: process.terminationStatus, stdout: "", stderr: text)
+        }
+        expectFailure(unreadable, status: 1, containing: "is not a directory")
+
+        // A server that is not a FlakeNotes server, and one that is not there at all.
+        let garbage = try NotesE2EGarbageServer()
+        defer { garbage.stop() }
+        expectFailure(
+            try await device.run(["login", "--server", garbage.url, "--username", "alice", "--password-stdin"], stdin: "password123\n"),
+            status: 3, containing: "not a FlakeNotes answer")
+        expectFailure(
+            try await device.run(["login", "--server", "http://127.0.0.1:1", "--username", "alice", "--password-stdin"], stdin: "password123\n"),
+            status: 3, containing: "cannot be reached")
+        #expect(try await device.status().signedIn == false)
+
+        // Wiping needs a confirmation that cannot be asked without a terminal.
+        expectFailure(try await device.run(["logout", "--wipe"]), status: 2, containing: "--yes")
+        #expect(try await device.texts().count == 2)
+        expectSuccess(try await device.run(["logout", "--wipe", "--yes"]))
+        #expect(try await device.texts().isEmpty)
+
+        // Usage errors, help and completion.
+        #expect(try await device.run(["frobnicate"]).status == 2)
+        #expect(try await device.run(["search"]).status == 2)
+        let help = try await device.run(["--help"], withHome: false)
+        #expect(help.status == 0 && help.stdout.contains("Exit status"))
+        let completion = try await device.run(["--generate-completion-script", "bash"], withHome: false)
+        #expect(completion.status == 0 && completion.stdout.contains("notes"))
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import NotesClient
+import Testing
+
+@testable import NoteSim
+
+/// The CI sweep: seeds split into chunks that Swift Testing runs in parallel. Every run checks every invariant after
+/// every step and at quiescence; a violation fails with the seed and the invariant, replayable with
+/// `notes-sim --seed S --steps N`.
+@Suite struct SimulationSweepTests {
+    static let steps = 300
+    static let chunks: [ClosedRange<UInt64>] = stride(from: 1, through: 120, by: 12).map { UInt64($0)...UInt64($0 + 11) }
+
+    @Test(arguments: chunks)
+    func sweepFindsNoViolation(_ seeds: ClosedRange<UInt64>) async throws {
+        var total = SimSummary()
+        for seed in seeds {
+            let parameters = SimParameters(seed: seed, accounts: 2, devices: 3, steps: Self.steps, faultRate: 0.05)
+            let outcome = try await Simulation.run(ScheduleGenerator.generate(parameters), parameters: parameters)
+            #expect(outcome.violation == nil, "seed \(seed): \(outcome.violation.map(String.init(describing:)) ?? "")")
+            total.add(outcome.summary)
+        }
+        // The schedule really exercises what it claims to.
+        #expect(total.syncs > 0 && total.signIns > 0 && total.signOuts > 0 && total.faults > 0)
+        #expect(total.reconciled > 0, "re-pushes after sign-in were reconciled")
+    }
+
+    @Test func moreDevicesAndAccountsWithHeavyFaults() async throws {
+        for seed: UInt64 in 1000...1003 {
+            let parameters = SimParameters(seed: seed, accounts: 3, devices: 5, steps: 250, faultRate: 0.3)
+            let outcome = try await Simulation.run(ScheduleGenerator.generate(parameters), parameters: parameters)
+            #expect(outcome.violation == nil, "seed \(seed): \(outcome.violation.map(String.init(describing:)) ?? "")")
+        }
+    }
+
+    @Test func forcedCollisionsReallyCollideAndStaySeparate() async throws {
+        // Two devices on one account each create a note with the same client ID; both must survive as two notes.
+        let steps: [SimAction] = [
+            .signIn(device: 0, account: 0, faults: []), .signIn(device: 1, account: 0, faults: []),
+            .collide(first: 0, second: 1, firstToken: "left", secondToken: "right"),
+            .sync(device: 0, faults: []), .sync(device: 1, faults: []), .sync(device: 0, faults: []),
+        ]
+        let parameters = SimParameters(seed: 7, accounts: 1, devices: 2, steps: steps.count)
+        let outcome = try await Simulation.run(steps, parameters: parameters)
+        #expect(outcome.violation == nil)
+        #expect(outcome.summary.collisions == 1)
+        #expect(outcome.summary.notes == 2)
+    }
+
+    @Test func signOutAndBackInReconcilesWithoutDuplicates() async throws {
+        let steps: [SimAction] = [
+            .signIn(device: 0, account: 0, faults: []),
+            .create(device: 0, token: "a"), .create(device: 0, token: "b"), .sync(device: 0, faults: []),
+            .signOut(device: 0, faults: []), .edit(device: 0, note: 0, op: .append(token: "c")),
+            .signIn(device: 0, account: 0, faults: []),
+        ]
+        let parameters = SimParameters(seed: 3, accounts: 1, devices: 1, steps: steps.count)
+        let outcome = try await Simulation.run(steps, parameters: parameters)
+        #expect(outcome.violation == nil)
+        #expect(outcome.summary.notes == 2)
+        #expect(outcome.summary.reconciled == 2)
+        #expect(outcome.summary.conflicts == 0)
+    }
+}
+
+@Suite struct ScheduleTests {
+    @Test func aSeedAlwaysGivesTheSameSchedule() throws {
+        let parameters = SimParameters(seed: 42, steps: 500)
+        #expect(ScheduleGenerator.generate(parameters) == ScheduleGenerator.generate(parameters))
+        #expect(ScheduleGenerator.generate(parameters) != ScheduleGenerator.generate(SimParameters(seed: 43, steps: 500)))
+        let data = try JSONEncoder().encode(ScheduleGenerator.generate(parameters))
+        #expect(try JSONDecoder().decode([SimAction].self, from: data) == ScheduleGenerator.generate(parameters))
+    }
+
+    @Test func schedulesContainEveryKindOfStep() {
+        let steps = ScheduleGenerator.generate(SimParameters(seed: 1, steps: 2000, faultRate: 0.1))
+        func count(_ match: (SimAction) -> Bool) -> Int { steps.filter(match).count }
+        #expect(count { if case .create = $0 { true } else { false } } > 0)
+        #expect(count { if case .concurrentEdit = $0 { true } else { false } } > 0)
+        #expect(count { if case .collide = $0 { true } else { false } } > 0)
+        #expect(count { if case .restartServer = $0 { true } else { false } } > 0)
+        #expect(count { if case .clockJump(_, let ms) = $0 { ms < 0 } else { false } } > 0)
+        #expect(count { if case .sync(_, let faults) = $0 { !faults.isEmpty } else { false } } > 0)
+    }
+
+    @Test func cliRangeParsing() throws {
+        #expect(try NoteSimCommand.parseRange("1..200") == 1...200)
+        #expect(throws: (any Error).self) { try NoteSimCommand.parseRange("200..1") }
+        #expect(throws: (any Error).self) { try NoteSimCommand.parseRange("5") }
+    }
+}
+
+@Suite struct ShrinkerTests {
+    @Test func findsTheTwoStepsThatFail() async {
+        // Fails when both a create of "x" and a restart are present: the shortest failing trace is those two.
+        let steps: [SimAction] = (0..<60).map { i in
+            i == 17 ? .create(device: 0, token: "x") : i == 41 ? .restartServer : .sync(device: i % 3, faults: [])
+        }
+        let (shrunk, runs) = await Shrinker.shrink(steps) { candidate in
+            candidate.contains(.create(device: 0, token: "x")) && candidate.contains(.restartServer)
+        }
+        #expect(shrunk == [.create(device: 0, token: "x"), .restartServer])
+        #expect(runs <= 400)
+    }
+}
+
+@Suite struct FaultyTransportTests {
+    final class Counter: SyncTransport, @unchecked Sendable {
+        let lock = NSLock()
+        var calls = 0
+        func send(_ request: WireRequest) async throws -> WireResponse {
+            lock.withLock { calls += 1 }
+            return WireResponse(status: 200)
+        }
+    }
+
+    @Test func injectsEachFaultOnItsRequest() async throws {
+        let base = Counter()
+        let transport = FaultyTransport(base: base)
+        transport.arm([FaultPlan(request: 0, kind: .dropRequest), FaultPlan(request: 1, kind: .dropResponse),
+                       FaultPlan(request: 2, kind: .duplicate), FaultPlan(request: 4, kind: .interrupt)])
+        await #expect(throws: (any Error).self) { _ = try await transport.send(WireRequest(.health)) }
+        #expect(base.calls == 0)  // lost before the server
+        await #expect(throws: (any Error).self) { _ = try await transport.send(WireRequest(.health)) }
+        #expect(base.calls == 1)  // the server saw it, the answer was lost
+        _ = try await transport.send(WireRequest(.health))
+        #expect(base.calls == 3)  // delivered twice
+        _ = try await transport.send(WireRequest(.health))
+        #expect(base.calls == 4)
+        for _ in 0..<3 { await #expect(throws: (any Error).self) { _ = try await transport.send(WireRequest(.health)) } }
+        #expect(base.calls == 4)  // down for the rest of the step
+        #expect(transport.disarm() == [.dropRequest, .dropResponse, .duplicate, .interrupt])
+        _ = try await transport.send(WireRequest(.health))
+        #expect(base.calls == 5)
+    }
+}
+
+@Suite struct ReportTests {
+    @Test func htmlIsSelfContainedAndEscaped() {
+        let html = HTMLReport.render(
+            title: "run <1>", summary: [("seed", "1")], devices: 2, steps: 3,
+            events: [SimEvent(step: 0, device: 1, kind: .signIn, detail: "a&b \"x\""), SimEvent(step: 2, device: nil, kind: .restart, detail: "r")])
+        #expect(html.contains("run &lt;1&gt;"))
+        #expect(html.contains("a&amp;b &quot;x&quot;"))
+        #expect(!html.contains("<script"))
+        #expect(!html.contains("http://") && !html.contains("https://"))
+        #expect(html.contains("device 1"))
+    }
+}

@@ -1,0 +1,313 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import Synchronization
+import Testing
+
+@testable import NoteSyncServer
+
+/// The behaviour every ``NoteStore`` must have. A new store (PostgreSQL) calls ``runNoteStoreConformance(_:)`` with
+/// a factory of fresh, empty stores; each check gets its own store and closes it.
+enum NoteStoreConformance {
+    /// A named check over a fresh store.
+    struct Check: Sendable {
+        var name: String
+        var body: @Sendable (any NoteStore) async throws -> Void
+    }
+
+    static let minter = CountingMinter()
+
+    static func context(_ limits: SyncLimits = SyncLimits(), now: Int64 = testEpoch) -> PushContext {
+        PushContext(limits: limits, now: now, mintID: { minter.mint() })
+    }
+
+    static func makeAccount(_ store: any NoteStore, _ name: String) async throws -> FlakeID {
+        let account = AccountRecord(id: minter.mint(), username: name, passwordHash: "$2b$04$hash", createdAt: testEpoch)
+        try await store.createAccount(account)
+        return account.id
+    }
+
+    static func everything(_ store: any NoteStore, _ account: FlakeID) async throws -> [StoredNote] {
+        try await store.pull(accountID: account, after: 0, limit: Int.max / 2).notes
+    }
+
+    static let checks: [Check] = [
+        Check(name: "accounts") { store in
+            let account = AccountRecord(id: minter.mint(), username: "alice", passwordHash: "h1", createdAt: 5)
+            try await store.createAccount(account)
+            #expect(try await store.account(byUsername: "alice") == account)
+            #expect(try await store.account(byID: account.id) == account)
+            #expect(try await store.account(byUsername: "bob") == nil)
+            #expect(try await store.account(byID: id(424242)) == nil)
+            await #expect(throws: NoteStoreError.usernameTaken) {
+                try await store.createAccount(AccountRecord(id: minter.mint(), username: "alice", passwordHash: "h2", createdAt: 6))
+            }
+            #expect(try await store.currentChangeSequence(accountID: account.id) == 0)
+        },
+        Check(name: "sessions") { store in
+            let alice = try await makeAccount(store, "alice")
+            let bob = try await makeAccount(store, "bob")
+            let session = SessionRecord(id: minter.mint(), accountID: alice, tokenHash: "aa", deviceName: "phone", origin: id(9), createdAt: 7)
+            try await store.createSession(session)
+            let bare = SessionRecord(id: minter.mint(), accountID: alice, tokenHash: "bb", deviceName: nil, origin: nil, createdAt: 8)
+            try await store.createSession(bare)
+            #expect(try await store.session(byTokenHash: "aa") == session)
+            #expect(try await store.session(byTokenHash: "bb") == bare)
+            #expect(try await store.session(byTokenHash: "cc") == nil)
+            // Deleting is scoped by account.
+            try await store.deleteSession(id: session.id, accountID: bob)
+            #expect(try await store.session(byTokenHash: "aa") == session)
+            try await store.deleteSession(id: session.id, accountID: alice)
+            #expect(try await store.session(byTokenHash: "aa") == nil)
+            try await store.deleteSession(id: session.id, accountID: alice)
+            #expect(try await store.session(byTokenHash: "bb") == bare)
+        },
+        Check(name: "push, pull and change sequence") { store in
+            let alice = try await makeAccount(store, "alice")
+            let results = try await store.push(
+                accountID: alice, changes: (1...5).map { change($0, edit: 100 + $0, text: "note \($0)\n") }, context: context()
+            )
+            #expect(results.map(\.status) == Array(repeating: .created, count: 5))
+            #expect(try await store.currentChangeSequence(accountID: alice) == 5)
+            let all = try await everything(store, alice)
+            #expect(all.map(\.changeSeq) == [1, 2, 3, 4, 5])
+            #expect(all.map(\.text) == (1...5).map { "note \($0)\n" })
+            #expect(all.map(\.serverID) == results.map(\.serverID!))
+            #expect(all.allSatisfy { $0.accountID == alice && $0.version == 1 && !$0.deleted && $0.createdAt == testEpoch })
+
+            let page = try await store.pull(accountID: alice, after: 2, limit: 2)
+            #expect(page.notes.map(\.changeSeq) == [3, 4])
+            #expect(page.currentSequence == 5)
+            #expect(try await store.pull(accountID: alice, after: 5, limit: 10).notes.isEmpty)
+
+            // An update moves the note to the end of the change order, once.
+            let first = results[0].serverID!
+            let update = try await store.push(
+                accountID: alice, changes: [change(1, server: first, edit: 200, text: "changed\n", baseVersion: 1)],
+                context: context(now: testEpoch + 10)
+            )
+            #expect(update[0].status == .updated)
+            let after = try await everything(store, alice)
+            #expect(after.count == 5)
+            #expect(after.last?.serverID == first)
+            #expect(after.last?.changeSeq == 6)
+            #expect(after.last?.version == 2)
+            #expect(after.last?.updatedAt == testEpoch + 10)
+            #expect(after.last?.createdAt == testEpoch)
+            #expect(try await store.pull(accountID: alice, after: 5, limit: 10).notes.map(\.serverID) == [first])
+        },
+        Check(name: "replays write nothing") { store in
+            let alice = try await makeAccount(store, "alice")
+            let batch = [change(1, edit: 1, text: "a\n"), change(2, edit: 2, text: "b\n"), change(3, edit: 3, text: "", deleted: true)]
+            let first = try await store.push(accountID: alice, changes: batch, context: context())
+            let before = try await everything(store, alice)
+            for _ in 0..<3 {
+                let again = try await store.push(accountID: alice, changes: batch, context: context(now: testEpoch + 99))
+                #expect(again.map(\.status) == first.map(\.status))
+                #expect(again.map(\.serverID) == first.map(\.serverID))
+                #expect(again.allSatisfy { $0.replayed })
+            }
+            #expect(try await everything(store, alice) == before)
+            #expect(try await store.currentChangeSequence(accountID: alice) == 2)
+        },
+        Check(name: "accounts never see each other's notes") { store in
+            let alice = try await makeAccount(store, "alice")
+            let bob = try await makeAccount(store, "bob")
+            let secret = try await store.push(accountID: alice, changes: [change(10, edit: 1, text: "secret\n")], context: context())[0]
+            let aliceBefore = try await everything(store, alice)
+            let attack = try await store.push(
+                accountID: bob,
+                changes: [
+                    change(10, server: secret.serverID, edit: 2, text: "pwned\n", baseVersion: 1),
+                    change(10, edit: 1, text: "bob's own\n", baseText: "secret\n"),
+                ],
+                context: context()
+            )
+            #expect(attack[0].status == .rejected)
+            #expect(attack[0].error?.code == .unknownNote)
+            #expect(attack[1].status == .created)
+            #expect(attack[1].replayed == false)
+            #expect(attack[1].serverID != secret.serverID)
+            #expect(try await everything(store, alice) == aliceBefore)
+            let bobs = try await everything(store, bob)
+            #expect(bobs.map(\.text) == ["bob's own\n"])
+            #expect(bobs[0].changeSeq == 1)
+            #expect(try await store.pull(accountID: bob, after: 0, limit: 100).notes.allSatisfy { $0.accountID == bob })
+        },
+        Check(name: "client ID collisions keep notes apart") { store in
+            let alice = try await makeAccount(store, "alice")
+            let results = try await store.push(
+                accountID: alice, changes: [change(10, origin: 1, edit: 1, text: "one\n"), change(10, origin: 2, edit: 2, text: "two\n")],
+                context: context()
+            )
+            #expect(results.map(\.status) == [.created, .created])
+            // Reconciliation finds each by (clientID, origin).
+            let again = try await store.push(
+                accountID: alice,
+                changes: [change(10, origin: 2, edit: 3, text: "two\n", baseText: "two\n"), change(10, origin: 1, edit: 4, text: "one!\n", baseText: "one\n")],
+                context: context()
+            )
+            #expect(again.map(\.status) == [.reconciled, .reconciled])
+            #expect(again.map(\.serverID) == [results[1].serverID, results[0].serverID])
+            #expect(try await everything(store, alice).count == 2)
+        },
+        Check(name: "conflict copies") { store in
+            let alice = try await makeAccount(store, "alice")
+            let created = try await store.push(accountID: alice, changes: [change(10, edit: 1, text: "a\nb\nc\n")], context: context())[0]
+            let server = created.serverID!
+            _ = try await store.push(accountID: alice, changes: [change(10, server: server, edit: 2, text: "a\nX\nc\n", baseVersion: 1)], context: context())
+            let result = try await store.push(
+                accountID: alice, changes: [change(10, server: server, edit: 3, text: "a\nY\nc\n", baseVersion: 1, baseText: "a\nb\nc\n")],
+                context: context()
+            )[0]
+            #expect(result.status == .conflict)
+            let copy = try #require(result.conflict)
+            let all = try await everything(store, alice)
+            let stored = try #require(all.first { $0.serverID == copy.serverID })
+            #expect(stored.conflictOf == server)
+            #expect(stored.clientID == copy.clientID)
+            #expect(stored.text == "a\nY\nc\n")
+            let replay = try await store.push(
+                accountID: alice, changes: [change(10, server: server, edit: 3, text: "a\nY\nc\n", baseVersion: 1, baseText: "a\nb\nc\n")],
+                context: context()
+            )[0]
+            #expect(replay.replayed && replay.conflict == copy && replay.text == "a\nX\nc\n")
+            #expect(try await everything(store, alice).count == 2)
+        },
+        Check(name: "one note twice in a batch is written once") { store in
+            let alice = try await makeAccount(store, "alice")
+            let results = try await store.push(
+                accountID: alice,
+                changes: [change(10, edit: 1, text: "v1\n"), change(10, edit: 2, text: "v2\n", baseVersion: 1), change(11, edit: 3, text: "x\n")],
+                context: context()
+            )
+            #expect(results.map(\.status) == [.created, .reconciled, .created])
+            let all = try await everything(store, alice)
+            #expect(all.map(\.text) == ["v2\n", "x\n"])
+            #expect(all.map(\.changeSeq) == [2, 3])
+            #expect(try await store.currentChangeSequence(accountID: alice) == 3)
+        },
+        Check(name: "large batches load across IN-list chunks") { store in
+            let alice = try await makeAccount(store, "alice")
+            let limits = SyncLimits(maxBatchChanges: 2000)
+            let count = 1234
+            let created = try await store.push(
+                accountID: alice, changes: (1...count).map { change(Int64($0), edit: Int64($0), text: "n\($0)\n") }, context: context(limits)
+            )
+            #expect(created.allSatisfy { $0.status == .created })
+            // By client key, by server ID, and replays of every edit ID: all found.
+            let byKey = try await store.push(
+                accountID: alice, changes: (1...count).map { change(Int64($0), edit: Int64(10_000 + $0), text: "n\($0)\n", baseText: "n\($0)\n") },
+                context: context(limits)
+            )
+            #expect(byKey.allSatisfy { $0.status == .reconciled })
+            let byServer = try await store.push(
+                accountID: alice,
+                changes: (1...count).map { change(Int64($0), server: created[$0 - 1].serverID, edit: Int64(20_000 + $0), text: "m\($0)\n", baseVersion: 1) },
+                context: context(limits)
+            )
+            #expect(byServer.allSatisfy { $0.status == .updated && $0.version == 2 })
+            let replay = try await store.push(
+                accountID: alice, changes: (1...count).map { change(Int64($0), edit: Int64($0), text: "n\($0)\n") }, context: context(limits)
+            )
+            #expect(replay.allSatisfy { $0.replayed && $0.text == "m\(Int($0.clientID.rawValue))\n" })
+            #expect(try await everything(store, alice).count == count)
+            #expect(try await store.currentChangeSequence(accountID: alice) == Int64(2 * count))
+        },
+        Check(name: "a failed push writes nothing") { store in
+            let alice = try await makeAccount(store, "alice")
+            _ = try await store.push(accountID: alice, changes: [change(1, edit: 1, text: "kept\n")], context: context())
+            let before = try await everything(store, alice)
+            struct Boom: Error {}
+            let calls = Mutex(0)
+            let failing = PushContext(limits: SyncLimits(), now: testEpoch) {
+                try calls.withLock { calls in
+                    calls += 1
+                    if calls == 3 { throw Boom() }
+                }
+                return minter.mint()
+            }
+            await #expect(throws: Boom.self) {
+                _ = try await store.push(
+                    accountID: alice, changes: (2...6).map { change(Int64($0), edit: Int64($0), text: "lost\n") }, context: failing
+                )
+            }
+            #expect(try await everything(store, alice) == before)
+            #expect(try await store.currentChangeSequence(accountID: alice) == 1)
+            // The edit IDs were not recorded: a retry applies them.
+            let retry = try await store.push(accountID: alice, changes: [change(2, edit: 2, text: "now\n")], context: context())
+            #expect(retry[0].status == .created && !retry[0].replayed)
+        },
+        Check(name: "push to a missing account") { store in
+            await #expect(throws: NoteStoreError.accountNotFound) {
+                _ = try await store.push(accountID: id(987_654), changes: [change(1, edit: 1, text: "x\n")], context: context())
+            }
+            let page = try await store.pull(accountID: id(987_654), after: 0, limit: 10)
+            #expect(page == PullPage(notes: [], currentSequence: 0))
+        },
+        Check(name: "largest issued ID") { store in
+            #expect(try await store.largestIssuedID() == nil)
+            let alice = try await makeAccount(store, "alice")
+            #expect(try await store.largestIssuedID() == alice)
+            let session = SessionRecord(id: minter.mint(), accountID: alice, tokenHash: "t", deviceName: nil, origin: nil, createdAt: 1)
+            try await store.createSession(session)
+            #expect(try await store.largestIssuedID() == session.id)
+            let note = try await store.push(accountID: alice, changes: [change(1, edit: 1, text: "x\n")], context: context())[0]
+            #expect(try await store.largestIssuedID() == note.serverID)
+        },
+        Check(name: "texts round-trip byte for byte") { store in
+            let alice = try await makeAccount(store, "alice")
+            let texts = ["", "no newline", "caf\u{E9}\n", "cafe\u{301}\n", "emoji 👩‍👩‍👧\n", "nul \u{0} inside\n", String(repeating: "long line ", count: 5000)]
+            let results = try await store.push(
+                accountID: alice, changes: texts.enumerated().map { change(Int64($0.offset + 1), edit: Int64($0.offset + 1), text: $0.element) },
+                context: context()
+            )
+            #expect(results.allSatisfy { $0.status == .created })
+            let stored = try await everything(store, alice).map(\.text)
+            #expect(stored.count == texts.count)
+            for (a, b) in zip(stored, texts) { #expect(Array(a.utf8) == Array(b.utf8)) }
+            // NFD vs NFC are different texts to the server.
+            let nfc = results[2].serverID!
+            let update = try await store.push(
+                accountID: alice, changes: [change(3, server: nfc, edit: 100, text: "cafe\u{301}\n", baseVersion: 1)], context: context()
+            )
+            #expect(update[0].status == .updated)
+        },
+        Check(name: "ping and close") { store in
+            try await store.ping()
+            try await store.close()
+            await #expect(throws: (any Error).self) { try await store.ping() }
+            try await store.close()  // twice is fine
+        },
+    ]
+}
+
+/// Runs every conformance check, each on a fresh store from `makeStore`.
+func runNoteStoreConformance(_ makeStore: @Sendable () async throws -> any NoteStore) async throws {
+    for check in NoteStoreConformance.checks {
+        let store = try await makeStore()
+        do {
+            try await check.body(store)
+        } catch {
+            Issue.record("conformance check '\(check.name)' threw \(error)")
+        }
+        try? await store.close()
+    }
+}
+
+@Suite("NoteStore conformance")
+struct NoteStoreConformanceTests {
+    /// Each check on each SQLite flavour, reported separately.
+    @Test(arguments: StoreKind.allCases, NoteStoreConformance.checks.map(\.name))
+    func sqlite(_ kind: StoreKind, _ check: String) async throws {
+        let store = try kind.make()
+        let body = try #require(NoteStoreConformance.checks.first { $0.name == check }).body
+        try await body(store)
+        try? await store.close()
+    }
+
+    /// The entry point other stores use, run once here so it keeps working.
+    @Test func entryPoint() async throws {
+        try await runNoteStoreConformance { try SQLiteNoteStore.inMemory() }
+    }
+}

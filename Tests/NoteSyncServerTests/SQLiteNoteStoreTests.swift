@@ -1,0 +1,63 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import Testing
+
+@testable import NoteSyncServer
+
+@Suite("SQLiteNoteStore")
+struct SQLiteNoteStoreTests {
+    @Test func durableSettings() async throws {
+        let store = try SQLiteNoteStore.temporary()
+        #expect(try await store.synchronousMode() == 2)  // FULL
+        try await store.close()
+    }
+
+    @Test func reopeningKeepsDataAndMigratesOnce() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-reopen-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let minter = CountingMinter()
+        var store = try SQLiteNoteStore(dataDirectory: directory)
+        let account = AccountRecord(id: minter.mint(), username: "alice", passwordHash: "h", createdAt: 1)
+        try await store.createAccount(account)
+        let results = try await store.push(
+            accountID: account.id, changes: [change(1, edit: 1, text: "persisted\n")],
+            context: PushContext(limits: SyncLimits(), now: testEpoch, mintID: { minter.mint() })
+        )
+        try await store.close()
+
+        store = try SQLiteNoteStore(dataDirectory: directory)
+        #expect(try await store.account(byID: account.id) == account)
+        let notes = try await store.pull(accountID: account.id, after: 0, limit: 10).notes
+        #expect(notes.map(\.text) == ["persisted\n"])
+        #expect(notes.map(\.serverID) == [results[0].serverID!])
+        #expect(try await store.largestIssuedID() == results[0].serverID)
+        try await store.close()
+    }
+
+    @Test func concurrentPushesOfOneAccountAreSerialized() async throws {
+        let store = try SQLiteNoteStore.temporary()
+        let minter = CountingMinter()
+        let account = AccountRecord(id: minter.mint(), username: "alice", passwordHash: "h", createdAt: 1)
+        try await store.createAccount(account)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for round in 0..<10 {
+                        let base = Int64(task * 1000 + round * 10)
+                        _ = try await store.push(
+                            accountID: account.id, changes: (1...5).map { change(base + $0, edit: base + $0, text: "t\(task)\n") },
+                            context: PushContext(limits: SyncLimits(), now: testEpoch, mintID: { minter.mint() })
+                        )
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let notes = try await store.pull(accountID: account.id, after: 0, limit: 1000)
+        #expect(notes.notes.count == 400)
+        #expect(notes.notes.map(\.changeSeq) == Array(1...400))
+        #expect(notes.currentSequence == 400)
+        try await store.close()
+    }
+}

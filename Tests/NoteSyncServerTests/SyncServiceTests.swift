@@ -1,0 +1,137 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import Testing
+
+@testable import NoteSyncServer
+
+@Suite("SyncService pieces")
+struct SyncServiceTests {
+    @Test func tokensAreBase64URLWithPrefixAndStoredHashed() {
+        let random = RandomBytes.using(SplitMix64(seed: 1))
+        var seen = Set<String>()
+        for _ in 0..<200 {
+            let token = SessionToken.make(randomBytes: random)
+            #expect(SessionToken.isWellFormed(token))
+            #expect(token.count == 46)
+            #expect(!token.contains("=") && !token.contains("+") && !token.contains("/"))
+            #expect(seen.insert(token).inserted)
+            let hash = SessionToken.hash(token)
+            #expect(hash.count == 64)
+            #expect(hash.allSatisfy { "0123456789abcdef".contains($0) })
+        }
+        #expect(SessionToken.base64URL([0xFB, 0xFF]) == "-_8")
+        #expect(SessionToken.base64URL(Array("foobar".utf8)) == "Zm9vYmFy")
+        #expect(SessionToken.base64URL(Array("fo".utf8)) == "Zm8")
+        // SHA-256 of "abc".
+        #expect(SessionToken.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(!SessionToken.isWellFormed("fn_" + String(repeating: "a", count: 42) + "="))
+        #expect(!SessionToken.isWellFormed("xx_" + String(repeating: "a", count: 43)))
+    }
+
+    @Test func throttleCountsFailuresInTheWindow() {
+        let throttle = SignInThrottle(maxFailures: 5, windowMilliseconds: 60_000)
+        var now: Int64 = 1_000_000
+        for _ in 0..<5 {
+            #expect(throttle.begin(username: "a", now: now) == nil)
+            throttle.finish(username: "a", succeeded: false, now: now)
+            now += 10_000
+        }
+        // Oldest failure at 1_000_000 ages out at 1_060_000; now is 1_050_000.
+        #expect(throttle.begin(username: "a", now: now) == 10)
+        #expect(throttle.begin(username: "a", now: now + 9_999) == 1)
+        #expect(throttle.begin(username: "a", now: now + 10_000) == nil)
+        throttle.finish(username: "a", succeeded: true, now: now + 10_000)
+        #expect(throttle.trackedCount == 0)
+    }
+
+    @Test func concurrentAttemptsCountWhileInFlight() {
+        let throttle = SignInThrottle(maxFailures: 5, windowMilliseconds: 60_000)
+        for _ in 0..<5 { #expect(throttle.begin(username: "burst", now: 0) == nil) }
+        #expect(throttle.begin(username: "burst", now: 0) == 1)
+        for _ in 0..<5 { throttle.finish(username: "burst", succeeded: false, now: 0) }
+        #expect(throttle.begin(username: "burst", now: 1) == 60)
+    }
+
+    @Test func throttleForgetsOldUsernames() {
+        let throttle = SignInThrottle(maxFailures: 5, windowMilliseconds: 1000)
+        for index in 0..<3000 {
+            _ = throttle.begin(username: "user\(index)", now: Int64(index))
+            throttle.finish(username: "user\(index)", succeeded: false, now: Int64(index))
+        }
+        #expect(throttle.trackedCount < 2100)
+    }
+
+    @Test func signUpAndSignInRules() async throws {
+        let server = try TestServer.make()
+        let account = try await server.service.signUp(SignUpRequest(username: "Mixed.Case_1", password: "12345678"))
+        #expect(account.username == "mixed.case_1")
+        let signedIn = try await server.service.signIn(SignInRequest(username: "MIXED.case_1", password: "12345678"))
+        #expect(signedIn.accountID == account.accountID)
+        let stored = try #require(try await server.store.account(byID: account.accountID))
+        #expect(stored.passwordHash.hasPrefix("$2"))
+        #expect(!stored.passwordHash.contains("12345678"))
+        // A password over 72 bytes is refused at sign-up, never truncated.
+        await #expect(throws: SyncError.self) {
+            _ = try await server.service.signUp(SignUpRequest(username: "long", password: String(repeating: "p", count: 73)))
+        }
+    }
+
+    @Test func pullCursorAndPaging() async throws {
+        let server = try TestServer.make(limits: SyncLimits(maxPageSize: 3, defaultPageSize: 2))
+        let api = server.client
+        let token = try await api.account("alice").token
+        _ = try await api.push(token, (1...7).map { change($0, edit: $0, text: "n\($0)\n") })
+        var cursor = SyncCursor.start
+        var pages: [[String]] = []
+        while true {
+            let page = try await api.pull(token, since: cursor, limit: 3)
+            pages.append(page.changes.map(\.text))
+            cursor = page.cursor
+            if !page.hasMore { break }
+        }
+        #expect(pages == [["n1\n", "n2\n", "n3\n"], ["n4\n", "n5\n", "n6\n"], ["n7\n"]])
+        #expect(cursor == SyncCursor(sequence: 7))
+        // A page that ends exactly at the last change says there is no more.
+        let exact = try await api.pull(token, since: SyncCursor(sequence: 4), limit: 3)
+        #expect(exact.changes.count == 3 && exact.hasMore == false)
+        // Times on the wire are server times.
+        let first = try await api.pull(token, limit: 1).changes[0]
+        #expect(first.updatedAt == WireTime.format(unixMilliseconds: testEpoch))
+    }
+}
+
+@Suite("Pull JSON")
+struct PullJSONTests {
+    @Test func learnsTheWireKeys() {
+        #expect(PullJSON.Keys.learnt != nil)
+    }
+
+    @Test func matchesJSONEncoderOnRandomNotes() throws {
+        let alphabet: [String] = ["a", "é", "e\u{301}", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "/", "👩‍👩‍👧", "\u{2028}", " ", "z"]
+        for seed in propertySeeds(200) {
+            var rng = SplitMix64(seed: seed)
+            let notes = (0..<Int(rng.next() % 6)).map { index in
+                StoredNote(
+                    accountID: id(1), serverID: id(Int64(rng.next() >> 1) | 1), clientID: id(Int64(1 + rng.next() % 1000)),
+                    origin: id(Int64(rng.next() >> 2) | 1), version: Int64(1 + rng.next() % 9),
+                    text: (0..<Int(rng.next() % 20)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined(),
+                    deleted: rng.next() % 2 == 0, conflictOf: rng.next() % 3 == 0 ? id(Int64(index + 7)) : nil,
+                    changeSeq: Int64(index + 1), createdAt: 0, updatedAt: testEpoch + Int64(rng.next() % 3) * 1_000_003
+                )
+            }
+            let result = SyncService.PullResult(notes: notes, cursor: SyncCursor(sequence: Int64(rng.next() % 100)), hasMore: rng.next() % 2 == 0)
+            let fast = try PullJSON.encode(result)
+            let decoded = try JSONDecoder().decode(PullResponse.self, from: fast)
+            #expect(decoded == result.response, "seed \(seed)")
+            for (a, b) in zip(decoded.changes, result.response.changes) {
+                #expect(Array(a.text.utf8) == Array(b.text.utf8), "seed \(seed)")
+            }
+            // Same JSON object as JSONEncoder's (key order aside).
+            let reference = try WireJSON.encoder().encode(result.response)
+            let fastObject = try JSONSerialization.jsonObject(with: fast) as? NSDictionary
+            let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
+            #expect(fastObject == referenceObject, "seed \(seed)")
+        }
+    }
+}

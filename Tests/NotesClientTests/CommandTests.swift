@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import MiniFlake
+import NotesClient
+import Testing
+
+@testable import NotesCommand
+
+@Suite("The notes command")
+struct CommandTests {
+    @Test func subcommandsParse() throws {
+        #expect(try Notes.parseAsRoot(["add", "buy", "milk", "--home", "/tmp/x"]) is Add)
+        #expect(try Notes.parseAsRoot(["list", "--all", "--json"]) is List)
+        #expect(try Notes.parseAsRoot(["rm", "0ABC"]) is Remove)
+        #expect(try Notes.parseAsRoot(["logout", "--wipe", "--yes"]) is Logout)
+        #expect(throws: (any Error).self) { try Notes.parseAsRoot(["search"]) }
+        #expect(throws: (any Error).self) { try Notes.parseAsRoot(["signup", "--server", "http://x"]) }
+        #expect(throws: (any Error).self) { try Notes.parseAsRoot(["frobnicate"]) }
+        let add = try #require(try Notes.parseAsRoot(["add", "buy", "milk"]) as? Add)
+        #expect(add.text == ["buy", "milk"])
+    }
+
+    @Test func exitStatuses() {
+        #expect(ExitStatus.for(NotesError(.noteNotFound, "x")) == .failure)
+        #expect(ExitStatus.for(NotesError(.serverUnreachable, "x")) == .unavailable)
+        #expect(ExitStatus.for(NotesError(.serverError, "x", httpStatus: 503)) == .unavailable)
+        #expect(ExitStatus.for(NotesError(.serverError, "x", httpStatus: 409)) == .failure)
+        #expect(ExitStatus.for(NotesError(.signedOutByServer, "x")) == .authentication)
+        #expect(ExitStatus.for(NotesError(.invalidInput, "x")) == .usage)
+    }
+
+    @Test(arguments: [
+        ("hello", "hello"), ("\n\n   hello  \nworld", "hello"), ("  \t\n\u{00A0}\n second ", "second"), ("   ", ""),
+        ("\u{3000}wide\u{3000}", "wide"), ("é\n", "é"),
+    ])
+    func titles(text: String, title: String) throws {
+        let client = try makeDevice(NoNetwork(), seed: 1)
+        let note = try client.add(text.allSatisfy(\.isWhitespace) ? "x" : text)
+        if text.allSatisfy(\.isWhitespace) { return }
+        #expect(note.title == title)
+        #expect(try client.listing().notes.first?.title == title)
+    }
+
+    @Test func listingLines() throws {
+        let clock = ManualFlakeClock(unixMilliseconds: testEpoch)
+        let client = try makeDevice(NoNetwork(), seed: 4, clock: clock)
+        let first = try client.add("first line\nsecond line")
+        clock.advance(milliseconds: 60_000)
+        let gone = try client.add("to delete")
+        try client.delete(gone.id)
+        let listing = try client.listing(includeDeleted: true)
+        #expect(listing.notes.map(\.id) == [gone.id, first.id])
+        #expect(listing.displayIDs == (try client.displayIDs()))
+        let text = String(decoding: NotesCommand.listing(listing.notes, ids: listing.displayIDs), as: UTF8.self)
+        let lines = text.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines[0].hasPrefix(listing.displayIDs[gone.id]!) && lines[0].hasSuffix("(deleted)"))
+        #expect(lines[1].hasSuffix("  first line"))
+        #expect(try client.listing().notes.map(\.id) == [first.id])
+    }
+}

@@ -1,0 +1,506 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import NoteSyncServer
+import NotesClient
+import Synchronization
+import Testing
+
+/// The sync engine against the real server code, in process.
+@Suite("Sync with the server library")
+struct SyncTests {
+    @Test func twoDevicesEditOfflineThenSync() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        let b = try makeDevice(server.transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+
+        try a.add("from a 1")
+        try a.add("from a 2")
+        try b.add("from b")
+        let first = try await a.syncOK()
+        #expect(first.created == 2 && first.pushed == 2)
+        let second = try await b.syncOK()
+        #expect(second.created == 1 && second.pulled >= 2)
+        try await a.syncOK()
+        let expected = ["from a 1", "from a 2", "from b"]
+        #expect(try a.texts() == expected && b.texts() == expected)
+        #expect(try a.status().pending == 0 && b.status().pending == 0)
+        #expect(try await serverTexts(server, "alice") == expected)
+
+        // Edits of different lines on both devices merge.
+        let shared = try a.add("line 1\nline 2\nline 3")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first { $0.clientID == shared.clientID })
+        try a.edit(shared.id, text: "line 1 from a\nline 2\nline 3")
+        try b.edit(onB.id, text: "line 1\nline 2\nline 3 from b")
+        #expect(try await a.syncOK().updated == 1)
+        let merged = try await b.syncOK()
+        #expect(merged.merged == 1 && merged.conflicts == 0)
+        try await a.syncOK()
+        let mergedText = "line 1 from a\nline 2\nline 3 from b"
+        #expect(try a.note(shared.id).text == mergedText && b.note(onB.id).text == mergedText)
+        #expect(try a.conflicts().isEmpty && b.conflicts().isEmpty)
+        #expect(try !a.note(shared.id).isDirty && !b.note(onB.id).isDirty)
+    }
+
+    @Test func deletesSyncAndAnEditWinsOverAConcurrentDelete() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        let b = try makeDevice(server.transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+        let doomed = try a.add("to delete")
+        let contested = try a.add("contested")
+        try await a.syncOK()
+        try await b.syncOK()
+
+        try a.delete(doomed.id)
+        #expect(try await a.syncOK().deleted == 1)
+        try await b.syncOK()
+        #expect(try b.texts() == ["contested"])
+
+        // b edits while a deletes: a pushes second, the delete is refused and the note comes back with b's text.
+        let onB = try #require(try b.notes().first { $0.clientID == contested.clientID })
+        try b.edit(onB.id, text: "contested, edited on b")
+        try a.delete(contested.id)
+        try await b.syncOK()
+        let report = try await a.syncOK()
+        #expect(report.kept == 1)
+        let back = try a.note(contested.id)
+        #expect(!back.isDeleted && back.text == "contested, edited on b" && !back.isDirty)
+        #expect(try await serverTexts(server, "alice") == ["contested, edited on b"])
+    }
+
+    @Test func overlappingEditsMakeAConflictCopyAndLoseNothing() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        let b = try makeDevice(server.transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+        let note = try a.add("title\nbody")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first { $0.clientID == note.clientID })
+        try a.edit(note.id, text: "title\nbody by a")
+        try b.edit(onB.id, text: "title\nbody by b")
+        try await a.syncOK()
+        let report = try await b.syncOK()
+        #expect(report.conflicts == 1)
+        try await a.syncOK()
+        for device in [a, b] {
+            #expect(try device.texts() == ["title\nbody by a", "title\nbody by b"])
+            let copies = try device.conflicts()
+            #expect(copies.count == 1 && copies.first?.text == "title\nbody by b")
+            let original = try #require(try device.notes().first { $0.clientID == note.clientID })
+            #expect(copies.first?.conflictOf == original.serverID)
+            #expect(try device.status().pending == 0)
+        }
+    }
+
+    @Test func signOutThenSignInToTheSameAccountMakesNoDuplicates() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        let b = try makeDevice(server.transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+        var notes: [LocalNote] = []
+        for index in 0..<5 { notes.append(try a.add("note \(index)\nline two\nline three")) }
+        try await a.syncOK()
+        try await b.syncOK()
+
+        try a.add("unsynced at sign-out")
+        let signOut = try await a.signOut()
+        #expect(signOut.revoked && signOut.pending == 1 && signOut.wiped == 0)
+        let afterSignOut = try a.allNotes()
+        #expect(afterSignOut.count == 6 && afterSignOut.allSatisfy { $0.serverID == nil && $0.serverVersion == nil })
+        #expect(afterSignOut.filter { $0.baseText != nil }.count == 5, "base texts are kept")
+        #expect(try a.status().account == nil && a.status().cursor == nil)
+
+        // Signed out: edit, delete and add locally; meanwhile b edits another note on the server.
+        try a.edit(notes[0].id, text: "note 0 edited while signed out\nline two\nline three")
+        try a.delete(notes[1].id)
+        try a.add("added while signed out")
+        let onB = try #require(try b.notes().first { $0.clientID == notes[2].clientID })
+        try b.edit(onB.id, text: "note 2\nline two\nline three, edited on b")
+        try await b.syncOK()
+
+        let signIn = try await signIn(a, "alice")
+        #expect(signIn.reconciling)
+        let report = try signIn.sync.get()
+        #expect(report.created == 2 && report.conflicts == 0 && report.failures.isEmpty)
+        try await b.syncOK()
+        let expected = [
+            "added while signed out", "note 0 edited while signed out\nline two\nline three", "note 2\nline two\nline three, edited on b",
+            "note 3\nline two\nline three", "note 4\nline two\nline three", "unsynced at sign-out",
+        ]
+        #expect(try a.texts() == expected && b.texts() == expected)
+        #expect(try await serverTexts(server, "alice") == expected)
+        #expect(try a.conflicts().isEmpty && b.conflicts().isEmpty)
+        let live = try a.notes()
+        #expect(Set(live.compactMap(\.serverID)).count == live.count && live.allSatisfy { !$0.isDirty })
+    }
+
+    @Test func signingInToASecondAccountCreatesTheNotesThereAndLeavesTheFirstAlone() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        try await signUp(a, "alice")
+        try a.add("one")
+        try a.add("two")
+        let gone = try a.add("three")
+        try await a.syncOK()
+        try a.delete(gone.id)
+        try await a.syncOK()
+        try await a.signOut()
+        try a.add("four, offline")
+
+        let report = try await a.signUp(server: TestServer.url, username: "bob", password: "correct horse battery")
+        let sync = try report.sync.get()
+        #expect(sync.created == 3 && sync.reconciled == 0 && sync.conflicts == 0)
+        #expect(try await serverTexts(server, "bob") == ["four, offline", "one", "two"])
+        #expect(try await serverTexts(server, "alice", seed: 31337) == ["one", "two"])
+        #expect(try a.account()?.username == "bob")
+    }
+
+    @Test func aLostAnswerIsReplayedNotDuplicated() async throws {
+        let server = try TestServer()
+        let dropped = Atomic<Int>(0)
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1)
+        try await signUp(a, "alice")
+        for index in 0..<3 { try a.add("note \(index)") }
+        transport.setPlan { request, _ in
+            guard request.path == Endpoint.push.path, dropped.add(1, ordering: .relaxed).oldValue == 0 else { return nil }
+            return .dropAnswer
+        }
+        // The retry inside the same sync re-sends the same edit IDs: the server replays its stored outcome.
+        let report = try await a.syncOK()
+        #expect(report.replayed == 3 && report.created == 3)
+        let pushes = transport.requests.filter { $0.path == Endpoint.push.path }
+        #expect(pushes.count == 2 && pushes[0].body == pushes[1].body)
+        #expect(try await serverTexts(server, "alice") == ["note 0", "note 1", "note 2"])
+        #expect(try a.notes().allSatisfy { !$0.isDirty && $0.serverID != nil })
+    }
+
+    @Test func aLostAnswerAcrossSyncsWithAnEditInBetween() async throws {
+        let server = try TestServer()
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1, retry: .none)
+        try await signUp(a, "alice")
+        let notes = try (0..<3).map { try a.add("note \($0)\nsecond line") }
+        transport.setPlan { request, _ in request.path == Endpoint.push.path ? .dropAnswer : nil }
+        await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .serverUnreachable }
+        #expect(try a.status().inFlight == 3)
+
+        // Edited while the first push is unanswered: the snapshot is re-sent unchanged, then the edit follows.
+        try a.edit(notes[1].id, text: "note 1 edited\nsecond line")
+        transport.setPlan { _, _ in nil }
+        let report = try await a.syncOK()
+        #expect(report.replayed == 3 && report.pushed == 4)
+        #expect(try a.status().inFlight == 0 && a.status().pending == 0)
+        #expect(try await serverTexts(server, "alice") == ["note 0\nsecond line", "note 1 edited\nsecond line", "note 2\nsecond line"])
+    }
+
+    @Test func anEditDuringAPushStaysDirtyAndIsPushedNext() async throws {
+        let server = try TestServer()
+        let b = try makeDevice(server.transport, seed: 2)
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1)
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+        let note = try a.add("one\ntwo\nthree\nfour\nfive")
+        try await a.syncOK()
+        try await b.syncOK()
+        // b changes line 5; a changes line 3, then line 1 while its push of line 3 is in flight.
+        let onB = try #require(try b.notes().first { $0.clientID == note.clientID })
+        try b.edit(onB.id, text: "one\ntwo\nthree\nfour\nfive by b")
+        try await b.syncOK()
+        try a.edit(note.id, text: "one\ntwo\nthree by a\nfour\nfive")
+        let edited = Atomic<Bool>(false)
+        transport.setPlan { request, _ in
+            if request.path == Endpoint.push.path, !edited.exchange(true, ordering: .relaxed) {
+                _ = try? a.edit(note.id, text: "one by a\ntwo\nthree by a\nfour\nfive")
+            }
+            return nil
+        }
+        let report = try await a.syncOK()
+        // Round 1 merges line 3 with b's line 5; round 2 merges line 1 from the pushed snapshot as base.
+        #expect(report.pushed == 2 && report.merged == 2 && report.conflicts == 0)
+        try await b.syncOK()
+        let final = "one by a\ntwo\nthree by a\nfour\nfive by b"
+        #expect(try a.note(note.id).text == final && b.note(onB.id).text == final)
+        #expect(try !a.note(note.id).isDirty)
+    }
+
+    @Test func anInterruptedPullResumesFromTheCommittedCursor() async throws {
+        let server = try TestServer(limits: SyncLimits(maxPageSize: 10, defaultPageSize: 10))
+        let a = try makeDevice(server.transport, seed: 1)
+        try await signUp(a, "alice")
+        for index in 0..<25 { try a.add("note \(index)") }
+        try await a.syncOK()
+
+        let transport = ScriptedTransport(server.transport)
+        let pulls = Atomic<Int>(0)
+        transport.setPlan { request, _ in
+            guard request.path == Endpoint.pull.path else { return nil }
+            return pulls.add(1, ordering: .relaxed).oldValue >= 1 ? .refuse : nil
+        }
+        let b = try makeDevice(transport, seed: 2)
+        let signIn = try await b.signIn(server: TestServer.url, username: "alice", password: "correct horse battery")
+        guard case .failure(let error) = signIn.sync else { Issue.record("the sync should have failed"); return }
+        #expect(error.code == .serverUnreachable)
+        let cursor = try #require(try b.status().cursor)
+        #expect(try b.notes().count == 10)
+
+        transport.setPlan { _, _ in nil }
+        let before = transport.requests.count
+        let report = try await b.syncOK()
+        #expect(report.pulled == 15)
+        let firstPull = try #require(transport.requests[before...].first { $0.path == Endpoint.pull.path })
+        #expect(firstPull.queryValue(PullQuery.since) == cursor)
+        #expect(try b.notes().count == 25)
+    }
+
+    @Test func anUnknownCursorRestartsThePullFromTheStart() async throws {
+        let server = try TestServer()
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1)
+        try await signUp(a, "alice")
+        try a.add("x")
+        try await a.syncOK()
+        let body = try WireJSON.encoder().encode(APIErrorBody(code: .invalidCursor, message: "unknown cursor"))
+        let refused = Atomic<Bool>(false)
+        transport.setPlan { request, _ in
+            request.path == Endpoint.pull.path && !refused.exchange(true, ordering: .relaxed) ? .answer(WireResponse(status: 400, body: body)) : nil
+        }
+        let report = try await a.syncOK()
+        #expect(report.pulled == 1)
+        #expect(transport.requests.last?.queryValue(PullQuery.since) == SyncCursor.start.text)
+        #expect(try a.notes().count == 1)
+    }
+
+    @Test func serverFailuresAndGarbageLoseNothing() async throws {
+        let server = try TestServer()
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1)
+        try await signUp(a, "alice")
+        try a.add("precious 1")
+        try a.add("precious 2")
+        let internalError = try WireJSON.encoder().encode(APIErrorBody(code: .internalError, message: "boom"))
+
+        transport.setPlan { request, _ in
+            request.path == Endpoint.push.path ? .answer(WireResponse(status: 500, body: internalError)) : nil
+        }
+        let before = transport.requests.count
+        await #expect { try await a.sync() } throws: { error in
+            let error = error as? NotesError
+            return error?.code == .serverError && error?.httpStatus == 500
+        }
+        #expect(transport.requests[before...].filter { $0.path == Endpoint.push.path }.count == 3, "5xx is retried")
+
+        transport.setPlan { _, _ in .answer(WireResponse(status: 200, body: Data("<html>hello</html>".utf8))) }
+        await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .badResponse }
+
+        transport.setPlan { _, _ in .answer(WireResponse(status: 502, body: Data("Bad Gateway".utf8))) }
+        await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .serverError }
+
+        transport.setPlan { _, _ in .answer(WireResponse(status: 404, body: Data("Not Found".utf8))) }
+        await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .badResponse }
+
+        // The server commits, but the answer is garbage: the next sync replays.
+        transport.setPlan { request, _ in
+            request.path == Endpoint.push.path ? .replace(WireResponse(status: 200, body: Data(#"{"results":[]}"#.utf8))) : nil
+        }
+        await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .badResponse }
+        #expect(try a.texts() == ["precious 1", "precious 2"] && a.status().pending == 2)
+
+        transport.setPlan { _, _ in nil }
+        let report = try await a.syncOK()
+        #expect(report.replayed == 2)
+        #expect(try await serverTexts(server, "alice") == ["precious 1", "precious 2"])
+    }
+
+    @Test func anUnreachableServerIsRetriedThenReported() async throws {
+        let server = try TestServer()
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1, retry: RetryPolicy(maxAttempts: 5))
+        try await signUp(a, "alice")
+        try a.add("offline")
+        transport.setPlan { _, _ in .refuse }
+        let before = transport.requests.count
+        await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .serverUnreachable }
+        #expect(transport.requests.count - before == 5)
+        #expect(try a.texts() == ["offline"])
+    }
+
+    @Test func aRevokedSessionSignsOutAndKeepsEveryNote() async throws {
+        let server = try TestServer()
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1)
+        try await signUp(a, "alice")
+        try a.add("synced")
+        try await a.syncOK()
+        try a.add("pending")
+        let unauthorized = try WireJSON.encoder().encode(APIErrorBody(code: .unauthorized, message: "revoked"))
+        transport.setPlan { request, _ in
+            request.bearerToken != nil ? .answer(WireResponse(status: 401, body: unauthorized)) : nil
+        }
+        await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .signedOutByServer }
+        #expect(try a.account() == nil)
+        #expect(try a.texts() == ["pending", "synced"])
+
+        transport.setPlan { _, _ in nil }
+        try await signIn(a, "alice")
+        #expect(try await serverTexts(server, "alice") == ["pending", "synced"])
+    }
+
+    @Test func signOutRevokesTheTokenEvenOfflineItForgets() async throws {
+        let server = try TestServer()
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1)
+        try await signUp(a, "alice")
+        try a.add("kept")
+        try await a.syncOK()
+        let report = try await a.signOut()
+        #expect(report.revoked)
+        let token = try #require(transport.requests.last { $0.path == Endpoint.signOut.path }?.bearerToken)
+        let probe = await server.api.handle(WireRequest(.pull, bearerToken: token))
+        #expect(probe.status == 401)
+
+        try await signIn(a, "alice")
+        transport.setPlan { _, _ in .refuse }
+        let offline = try await a.signOut()
+        #expect(!offline.revoked && offline.pending == 0)
+        #expect(try a.account() == nil && a.texts() == ["kept"])
+
+        let wiped = try await a.signOut(wipe: true)
+        #expect(try wiped.wiped == 1 && a.allNotes().isEmpty)
+    }
+
+    @Test func wrongPasswordAndTakenUsernameAreClearErrors() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        try await signUp(a, "alice")
+        let b = try makeDevice(server.transport, seed: 2)
+        await #expect { try await b.signIn(server: TestServer.url, username: "alice", password: "wrong password") } throws: {
+            ($0 as? NotesError)?.code == .invalidCredentials
+        }
+        await #expect { try await b.signUp(server: TestServer.url, username: "alice", password: "whatever123") } throws: {
+            let error = $0 as? NotesError
+            return error?.code == .serverError && error?.api?.code == .usernameTaken
+        }
+        await #expect { try await b.signUp(server: TestServer.url, username: "x", password: "whatever123") } throws: {
+            ($0 as? NotesError)?.code == .invalidInput
+        }
+        await #expect { try await b.signIn(server: "not a url", username: "alice", password: "whatever123") } throws: {
+            ($0 as? NotesError)?.code == .invalidInput
+        }
+        #expect(try b.account() == nil)
+    }
+
+    @Test func batchesFitTheServerLimits() async throws {
+        let server = try TestServer(limits: SyncLimits(maxBodyBytes: 4096, maxBatchChanges: 7))
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1)
+        try await signUp(a, "alice")
+        for index in 0..<30 { try a.add("note \(index) " + String(repeating: "x", count: index * 20)) }
+        let events = Mutex<[SyncProgress]>([])
+        let report = try await a.sync { progress in events.withLock { $0.append(progress) } }
+        #expect(report.created == 30)
+        let seen = events.withLock { $0 }
+        #expect(seen.first == SyncProgress(phase: .pushing, done: 0, total: 30))
+        #expect(seen.contains(SyncProgress(phase: .pushing, done: 30, total: 30)))
+        #expect(seen.last?.phase == .pulling && seen.last?.done == 30)
+        let pushes = transport.requests.filter { $0.path == Endpoint.push.path }
+        for push in pushes {
+            let body = try #require(push.body)
+            #expect(body.count <= 4096)
+            #expect(try WireJSON.decoder().decode(PushRequest.self, from: body).changes.count <= 7)
+        }
+        #expect(pushes.count >= 5)
+    }
+
+    @Test func refusedChangesAreReportedAndNotResentUntilEdited() async throws {
+        let server = try TestServer(limits: SyncLimits(maxNoteBytes: 100))
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1)
+        try await signUp(a, "alice")
+        let big = try a.add(String(repeating: "y", count: 300))
+        try a.add("small")
+        let report = try await a.syncOK()
+        #expect(report.created == 1 && report.failures.count == 1 && report.failures.first?.error.code == "note_too_large")
+        #expect(try a.note(big.id).pushError?.code == "note_too_large")
+        #expect(try await a.syncOK().pushed == 0, "not re-sent")
+
+        // The server refuses it too when the client believes a larger limit.
+        let info = try WireJSON.encoder().encode(ServerInfo(version: "test", limits: SyncLimits(maxNoteBytes: 1 << 20)))
+        transport.setPlan { request, _ in request.path == Endpoint.info.path ? .answer(WireResponse(status: 200, body: info)) : nil }
+        try a.edit(big.id, text: String(repeating: "z", count: 300))
+        let refused = try await a.syncOK()
+        #expect(refused.failures.map(\.error.code) == ["note_too_large"] && refused.pushed == 0)
+
+        try a.edit(big.id, text: "short now")
+        #expect(try await a.syncOK().created == 1)
+        #expect(try a.note(big.id).pushError == nil)
+    }
+
+    /// Property: devices of one account doing random local edits, syncs, lost answers and sign-out/in all end with
+    /// exactly the server's notes, no duplicates and nothing pending.
+    @Test(arguments: [UInt64(11), 12, 13])
+    func randomHistoriesConverge(seed: UInt64) async throws {
+        var random = SplitMix64(seed: seed)
+        let server = try TestServer()
+        let transports = (0..<3).map { _ in ScriptedTransport(server.transport) }
+        let devices = try (0..<3).map { try makeDevice(transports[$0], seed: seed &* 10 &+ UInt64($0)) }
+        try await signUp(devices[0], "alice")
+        try await signIn(devices[1], "alice")
+        try await signIn(devices[2], "alice")
+        var signedIn = [true, true, true]
+        var counter = 0
+        for _ in 0..<120 {
+            let index = Int.random(in: 0..<3, using: &random)
+            let device = devices[index]
+            let live = try device.notes()
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0...2:
+                counter += 1
+                try device.add("note \(counter) from \(index)\nline 2\nline 3")
+            case 3...4 where !live.isEmpty:
+                let note = live[Int.random(in: 0..<live.count, using: &random)]
+                var lines = note.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                let line = Int.random(in: 0..<lines.count, using: &random)
+                lines[line] += " +\(index)"
+                try device.edit(note.id, text: lines.joined(separator: "\n"))
+            case 5 where !live.isEmpty:
+                try device.delete(live[Int.random(in: 0..<live.count, using: &random)].id)
+            case 6 where signedIn[index]:
+                _ = try await device.signOut()
+                signedIn[index] = false
+            case 7 where !signedIn[index]:
+                try await signIn(device, "alice")
+                signedIn[index] = true
+            default:
+                guard signedIn[index] else { continue }
+                let drop = Int.random(in: 0..<4, using: &random) == 0
+                let dropped = Atomic<Bool>(false)
+                transports[index].setPlan { request, _ in
+                    drop && request.path == Endpoint.push.path && !dropped.exchange(true, ordering: .relaxed) ? .dropAnswer : nil
+                }
+                _ = try? await device.sync()
+                transports[index].setPlan { _, _ in nil }
+            }
+        }
+        for (index, device) in devices.enumerated() where !signedIn[index] { try await signIn(device, "alice") }
+        for _ in 0..<2 { for device in devices { try await device.syncOK() } }
+
+        let truth = try await serverTexts(server, "alice", seed: seed &+ 1000)
+        for device in devices {
+            #expect(try device.texts() == truth, "seed \(seed)")
+            let live = try device.notes()
+            #expect(Set(live.map { "\($0.clientID)/\($0.origin)" }).count == live.count, "seed \(seed)")
+            #expect(try device.status().pending == 0, "seed \(seed)")
+        }
+    }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, starts a throwaway PostgreSQL on loopback (unless
+# FLAKENOTES_POSTGRES_URL already names one), builds, and runs every test. Removes the cluster afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+
+cleanup() { [ -n "${PG_STOP:-}" ] && eval "$PG_STOP" || true; }
+trap cleanup EXIT
+if [ -z "${FLAKENOTES_POSTGRES_URL:-}" ]; then
+  eval "$(bash scripts/pg-throwaway.sh start)"
+  export FLAKENOTES_POSTGRES_URL
+fi
+echo "PostgreSQL for the tests: ${FLAKENOTES_POSTGRES_URL%%\?*}" >&2
+
+swift build --build-tests
+# The end-to-end tests run the real binaries from the same build folder.
+export FLAKENOTES_BIN_DIR="$(swift build --show-bin-path)"
+swift test --skip-build "$@"
