@@ -36,11 +36,14 @@ public enum PushPlanner {
         public var limits: SyncLimits
         /// Server time, Unix milliseconds: stamped on written notes only.
         public var now: Int64
+        /// The pushing installation (see ``PushContext/pusher``).
+        public var pusher: FlakeID?
 
         public init(
             accountID: FlakeID, changes: [NoteChange], notes: [StoredNote], appliedEdits: [AppliedEdit],
-            currentSequence: Int64, limits: SyncLimits, now: Int64
+            currentSequence: Int64, limits: SyncLimits, now: Int64, pusher: FlakeID? = nil
         ) {
+            self.pusher = pusher
             self.accountID = accountID
             self.changes = changes
             self.notes = notes
@@ -130,6 +133,7 @@ public enum PushPlanner {
         var notes: [FlakeID: StoredNote] = [:]
         var byKey: [NoteKey: FlakeID] = [:]
         var applied: [AppliedEditKey: AppliedEdit] = [:]
+        var pusher: FlakeID?
         var seenEditIDs = Set<FlakeID>()
         /// Server IDs written by the batch.
         var written = Set<FlakeID>()
@@ -145,7 +149,8 @@ public enum PushPlanner {
                 notes[note.serverID] = note
                 byKey[note.key] = note.serverID
             }
-            for edit in input.appliedEdits { applied[AppliedEditKey(editID: edit.editID, noteKey: edit.noteKey)] = edit }
+            pusher = input.pusher
+            for edit in input.appliedEdits { applied[AppliedEditKey(editID: edit.editID, noteKey: edit.noteKey, pusher: edit.pusher)] = edit }
         }
 
         mutating func apply(_ change: NoteChange, index: Int, mintID: () throws -> FlakeID) throws -> ChangeResult {
@@ -169,7 +174,7 @@ public enum PushPlanner {
             }
 
             // 2. Replay.
-            if let edit = applied[AppliedEditKey(editID: change.editID, noteKey: NoteKey(clientID: change.clientID, origin: change.origin))] {
+            if let edit = applied[AppliedEditKey(editID: change.editID, noteKey: NoteKey(clientID: change.clientID, origin: change.origin), pusher: pusher)] {
                 var text: String?
                 if let serverID = edit.serverID, let note = notes[serverID], !ThreeWayMerge.sameBytes(note.text, change.text) {
                     text = note.text
@@ -295,10 +300,10 @@ public enum PushPlanner {
         ) -> ChangeResult {
             let noteKey = NoteKey(clientID: change.clientID, origin: change.origin)
             let edit = AppliedEdit(
-                editID: change.editID, noteKey: noteKey, status: status, serverID: serverID, version: version, conflict: conflict,
+                editID: change.editID, noteKey: noteKey, pusher: pusher, status: status, serverID: serverID, version: version, conflict: conflict,
                 createdAt: now
             )
-            applied[AppliedEditKey(editID: change.editID, noteKey: noteKey)] = edit
+            applied[AppliedEditKey(editID: change.editID, noteKey: noteKey, pusher: pusher)] = edit
             newEdits.append(edit)
             return ChangeResult(
                 clientID: change.clientID, editID: change.editID, status: status, serverID: serverID, version: version,

@@ -50,9 +50,12 @@ public struct SessionRecord: Sendable, Equatable {
 public struct AppliedEditKey: Hashable, Sendable {
     public var editID: FlakeID
     public var noteKey: NoteKey
-    public init(editID: FlakeID, noteKey: NoteKey) {
+    /// The pushing installation's raw ID, 0 when unknown.
+    public var pusher: Int64
+    public init(editID: FlakeID, noteKey: NoteKey, pusher: FlakeID?) {
         self.editID = editID
         self.noteKey = noteKey
+        self.pusher = pusher?.rawValue ?? 0
     }
 }
 
@@ -126,6 +129,8 @@ public struct AppliedEdit: Sendable, Equatable {
     public var editID: FlakeID
     /// The note the change named (its client ID and origin as pushed).
     public var noteKey: NoteKey
+    /// The installation that pushed it (see ``PushContext/pusher``).
+    public var pusher: FlakeID?
     /// Never ``ChangeStatus/rejected`` (rejected changes store nothing).
     public var status: ChangeStatus
     /// Absent only for `unchanged` when a delete named no stored note.
@@ -138,11 +143,12 @@ public struct AppliedEdit: Sendable, Equatable {
     public var createdAt: Int64
 
     public init(
-        editID: FlakeID, noteKey: NoteKey, status: ChangeStatus, serverID: FlakeID?, version: Int64?,
-        conflict: ConflictCopy?, createdAt: Int64
+        editID: FlakeID, noteKey: NoteKey, pusher: FlakeID? = nil, status: ChangeStatus, serverID: FlakeID?,
+        version: Int64?, conflict: ConflictCopy?, createdAt: Int64
     ) {
         self.editID = editID
         self.noteKey = noteKey
+        self.pusher = pusher
         self.status = status
         self.serverID = serverID
         self.version = version
@@ -171,10 +177,14 @@ public struct PushContext: Sendable {
     public var now: Int64
     /// Mints server IDs (new notes, conflict copies and their client IDs).
     public var mintID: @Sendable () throws -> FlakeID
+    /// The pushing installation (its session's origin, else the session ID): part of an applied edit's identity,
+    /// because edit IDs are unique only per installation.
+    public var pusher: FlakeID?
 
-    public init(limits: SyncLimits, now: Int64, mintID: @escaping @Sendable () throws -> FlakeID) {
+    public init(limits: SyncLimits, now: Int64, pusher: FlakeID? = nil, mintID: @escaping @Sendable () throws -> FlakeID) {
         self.limits = limits
         self.now = now
+        self.pusher = pusher
         self.mintID = mintID
     }
 }

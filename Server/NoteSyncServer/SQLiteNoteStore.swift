@@ -128,13 +128,14 @@ public final class SQLiteNoteStore: NoteStore {
                         edit_id INTEGER NOT NULL,
                         client_id INTEGER NOT NULL,
                         origin INTEGER NOT NULL,
+                        pusher INTEGER NOT NULL,
                         status TEXT NOT NULL,
                         server_id INTEGER,
                         version INTEGER,
                         conflict_server_id INTEGER,
                         conflict_client_id INTEGER,
                         created_at INTEGER NOT NULL,
-                        PRIMARY KEY (account_id, edit_id, client_id, origin)
+                        PRIMARY KEY (account_id, edit_id, client_id, origin, pusher)
                     ) WITHOUT ROWID;
                     """
             )
@@ -269,7 +270,7 @@ public final class SQLiteNoteStore: NoteStore {
                 let statement = try db.cachedStatement(
                     sql: """
                         SELECT edit_id, status, server_id, version, conflict_server_id, conflict_client_id, created_at,
-                               client_id, origin
+                               client_id, origin, pusher
                         FROM applied_edits WHERE account_id = ? AND edit_id IN (\(Self.placeholders(chunk.count)))
                         """
                 )
@@ -301,7 +302,7 @@ public final class SQLiteNoteStore: NoteStore {
             let plan = try PushPlanner.plan(
                 PushPlanner.Input(
                     accountID: accountID, changes: changes, notes: notes, appliedEdits: appliedEdits,
-                    currentSequence: sequence, limits: context.limits, now: context.now
+                    currentSequence: sequence, limits: context.limits, now: context.now, pusher: context.pusher
                 ),
                 mintID: context.mintID
             )
@@ -345,15 +346,15 @@ public final class SQLiteNoteStore: NoteStore {
                 let insertEdit = try db.cachedStatement(
                     sql: """
                         INSERT INTO applied_edits (account_id, edit_id, status, server_id, version, conflict_server_id,
-                                                   conflict_client_id, created_at, client_id, origin)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                                   conflict_client_id, created_at, client_id, origin, pusher)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """
                 )
                 for edit in plan.newEdits {
                     try insertEdit.execute(arguments: [
                         account, edit.editID.rawValue, edit.status.rawValue, edit.serverID?.rawValue, edit.version,
                         edit.conflict?.serverID.rawValue, edit.conflict?.clientID.rawValue, edit.createdAt,
-                        edit.noteKey.clientID.rawValue, edit.noteKey.origin.rawValue,
+                        edit.noteKey.clientID.rawValue, edit.noteKey.origin.rawValue, edit.pusher?.rawValue ?? 0,
                     ])
                 }
             }
@@ -463,6 +464,7 @@ public final class SQLiteNoteStore: NoteStore {
         }
         return AppliedEdit(
             editID: try flake(row[0]), noteKey: NoteKey(clientID: try flake(row[7]), origin: try flake(row[8])),
+            pusher: (row[9] as Int64) == 0 ? nil : try flake(row[9]),
             status: status, serverID: try serverID.map(flake), version: row[3],
             conflict: conflict, createdAt: row[6]
         )

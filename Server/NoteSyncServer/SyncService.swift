@@ -171,7 +171,7 @@ public struct SyncService: Sendable {
                 .batchTooLarge, "A push has at most \(limits.maxBatchChanges) changes; this one has \(request.changes.count)."
             )
         }
-        let context = PushContext(limits: limits, now: clock.unixMilliseconds(), mintID: mintID)
+        let context = PushContext(limits: limits, now: clock.unixMilliseconds(), pusher: session.origin ?? session.id, mintID: mintID)
         do {
             let results = try await store.push(accountID: session.accountID, changes: request.changes, context: context)
             return PushResponse(results: results)

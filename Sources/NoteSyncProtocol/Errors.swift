@@ -21,7 +21,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let unknownField = APIErrorCode("unknown_field")
     /// 400: a field has a value outside its documented range (username, password, device name, ...).
     public static let invalidField = APIErrorCode("invalid_field")
-    /// 400: an ID is not a valid MiniFlake value (zero, negative, malformed, or a JSON number).
+    /// 400: an ID is not a valid MiniFlake value (zero, negative, malformed, or a JSON number above 2^53).
     public static let invalidID = APIErrorCode("invalid_id")
     /// 400: the pull cursor is not one this server issued.
     public static let invalidCursor = APIErrorCode("invalid_cursor")
