@@ -50,12 +50,12 @@ public struct SessionRecord: Sendable, Equatable {
 public struct AppliedEditKey: Hashable, Sendable {
     public var editID: FlakeID
     public var noteKey: NoteKey
-    /// The pushing installation's raw ID, 0 when unknown.
-    public var pusher: Int64
+    /// The pushing installation, when known.
+    public var pusher: FlakeID?
     public init(editID: FlakeID, noteKey: NoteKey, pusher: FlakeID?) {
         self.editID = editID
         self.noteKey = noteKey
-        self.pusher = pusher?.rawValue ?? 0
+        self.pusher = pusher
     }
 }
 

@@ -128,7 +128,7 @@ public final class SQLiteNoteStore: NoteStore {
                         edit_id INTEGER NOT NULL,
                         client_id INTEGER NOT NULL,
                         origin INTEGER NOT NULL,
-                        pusher INTEGER NOT NULL,
+                        pusher INTEGER NOT NULL, -- 0 when the pushing installation is unknown (a key column)
                         status TEXT NOT NULL,
                         server_id INTEGER,
                         version INTEGER,

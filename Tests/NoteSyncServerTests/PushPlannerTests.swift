@@ -8,7 +8,7 @@ import Testing
 /// A model store: applies the planner exactly as a real store does (loading only what the planner asks for).
 struct PlannerHarness {
     var notes: [FlakeID: StoredNote] = [:]
-    var applied: [FlakeID: [FlakeID: AppliedEdit]] = [:]
+    var applied: [FlakeID: [AppliedEdit]] = [:]
     var sequences: [FlakeID: Int64] = [:]
     let minter = CountingMinter()
     var now: Int64 = testEpoch
@@ -16,8 +16,10 @@ struct PlannerHarness {
     /// Also hand the planner every note of every account, to check it ignores what it must not see.
     var loadEverything = false
 
-    mutating func push(_ account: FlakeID, _ changes: [NoteChange]) -> [ChangeResult] {
-        let edits = PushPlanner.editIDs(of: changes).compactMap { applied[account]?[$0] }
+    mutating func push(_ account: FlakeID, _ changes: [NoteChange], pusher: FlakeID? = nil) -> [ChangeResult] {
+        // Like the store: every applied edit of the account with one of the batch's edit IDs, whoever pushed it.
+        let wanted = Set(PushPlanner.editIDs(of: changes))
+        let edits = (applied[account] ?? []).filter { wanted.contains($0.editID) }
         let keys = PushPlanner.keysToLoad(changes: changes, appliedEdits: edits)
         let serverIDs = Set(keys.serverIDs)
         let clientKeys = Set(keys.clientKeys)
@@ -27,7 +29,7 @@ struct PlannerHarness {
         let plan = try! PushPlanner.plan(
             PushPlanner.Input(
                 accountID: account, changes: changes, notes: loaded, appliedEdits: edits,
-                currentSequence: sequences[account, default: 0], limits: limits, now: now
+                currentSequence: sequences[account, default: 0], limits: limits, now: now, pusher: pusher
             ),
             mintID: minter.mint
         )
@@ -40,8 +42,9 @@ struct PlannerHarness {
             notes[write.note.serverID] = write.note
         }
         for edit in plan.newEdits {
-            #expect(applied[account]?[edit.editID] == nil)
-            applied[account, default: [:]][edit.editID] = edit
+            let key = AppliedEditKey(editID: edit.editID, noteKey: edit.noteKey, pusher: edit.pusher)
+            #expect(!(applied[account] ?? []).contains { AppliedEditKey(editID: $0.editID, noteKey: $0.noteKey, pusher: $0.pusher) == key })
+            applied[account, default: []].append(edit)
         }
         #expect(plan.newSequence >= sequences[account, default: 0])
         sequences[account] = plan.newSequence
@@ -185,7 +188,7 @@ struct PushPlannerRuleTests {
         #expect(result[0].serverID == nil)
         #expect(result[0].version == nil)
         #expect(h.notes(of: alice).isEmpty)
-        #expect(h.applied[alice]?[id(1)] != nil)
+        #expect(h.applied[alice]?.contains { $0.editID == id(1) } == true)
     }
 
     @Test func otherAccountsNotesAreUnknown() {
@@ -241,8 +244,8 @@ struct PushPlannerRuleTests {
         #expect(results[2].error?.field == "changes[2].editID")
         #expect(results[3].error?.field == "changes[3].baseVersion")
         // Rejected changes store nothing: their edit IDs are free to be applied later.
-        #expect(h.applied[alice]?[id(2)] == nil)
-        #expect(h.applied[alice]?[id(4)] == nil)
+        #expect(h.applied[alice]?.contains { $0.editID == id(2) } != true)
+        #expect(h.applied[alice]?.contains { $0.editID == id(4) } != true)
         let retry = h.push(alice, [change(20, edit: 2, text: "short\n")])
         #expect(retry[0].status == .created)
         #expect(retry[0].replayed == false)
@@ -271,6 +274,26 @@ struct PushPlannerRuleTests {
         #expect(results.map(\.status) == [.created, .created])
         #expect(results[0].serverID != results[1].serverID)
         #expect(Set(h.notes(of: alice).map(\.text)) == ["phone\n", "laptop\n"])
+    }
+
+    @Test func sameEditIDFromAnotherInstallationIsNotAReplay() {
+        // Two devices sharing a MiniFlake instance can mint one edit ID in one millisecond, even for one note.
+        var h = PlannerHarness()
+        let phone = id(900), laptop = id(901)
+        let created = h.push(alice, [change(10, edit: 100, text: "a\n")], pusher: phone)
+        let serverID = try! #require(created[0].serverID)
+        let fromLaptop = h.push(
+            alice, [change(10, server: serverID, edit: 200, text: "a\nlaptop\n", baseVersion: 1, baseText: "a\n")], pusher: laptop)
+        #expect(fromLaptop[0].status == .updated && !fromLaptop[0].replayed)
+        let fromPhone = h.push(
+            alice, [change(10, server: serverID, edit: 200, text: "phone\na\n", baseVersion: 1, baseText: "a\n")], pusher: phone)
+        #expect(fromPhone[0].replayed == false, "the phone's edit must not be swallowed as the laptop's replay")
+        #expect(fromPhone[0].status == .merged)
+        #expect(h.note(serverID)?.text == "phone\na\nlaptop\n")
+        // The laptop's own retry is still a replay.
+        let retry = h.push(
+            alice, [change(10, server: serverID, edit: 200, text: "a\nlaptop\n", baseVersion: 1, baseText: "a\n")], pusher: laptop)
+        #expect(retry[0].replayed && retry[0].status == .updated)
     }
 
     @Test func replayReportsCurrentTextAfterOtherDevicesChangedIt() {
