@@ -43,7 +43,8 @@ public func buildRouter(api: SyncAPI, logger: Logger) -> Router<SyncRequestConte
 /// - Parameters:
 ///   - onListening: Called once with the listening line (`notesyncd listening on http://HOST:PORT`, the real
 ///     port when 0 was asked); the daemon prints it to stdout.
-/// - Throws: ``ConfigurationError`` for a bad configuration (PostgreSQL, for now), or the store's open error.
+/// - Throws: ``ConfigurationError`` for a bad configuration, or the SQLite store's open error. PostgreSQL is migrated
+///   and the instance number leased when the application runs, before the server starts listening.
 public func buildApplication(
     configuration: ServerConfiguration, logger: Logger? = nil,
     onListening: @escaping @Sendable (String) -> Void = { line in print(line); fflush(nil) }
@@ -55,19 +56,47 @@ public func buildApplication(
         return logger
     }()
 
-    let store = try SQLiteNoteStore(dataDirectory: configuration.dataDirectory)
-    let highWaterMark = try await store.largestIssuedID()
-    let generator = try FlakeGenerator(instance: configuration.instance, clock: SystemFlakeClock.coarse, after: highWaterMark)
-    logger.info(
-        "database open",
-        metadata: [
-            "path": "\(configuration.dataDirectory)/\(SQLiteNoteStore.fileName)", "instance": "\(configuration.instance)",
-            "high_water_mark": "\(highWaterMark.map { "\($0)" } ?? "none")",
-        ]
-    )
+    // The store, the ID source, and what must run before the server starts and beside it.
+    let store: any NoteStore
+    let mintID: @Sendable () throws -> FlakeID
+    var services: [any Service] = []
+    var prelude: (@Sendable () async throws -> Void)?
+    switch configuration.database {
+    case .sqlite:
+        let sqlite = try SQLiteNoteStore(dataDirectory: configuration.dataDirectory)
+        let highWaterMark = try await sqlite.largestIssuedID()
+        let generator = try FlakeGenerator(instance: configuration.instance, clock: SystemFlakeClock.coarse, after: highWaterMark)
+        logger.info(
+            "database open",
+            metadata: [
+                "path": "\(configuration.dataDirectory)/\(SQLiteNoteStore.fileName)", "instance": "\(configuration.instance)",
+                "high_water_mark": "\(highWaterMark.map { "\($0)" } ?? "none")",
+            ]
+        )
+        store = sqlite
+        mintID = { try generator.next() }
+    case .postgres(let url):
+        let postgres = PostgresNoteStore(
+            configuration: try PostgresNoteStore.configuration(url: url, maximumConnections: configuration.databaseConnections),
+            logger: logger
+        )
+        let lease = InstanceLease(store: postgres, ttl: .seconds(configuration.instanceLeaseSeconds), logger: logger)
+        store = postgres
+        mintID = { try lease.next() }
+        // The pool first (it stops last), then the lease (released after the server has drained).
+        services = [postgres.client, InstanceLeaseService(lease: lease, logger: logger)]
+        let shown = configuration.database.description
+        prelude = {
+            try await withStartupDeadline(.seconds(30), what: "connecting to PostgreSQL at \(shown)") {
+                try await postgres.migrate()
+                try await lease.acquire()
+            }
+            logger.info("database open", metadata: ["database": "\(shown)", "schema_version": "\(PostgresNoteStore.schemaVersion)"])
+        }
+    }
     let service = SyncService(
         store: store, limits: configuration.limits, bcryptCost: configuration.bcryptCost, clock: SystemFlakeClock.coarse,
-        mintID: { try generator.next() }, randomBytes: .system, logger: logger
+        mintID: mintID, randomBytes: .system, logger: logger
     )
     let api = SyncAPI(service: service, logger: logger)
     let host = configuration.host
@@ -82,8 +111,28 @@ public func buildApplication(
         },
         logger: logger
     )
+    app.addServices(services)
     app.addServices(StoreService(store: store, logger: logger))
+    if let prelude { app.beforeServerStarts(perform: prelude) }
     return app
+}
+
+/// Runs `body`, failing with a ``ConfigurationError`` naming `what` if it has not finished after `deadline` (a
+/// database that cannot be reached at start is an operator's error, not a hang).
+func withStartupDeadline(_ deadline: Duration, what: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+    try await withThrowingTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            try await body()
+            return true
+        }
+        group.addTask {
+            try await Task.sleep(for: deadline)
+            return false
+        }
+        let finished = try await group.next() ?? false
+        group.cancelAll()
+        if !finished { throw ConfigurationError("timed out after \(deadline) \(what)") }
+    }
 }
 
 /// Keeps the store open while the server runs and closes it once the server has finished its in-flight requests

@@ -12,7 +12,9 @@ import NoteSyncProtocol
 /// | `--data-dir` | `NOTESYNCD_DATA_DIR` | `notesyncd-data` |
 /// | `--host` | `NOTESYNCD_HOST` | `127.0.0.1` |
 /// | `--port` | `NOTESYNCD_PORT` | `8080` (0 picks a free port) |
-/// | `--instance` | `NOTESYNCD_INSTANCE` | `0` (0...1023) |
+/// | `--instance` | `NOTESYNCD_INSTANCE` | `0` (0...1023; SQLite only, PostgreSQL leases one) |
+/// | `--instance-lease-seconds` | `NOTESYNCD_INSTANCE_LEASE_SECONDS` | `30` (PostgreSQL) |
+/// | `--database-connections` | `NOTESYNCD_DATABASE_CONNECTIONS` | `20` (PostgreSQL) |
 /// | `--bcrypt-cost` | `NOTESYNCD_BCRYPT_COST` | `12` (4...31) |
 /// | `--log-level` | `NOTESYNCD_LOG_LEVEL` | `info` |
 /// | `--database` | `NOTESYNCD_DATABASE` | `sqlite` |
@@ -40,6 +42,8 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let bcryptCost = "NOTESYNCD_BCRYPT_COST"
         public static let logLevel = "NOTESYNCD_LOG_LEVEL"
         public static let database = "NOTESYNCD_DATABASE"
+        public static let instanceLeaseSeconds = "NOTESYNCD_INSTANCE_LEASE_SECONDS"
+        public static let databaseConnections = "NOTESYNCD_DATABASE_CONNECTIONS"
         public static let maxBodyBytes = "NOTESYNCD_MAX_BODY_BYTES"
         public static let maxNoteBytes = "NOTESYNCD_MAX_NOTE_BYTES"
         public static let maxBatch = "NOTESYNCD_MAX_BATCH"
@@ -55,8 +59,20 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on, 0 for any free port (NOTESYNCD_PORT; default 8080).")
     var port: Int?
 
-    @Option(help: "MiniFlake instance number of this daemon, 0...1023 (NOTESYNCD_INSTANCE; default 0).")
+    @Option(help: "MiniFlake instance number of this daemon with SQLite, 0...1023; PostgreSQL leases one (NOTESYNCD_INSTANCE; default 0).")
     var instance: Int?
+
+    @Option(
+        name: .customLong("instance-lease-seconds"),
+        help: "PostgreSQL: how long an instance-number lease lasts unrenewed (NOTESYNCD_INSTANCE_LEASE_SECONDS; default 30)."
+    )
+    var instanceLeaseSeconds: Int?
+
+    @Option(
+        name: .customLong("database-connections"),
+        help: "PostgreSQL: most connections this daemon opens (NOTESYNCD_DATABASE_CONNECTIONS; default 20)."
+    )
+    var databaseConnections: Int?
 
     @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of new password hashes, 4...31 (NOTESYNCD_BCRYPT_COST; default 12).")
     var bcryptCost: Int?
@@ -67,7 +83,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     )
     var logLevel: String?
 
-    @Option(help: "'sqlite', or a postgres:// URL (not supported yet) (NOTESYNCD_DATABASE; default sqlite).")
+    @Option(help: "'sqlite', or a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require] URL (NOTESYNCD_DATABASE; default sqlite).")
     var database: String?
 
     @Option(name: .customLong("max-body-bytes"), help: "Largest request body in bytes (NOTESYNCD_MAX_BODY_BYTES; default 8388608).")
@@ -119,6 +135,17 @@ public struct NotesyncdCommand: AsyncParsableCommand {
                 throw ValidationError("The database must be 'sqlite' or a postgres:// URL, got '\(value)'.")
             }
             configuration.database = parsed
+        }
+        if let value = try integer(instanceLeaseSeconds, Environment.instanceLeaseSeconds) {
+            configuration.instanceLeaseSeconds = value
+        }
+        if let value = try integer(databaseConnections, Environment.databaseConnections) {
+            configuration.databaseConnections = value
+        }
+        if case .postgres = configuration.database, try integer(instance, Environment.instance) != nil {
+            throw ValidationError(
+                "With PostgreSQL each daemon leases its instance number from the database; remove --instance (\(Environment.instance))."
+            )
         }
         if let value = try integer(maxBodyBytes, Environment.maxBodyBytes) { configuration.limits.maxBodyBytes = value }
         if let value = try integer(maxNoteBytes, Environment.maxNoteBytes) { configuration.limits.maxNoteBytes = value }

@@ -8,7 +8,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public enum Database: Sendable, Equatable, CustomStringConvertible {
         /// SQLite in the data directory (`<dataDirectory>/notesyncd.sqlite`).
         case sqlite
-        /// PostgreSQL at a `postgres://` or `postgresql://` URL (parsed, not supported yet).
+        /// PostgreSQL at a `postgres://` or `postgresql://` URL (see ``PostgresNoteStore/configuration(url:maximumConnections:)``).
         case postgres(url: String)
 
         /// Parses `sqlite` (or `sqlite:`), or a `postgres://`/`postgresql://` URL.
@@ -46,9 +46,13 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var host: String
     /// The port to listen on, 0 to pick a free one (the listening line shows it). Default 8080.
     public var port: Int
-    /// The MiniFlake instance number of this daemon's ID generator, 0...1023, unique among daemons sharing a
-    /// database. Default 0.
+    /// The MiniFlake instance number of this daemon's ID generator with SQLite, 0...1023. Default 0. With
+    /// PostgreSQL the number is leased from the database instead (``InstanceLease``).
     public var instance: Int
+    /// How long an instance lease lasts without renewal (PostgreSQL only), in seconds, 1...3600. Default 30.
+    public var instanceLeaseSeconds: Int
+    /// The most PostgreSQL connections this daemon opens, 1...1000. Default 20.
+    public var databaseConnections: Int
     /// The bcrypt cost of new password hashes, 4...31. Default 12.
     public var bcryptCost: Int
     /// The limits enforced and served by `GET /v1/info`.
@@ -60,8 +64,11 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     public init(
         dataDirectory: String = "notesyncd-data", host: String = "127.0.0.1", port: Int = 8080, instance: Int = 0,
-        bcryptCost: Int = 12, limits: SyncLimits = .default, logLevel: Logger.Level = .info, database: Database = .sqlite
+        bcryptCost: Int = 12, limits: SyncLimits = .default, logLevel: Logger.Level = .info, database: Database = .sqlite,
+        instanceLeaseSeconds: Int = 30, databaseConnections: Int = 20
     ) {
+        self.instanceLeaseSeconds = instanceLeaseSeconds
+        self.databaseConnections = databaseConnections
         self.dataDirectory = dataDirectory
         self.host = host
         self.port = port
@@ -94,8 +101,14 @@ public struct ServerConfiguration: Sendable, Equatable {
         guard limits.defaultPageSize > 0, limits.defaultPageSize <= limits.maxPageSize else {
             throw ConfigurationError("the default page size must be 1...max page size (\(limits.maxPageSize))")
         }
-        if case .postgres = database {
-            throw ConfigurationError("PostgreSQL is not supported yet; use --database sqlite")
+        guard (1...3600).contains(instanceLeaseSeconds) else {
+            throw ConfigurationError("the instance lease must be 1...3600 seconds, got \(instanceLeaseSeconds)")
+        }
+        guard (1...1000).contains(databaseConnections) else {
+            throw ConfigurationError("database connections must be 1...1000, got \(databaseConnections)")
+        }
+        if case .postgres(let url) = database {
+            _ = try PostgresNoteStore.configuration(url: url, maximumConnections: databaseConnections)
         }
     }
 }

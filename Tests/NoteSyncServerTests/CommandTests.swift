@@ -58,7 +58,8 @@ struct CommandTests {
         (["--database", "mysql://x"], [:]),
         (["--database", "postgres://localhost/notes"], [:]),
         ([], ["NOTESYNCD_PORT": "eighty"]),
-        ([], ["NOTESYNCD_DATABASE": "postgresql://u:p@h/db"]),
+        ([], ["NOTESYNCD_DATABASE": "postgresql://u:p@h/db", "NOTESYNCD_INSTANCE": "2"]),
+        ([], ["NOTESYNCD_DATABASE": "postgresql://u:p@h/db?sslmode=sometimes"]),
         (["--max-page", "0"], [:]),
     ])
     func invalidValues(arguments: [String], environment: [String: String]) {
@@ -68,15 +69,38 @@ struct CommandTests {
         }
     }
 
-    @Test func postgresIsParsedButRefusedClearly() throws {
+    @Test func postgresOptions() throws {
         #expect(ServerConfiguration.Database(parsing: "postgres://u:p@h:5432/db") == .postgres(url: "postgres://u:p@h:5432/db"))
         #expect(ServerConfiguration.Database(parsing: "SQLite") == .sqlite)
         #expect(ServerConfiguration.Database(parsing: "mysql://h") == nil)
+        let configuration = try NotesyncdCommand.parse([
+            "--database", "postgres://me@h/db", "--instance-lease-seconds", "5", "--database-connections", "7",
+        ]).resolvedConfiguration(environment: [:])
+        #expect(configuration.database == .postgres(url: "postgres://me@h/db"))
+        #expect(configuration.instanceLeaseSeconds == 5)
+        #expect(configuration.databaseConnections == 7)
+        let fromEnvironment = try NotesyncdCommand.parse([]).resolvedConfiguration(environment: [
+            "NOTESYNCD_DATABASE": "postgresql://me@h/db", "NOTESYNCD_INSTANCE_LEASE_SECONDS": "9",
+        ])
+        #expect(fromEnvironment.database == .postgres(url: "postgresql://me@h/db"))
+        #expect(fromEnvironment.instanceLeaseSeconds == 9)
+        #expect(fromEnvironment.instanceLeaseSeconds == 9)
+    }
+
+    @Test(arguments: [
+        (["--database", "postgres://me@h/db", "--instance", "3"], "leases its instance number"),
+        (["--database", "postgres://h/db"], "names no user"),
+        (["--database", "postgres://me:pw@h/db?sslmode=maybe"], "sslmode"),
+        (["--database", "postgres://me@h/db", "--instance-lease-seconds", "0"], "instance lease"),
+        (["--database", "postgres://me@h/db", "--database-connections", "0"], "connections"),
+    ])
+    func badPostgresOptionsAreRefusedClearly(_ arguments: [String], _ expected: String) throws {
         do {
-            _ = try NotesyncdCommand.parse(["--database", "postgres://h/db"]).resolvedConfiguration(environment: [:])
-            Issue.record("postgres must be refused for now")
+            _ = try NotesyncdCommand.parse(arguments).resolvedConfiguration(environment: [:])
+            Issue.record("\(arguments) must be refused")
         } catch {
-            #expect("\(error)".contains("not supported yet"))
+            #expect("\(error)".contains(expected))
+            #expect(!"\(error)".contains(":pw@"))
         }
     }
 }
