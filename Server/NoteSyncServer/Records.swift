@@ -44,9 +44,8 @@ public struct SessionRecord: Sendable, Equatable {
     }
 }
 
-/// The identity of a note inside one account: the creating device's client ID and that device's origin.
-///
-/// Two devices may mint the same client ID; their origins differ, so their notes never merge.
+/// The identity of an applied edit inside one account: its edit ID, the note it named and the installation that
+/// pushed it (see ``AppliedEdit``).
 public struct AppliedEditKey: Hashable, Sendable {
     public var editID: FlakeID
     public var noteKey: NoteKey
@@ -59,6 +58,9 @@ public struct AppliedEditKey: Hashable, Sendable {
     }
 }
 
+/// The identity of a note inside one account: the creating device's client ID and that device's origin.
+///
+/// Two devices may mint the same client ID; their origins differ, so their notes never merge.
 public struct NoteKey: Hashable, Sendable {
     public var clientID: FlakeID
     public var origin: FlakeID
