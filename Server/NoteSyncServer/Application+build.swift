@@ -113,6 +113,14 @@ public func buildApplication(
     )
     app.addServices(services)
     app.addServices(StoreService(store: store, logger: logger))
+    if configuration.editRetentionDays > 0 {
+        app.addServices(
+            PruneService(
+                store: store, retention: Int64(configuration.editRetentionDays) * 86_400_000, interval: .seconds(3600),
+                clock: SystemFlakeClock.coarse, logger: logger
+            )
+        )
+    }
     if let prelude { app.beforeServerStarts(perform: prelude) }
     return app
 }
@@ -149,6 +157,43 @@ struct StoreService: Service {
         } catch {
             logger.error("closing the database failed", metadata: ["error": "\(error)"])
             throw error
+        }
+    }
+}
+
+/// Prunes applied edits older than the retention, once a minute after start and then every `interval`, until
+/// graceful shutdown. A failure is logged and retried at the next round. With several daemons on PostgreSQL each
+/// prunes; deleting what another already deleted is harmless.
+struct PruneService: Service {
+    let store: any NoteStore
+    /// Milliseconds.
+    let retention: Int64
+    let interval: Duration
+    let clock: any FlakeClock
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            var wait: Duration = .seconds(60)
+            while !Task.isCancelled {
+                do {
+                    try await Task.sleep(for: wait)
+                } catch {
+                    break
+                }
+                wait = interval
+                await pruneOnce()
+            }
+        }
+    }
+
+    func pruneOnce() async {
+        let cutoff = clock.unixMilliseconds() - retention
+        do {
+            let deleted = try await store.pruneAppliedEdits(createdBefore: cutoff)
+            if deleted > 0 { logger.info("applied edits pruned", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)"]) }
+        } catch {
+            logger.warning("pruning applied edits failed; retrying later", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -49,6 +49,13 @@ public protocol NoteStore: Sendable {
     /// high-water mark on start: IDs never repeat even when the clock was set back across a restart.
     func largestIssuedID() async throws -> FlakeID?
 
+    /// Deletes applied edits recorded before `cutoff` (Unix milliseconds), in chunks, and returns how many.
+    ///
+    /// Applied edits make replays idempotent; one is kept per accepted change, so they are pruned by age (the daemon's
+    /// edit retention). A change re-sent after its edit was pruned is planned afresh, which is safe: a create finds
+    /// its note by client ID (reconciled, no duplicate) and an edit the note already holds is unchanged.
+    func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int
+
     /// A cheap round trip to the backend, for health checks.
     func ping() async throws
 

@@ -15,6 +15,7 @@ import NoteSyncProtocol
 /// | `--instance` | `NOTESYNCD_INSTANCE` | `0` (0...1023; SQLite only, PostgreSQL leases one) |
 /// | `--instance-lease-seconds` | `NOTESYNCD_INSTANCE_LEASE_SECONDS` | `30` (PostgreSQL) |
 /// | `--database-connections` | `NOTESYNCD_DATABASE_CONNECTIONS` | `20` (PostgreSQL) |
+/// | `--edit-retention-days` | `NOTESYNCD_EDIT_RETENTION_DAYS` | `30` (0 keeps applied edits forever) |
 /// | `--bcrypt-cost` | `NOTESYNCD_BCRYPT_COST` | `12` (4...31) |
 /// | `--log-level` | `NOTESYNCD_LOG_LEVEL` | `info` |
 /// | `--database` | `NOTESYNCD_DATABASE` | `sqlite` |
@@ -44,6 +45,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let database = "NOTESYNCD_DATABASE"
         public static let instanceLeaseSeconds = "NOTESYNCD_INSTANCE_LEASE_SECONDS"
         public static let databaseConnections = "NOTESYNCD_DATABASE_CONNECTIONS"
+        public static let editRetentionDays = "NOTESYNCD_EDIT_RETENTION_DAYS"
         public static let maxBodyBytes = "NOTESYNCD_MAX_BODY_BYTES"
         public static let maxNoteBytes = "NOTESYNCD_MAX_NOTE_BYTES"
         public static let maxBatch = "NOTESYNCD_MAX_BATCH"
@@ -73,6 +75,12 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         help: "PostgreSQL: most connections this daemon opens (NOTESYNCD_DATABASE_CONNECTIONS; default 20)."
     )
     var databaseConnections: Int?
+
+    @Option(
+        name: .customLong("edit-retention-days"),
+        help: "Days applied edits are kept to recognise replayed pushes; 0 keeps them forever (NOTESYNCD_EDIT_RETENTION_DAYS; default 30)."
+    )
+    var editRetentionDays: Int?
 
     @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of new password hashes, 4...31 (NOTESYNCD_BCRYPT_COST; default 12).")
     var bcryptCost: Int?
@@ -141,6 +149,9 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         }
         if let value = try integer(databaseConnections, Environment.databaseConnections) {
             configuration.databaseConnections = value
+        }
+        if let value = try integer(editRetentionDays, Environment.editRetentionDays) {
+            configuration.editRetentionDays = value
         }
         if case .postgres = configuration.database, try integer(instance, Environment.instance) != nil {
             throw ValidationError(

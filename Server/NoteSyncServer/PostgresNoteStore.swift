@@ -182,7 +182,8 @@ public final class PostgresNoteStore: NoteStore {
                 )
                 """,
             ]
-        )
+        ),
+        (2, ["CREATE INDEX applied_edits_by_age ON applied_edits(created_at)"]),
     ]
 
     /// The newest schema version this build knows.
@@ -545,6 +546,29 @@ public final class PostgresNoteStore: NoteStore {
             var largest: Int64?
             for try await value in rows.decode(Int64?.self) { largest = value }
             return try largest.map(flake)
+        }
+    }
+
+    public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
+        // Chunks of 5,000 (each statement its own transaction), so no push waits long on them.
+        var total = 0
+        while true {
+            let deleted = try await run { client in
+                var count = 0
+                for try await _ in try await client.query(
+                    """
+                    DELETE FROM applied_edits WHERE ctid IN (
+                        SELECT ctid FROM applied_edits WHERE created_at < \(cutoff) LIMIT 5000)
+                    RETURNING 1
+                    """,
+                    logger: self.logger
+                ) {
+                    count += 1
+                }
+                return count
+            }
+            total += deleted
+            if deleted < 5000 { return total }
         }
     }
 

@@ -140,6 +140,9 @@ public final class SQLiteNoteStore: NoteStore {
                     """
             )
         }
+        migrator.registerMigration("v2: applied edits by age") { db in
+            try db.execute(sql: "CREATE INDEX applied_edits_by_age ON applied_edits(created_at)")
+        }
         return migrator
     }
 
@@ -406,6 +409,26 @@ public final class SQLiteNoteStore: NoteStore {
                     """
             )
             return try value.map(flake)
+        }
+    }
+
+    public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
+        // Chunks of 5,000, each its own short write transaction, so pushes are never held up for long.
+        var total = 0
+        while true {
+            let deleted = try await write { db in
+                try db.execute(
+                    sql: """
+                        DELETE FROM applied_edits WHERE (account_id, edit_id, client_id, origin, pusher) IN (
+                            SELECT account_id, edit_id, client_id, origin, pusher FROM applied_edits
+                            WHERE created_at < ? LIMIT 5000)
+                        """,
+                    arguments: [cutoff]
+                )
+                return db.changesCount
+            }
+            total += deleted
+            if deleted < 5000 { return total }
         }
     }
 

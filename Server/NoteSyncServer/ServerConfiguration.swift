@@ -53,6 +53,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var instanceLeaseSeconds: Int
     /// The most PostgreSQL connections this daemon opens, 1...1000. Default 20.
     public var databaseConnections: Int
+    /// How many days an applied edit is kept for replay detection, 0...36500 (0 keeps them forever). Default 30.
+    public var editRetentionDays: Int
     /// The bcrypt cost of new password hashes, 4...31. Default 12.
     public var bcryptCost: Int
     /// The limits enforced and served by `GET /v1/info`.
@@ -65,8 +67,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public init(
         dataDirectory: String = "notesyncd-data", host: String = "127.0.0.1", port: Int = 8080, instance: Int = 0,
         bcryptCost: Int = 12, limits: SyncLimits = .default, logLevel: Logger.Level = .info, database: Database = .sqlite,
-        instanceLeaseSeconds: Int = 30, databaseConnections: Int = 20
+        instanceLeaseSeconds: Int = 30, databaseConnections: Int = 20, editRetentionDays: Int = 30
     ) {
+        self.editRetentionDays = editRetentionDays
         self.instanceLeaseSeconds = instanceLeaseSeconds
         self.databaseConnections = databaseConnections
         self.dataDirectory = dataDirectory
@@ -103,6 +106,9 @@ public struct ServerConfiguration: Sendable, Equatable {
         }
         guard (1...3600).contains(instanceLeaseSeconds) else {
             throw ConfigurationError("the instance lease must be 1...3600 seconds, got \(instanceLeaseSeconds)")
+        }
+        guard (0...36500).contains(editRetentionDays) else {
+            throw ConfigurationError("edit retention must be 0...36500 days, got \(editRetentionDays)")
         }
         guard (1...1000).contains(databaseConnections) else {
             throw ConfigurationError("database connections must be 1...1000, got \(databaseConnections)")

@@ -273,6 +273,26 @@ enum NoteStoreConformance {
             )
             #expect(update[0].status == .updated)
         },
+        Check(name: "old applied edits are pruned, and a re-sent change stays safe") { store in
+            let alice = try await makeAccount(store, "alice")
+            let old = try await store.push(
+                accountID: alice, changes: (1...3).map { change($0, edit: $0, text: "n\($0)\n") }, context: context(now: testEpoch)
+            )
+            let recent = try await store.push(
+                accountID: alice, changes: [change(4, edit: 4, text: "n4\n")], context: context(now: testEpoch + 1000)
+            )
+            #expect(try await store.pruneAppliedEdits(createdBefore: testEpoch + 1000) == 3)
+            #expect(try await store.pruneAppliedEdits(createdBefore: testEpoch + 1000) == 0)
+            // The recent edit is still a replay; the pruned ones are planned afresh and find their notes.
+            let again = try await store.push(
+                accountID: alice, changes: (1...4).map { change($0, edit: $0, text: "n\($0)\n") }, context: context(now: testEpoch + 2000)
+            )
+            #expect(again[3].replayed && again[3].serverID == recent[0].serverID)
+            #expect(again[0..<3].map(\.status) == [.reconciled, .reconciled, .reconciled])
+            #expect(again[0..<3].map(\.serverID) == old.map(\.serverID))
+            #expect(try await everything(store, alice).count == 4)
+            #expect(try await store.currentChangeSequence(accountID: alice) == 4)
+        },
         Check(name: "ping and close") { store in
             try await store.ping()
             try await store.close()

@@ -306,5 +306,6 @@ struct FaultyStore: NoteStore {
     func currentChangeSequence(accountID: FlakeID) async throws -> Int64 { try await inner.currentChangeSequence(accountID: accountID) }
     func largestIssuedID() async throws -> FlakeID? { try await inner.largestIssuedID() }
     func ping() async throws { try await inner.ping() }
+    func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int { try await inner.pruneAppliedEdits(createdBefore: cutoff) }
     func close() async throws { try await inner.close() }
 }
