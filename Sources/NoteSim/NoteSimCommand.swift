@@ -37,7 +37,9 @@ public struct NoteSimCommand: AsyncParsableCommand {
     @Option(help: "Probability of a fault on each request of a network step (0...1).")
     var faults: Double = 0.05
 
-    @Option(help: "Run against a notesyncd at this URL instead of in-process.")
+    @Option(
+        help: "Run against a notesyncd at this URL instead of in-process; several comma-separated URLs (daemons sharing one PostgreSQL) spread the devices over them."
+    )
     var server: String?
 
     @Option(help: "With --server: a shell command that restarts the daemon (for restart steps).")

@@ -7,8 +7,11 @@ import NotesClient
 
 /// The server a simulation runs against.
 protocol SimServer: AnyObject {
-    /// What devices send through (each wraps it in its own ``FaultyTransport``).
+    /// What the auditor sends through.
     var transport: any SyncTransport { get }
+    /// What device `index` sends through (each wraps it in its own ``FaultyTransport``): ``transport`` unless the
+    /// server is several daemons.
+    func transport(forDevice index: Int) -> any SyncTransport
     /// The URL devices sign in to (in-process: a placeholder the transport ignores).
     var url: String { get }
     /// The MiniFlake instance of server IDs, when known.
@@ -18,6 +21,10 @@ protocol SimServer: AnyObject {
     /// Restarts the server (in-process: a new service over the same store; HTTP: the restart command).
     func restart() async throws
     func shutdown() async
+}
+
+extension SimServer {
+    func transport(forDevice index: Int) -> any SyncTransport { transport }
 }
 
 /// The real server code in this process over an in-memory SQLite store: deterministic and fast, no sockets.
@@ -61,18 +68,32 @@ final class HTTPSimServer: SimServer {
     let baseURL: URL
     let restartCommand: String?
     let http: URLSessionTransport
+    /// One transport per daemon when `url` lists several (daemons sharing one PostgreSQL database).
+    let daemons: [URLSessionTransport]
     var transport: any SyncTransport { http }
     var url: String { baseURL.absoluteString }
     let instance: Int? = nil
 
+    /// - Parameter url: One daemon's URL, or several separated by commas: devices are spread over them round-robin
+    ///   (device `i` talks to daemon `i % n`); the auditor uses the first.
     init(url: String, restartCommand: String?) throws {
-        guard let baseURL = URL(string: url), baseURL.scheme == "http" || baseURL.scheme == "https" else {
-            throw SimSetupError("'\(url)' is not an http(s) URL")
+        var daemons: [URLSessionTransport] = []
+        var first: URL?
+        for text in url.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            guard let baseURL = URL(string: text), baseURL.scheme == "http" || baseURL.scheme == "https" else {
+                throw SimSetupError("'\(text)' is not an http(s) URL")
+            }
+            first = first ?? baseURL
+            daemons.append(URLSessionTransport(baseURL: baseURL, timeout: 30))
         }
-        self.baseURL = baseURL
+        guard let first, let auditor = daemons.first else { throw SimSetupError("--server names no URL") }
+        self.baseURL = first
         self.restartCommand = restartCommand
-        http = URLSessionTransport(baseURL: baseURL, timeout: 30)
+        self.daemons = daemons
+        http = auditor
     }
+
+    func transport(forDevice index: Int) -> any SyncTransport { daemons[index % daemons.count] }
 
     func notes(accountID: FlakeID, token: String) async throws -> [NoteRecord] {
         var all: [NoteRecord] = []
@@ -102,8 +123,15 @@ final class HTTPSimServer: SimServer {
         }
         // Wait for the daemon to answer again (bounded: 30 s).
         let deadline = Date().addingTimeInterval(30)
+        var waiting = daemons
         while Date() < deadline {
-            if let response = try? await http.send(WireRequest(.health)), response.status == 200 { return }
+            var stillDown: [URLSessionTransport] = []
+            for daemon in waiting {
+                if let response = try? await daemon.send(WireRequest(.health)), response.status == 200 { continue }
+                stillDown.append(daemon)
+            }
+            if stillDown.isEmpty { return }
+            waiting = stillDown
             try await Task.sleep(for: .milliseconds(50))
         }
         throw SimSetupError("the server did not come back within 30 s after a restart")

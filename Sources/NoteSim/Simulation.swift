@@ -535,7 +535,7 @@ final class SimDevice {
     init(index: Int, now: Int64, server: any SimServer, seed: UInt64) throws {
         self.index = index
         clock = ManualFlakeClock(unixMilliseconds: now)
-        transport = FaultyTransport(base: server.transport)
+        transport = FaultyTransport(base: server.transport(forDevice: index))
         let environment = NotesEnvironment(
             clock: clock, random: SplitMix64(seed: seed), transport: NotesEnvironment.fixed(transport),
             sleep: { _ in }, retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, maxDelay: .zero),

@@ -189,8 +189,109 @@ struct ScaleOutEndToEndTests {
     }
 }
 
+extension ScaleOutEndToEndTests {
+    /// The real `notes-sim` against two real daemons on one PostgreSQL database, devices spread over both, with
+    /// faults, and restarts that kill both daemons with SIGKILL and start them again (each leasing a new number
+    /// while the dead ones' leases run out).
+    @Test func notesSimAgainstTwoDaemonsWithRestarts() async throws {
+        let simulator = NotesE2E.binDirectory.appendingPathComponent("notes-sim")
+        try #require(FileManager.default.isExecutableFile(atPath: simulator.path), "build notes-sim first")
+        let database = try ScaleOut.freshDatabase()
+        let directory = try NotesE2E.temporaryDirectory("sim-scaleout")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let ports = try (0..<2).map { _ in try ScaleOut.freePort() }
+        // One script starts (or restarts) both daemons: SIGKILL what runs, start again, wait for the listening lines.
+        let script = directory.appendingPathComponent("restart.sh")
+        var lines = ["#!/bin/sh", "cd '\(directory.path)'"]
+        for port in ports {
+            lines.append("[ -f d\(port).pid ] && kill -9 $(cat d\(port).pid) 2>/dev/null; rm -f d\(port).out")
+        }
+        for port in ports {
+            lines.append(
+                "'\(NotesE2E.daemonBinary.path)' --database '\(database)' --port \(port) --bcrypt-cost 4 --log-level warning "
+                    + "--instance-lease-seconds 2 >d\(port).out 2>>d\(port).err </dev/null & echo $! >d\(port).pid"
+            )
+        }
+        for port in ports {
+            lines.append("i=0; until grep -q listening d\(port).out 2>/dev/null; do i=$((i+1)); [ $i -gt 600 ] && exit 1; sleep 0.05; done")
+        }
+        try (lines.joined(separator: "\n") + "\n").write(to: script, atomically: true, encoding: .utf8)
+        defer {
+            for port in ports {
+                if let pid = try? String(contentsOf: directory.appendingPathComponent("d\(port).pid"), encoding: .utf8),
+                    let value = Int32(pid.trimmingCharacters(in: .whitespacesAndNewlines))
+                {
+                    kill(value, SIGTERM)
+                }
+            }
+        }
+        #expect(try await ScaleOut.run("/bin/sh", [script.path]).status == 0, "the daemons did not start")
+
+        let urls = ports.map { "http://127.0.0.1:\($0)" }.joined(separator: ",")
+        let result = try await ScaleOut.run(
+            simulator.path,
+            [
+                "--server", urls, "--restart-command", "/bin/sh \(script.path)", "--seeds", "1..2", "--steps", "120",
+                "--accounts", "2", "--devices", "4", "--faults", "0.1", "--json", "--no-shrink",
+            ]
+        )
+        #expect(result.status == 0, "notes-sim failed: \(result.output.suffix(2000))")
+        let summaryLine = try #require(result.output.split(separator: "\n").last { $0.hasPrefix("{") }, "no JSON summary")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(summaryLine.utf8)) as? [String: Any])
+        #expect(summary["violations"] as? Int == 0)
+        #expect(summary["runs"] as? Int == 2)
+        #expect((summary["server restarts"] as? Int ?? 0) > 0, "the schedule restarted no daemon")
+        #expect((summary["syncs"] as? Int ?? 0) > 0)
+    }
+}
+
 /// Helpers for the scale-out tests.
 enum ScaleOut {
+    /// A port that was free a moment ago on 127.0.0.1.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw NotesE2EError("cannot find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Runs a program to completion (posix_spawn and waitpid, on a thread of its own); returns its exit status and
+    /// its standard output and error together.
+    ///
+    /// Not `Process`: the restart script leaves daemons running in the background, and `Process` did not report the
+    /// script's exit while they held descriptors it had inherited. The output goes to a file for the same reason.
+    static func run(_ program: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await NotesE2E.blocking {
+            let directory = try NotesE2E.temporaryDirectory("run")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let file = directory.appendingPathComponent("output").path
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+            let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
+            defer { for pointer in argv { free(pointer) } }
+            var pid: pid_t = 0
+            let spawned = posix_spawn(&pid, program, &actions, nil, argv, environ)
+            guard spawned == 0 else { throw NotesE2EError("cannot start \(program): error \(spawned)") }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            let exited = (status & 0x7f) == 0
+            let code = exited ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            return (code, (try? String(contentsOfFile: file, encoding: .utf8)) ?? "")
+        }
+    }
+
     static let baseURL: String? = {
         let value = ProcessInfo.processInfo.environment["FLAKENOTES_POSTGRES_URL"]
         return value?.isEmpty == false ? value : nil
