@@ -16,7 +16,8 @@ extension NotesClient {
     /// 1. Push rounds. Snapshots already in the outbox are re-sent unchanged (same edit ID, so a push whose answer
     ///    was lost is answered `replayed` and applied once); dirty notes without one get a snapshot (new edit ID)
     ///    committed before anything is sent. Batches fit the server's `maxBatchChanges` and `maxBodyBytes`
-    ///    (`GET /v1/info`, read once per sync). Each answer is applied in one transaction. Refused changes keep
+    ///    (`GET /v1/info`, read once per sync). Each answer is applied in one transaction; a `conflict` answer
+    ///    stores the server's conflict copy (the pushed text) locally in the same transaction. Refused changes keep
     ///    their error on the note and are not re-sent until the note is edited.
     /// 2. Pull from the stored cursor, page by page; each page and the new cursor are committed together, so an
     ///    interrupted sync resumes where it stopped. An `invalid_cursor` answer restarts from the beginning once.
@@ -253,6 +254,13 @@ extension NotesClient {
                 """)
         let rebase = try db.cachedStatement(
             sql: "UPDATE notes SET server_id = ?, server_version = NULL, base_text = ? WHERE id = ?")
+        let findCopy = try db.cachedStatement(sql: "SELECT 1 FROM notes WHERE server_id = ? OR (client_id = ? AND origin = ?)")
+        let insertCopy = try db.cachedStatement(
+            sql: """
+                INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
+                is_conflict, conflict_of_server_id, created_at, updated_at)
+                VALUES (?, ?, ?, 1, ?, 0, ?, 0, 0, 1, ?, ?, ?)
+                """)
 
         for (entry, result) in zip(entries, response.results) {
             try takeSnapshot.execute(arguments: [entry.editID.rawValue])
@@ -272,6 +280,19 @@ extension NotesClient {
             let serverID = result.serverID?.rawValue
             if let serverID {
                 try releaseServerID.execute(arguments: [serverID, entry.noteID])
+            }
+            if result.status == .conflict, let copy = result.conflict, let serverID,
+                try Row.fetchOne(findCopy, arguments: [copy.serverID.rawValue, copy.clientID.rawValue, entry.origin.rawValue]) == nil
+            {
+                // The pushed text now lives in a conflict copy on the server, and the note takes the server's text
+                // below: keep the copy here at once rather than at the next pull, so the text never leaves this
+                // device, even when the pull fails and the device then signs in to another account. (The copy is
+                // what the server stored: the pushed text, version 1, the note's origin; a later pull of it
+                // changes nothing.)
+                try insertCopy.execute(arguments: [
+                    copy.clientID.rawValue, entry.origin.rawValue, copy.serverID.rawValue, entry.text, entry.text, serverID,
+                    copy.clientID.unixMilliseconds, now,
+                ])
             }
             if revision == entry.revision {
                 // Not edited while the push was in flight: the note now matches the server.

@@ -111,30 +111,34 @@ final class HTTPSimServer: SimServer {
         }
     }
 
+    /// How long a restart command may run before it is killed.
+    static let restartCommandLimit: Duration = .seconds(60)
+    /// How long the daemon may take to answer `/healthz` again after the restart command.
+    static let comebackLimit: TimeInterval = 30
+
     func restart() async throws {
         guard let restartCommand else { return }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", restartCommand]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw SimSetupError("the restart command exited with \(process.terminationStatus)")
+        // Not Foundation's Process: see ShellCommand for why it waited for the restarted daemon's death.
+        switch try await ShellCommand.run(restartCommand, timeLimit: Self.restartCommandLimit) {
+        case .exited(0): break
+        case .exited(let status): throw SimSetupError("the restart command exited with \(status)")
+        case .signaled(let signal): throw SimSetupError("the restart command was killed by signal \(signal)")
+        case .timedOut: throw SimSetupError("the restart command ran longer than \(Self.restartCommandLimit) and was killed")
         }
-        // Wait for the daemon to answer again (bounded: 30 s).
-        let deadline = Date().addingTimeInterval(30)
-        var waiting = daemons
+        // Wait for every daemon to answer again; a refused connection fails at once, a probe waits at most 2 s.
+        var waiting = daemons.map { URLSessionTransport(baseURL: $0.baseURL, timeout: 2) }
+        let deadline = Date().addingTimeInterval(Self.comebackLimit)
         while Date() < deadline {
             var stillDown: [URLSessionTransport] = []
-            for daemon in waiting {
-                if let response = try? await daemon.send(WireRequest(.health)), response.status == 200 { continue }
-                stillDown.append(daemon)
+            for probe in waiting {
+                if let response = try? await probe.send(WireRequest(.health)), response.status == 200 { continue }
+                stillDown.append(probe)
             }
             if stillDown.isEmpty { return }
             waiting = stillDown
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: .milliseconds(20))
         }
-        throw SimSetupError("the server did not come back within 30 s after a restart")
+        throw SimSetupError("the server did not come back within \(Int(Self.comebackLimit)) s after a restart")
     }
 
     func shutdown() async {}

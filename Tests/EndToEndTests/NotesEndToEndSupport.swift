@@ -19,10 +19,13 @@ enum NotesE2E {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// Where the built products are: `$NOTES_E2E_BIN_DIR`, else beside the test bundle, else `.build/debug`.
+    /// Where the built products are: `$FLAKENOTES_BIN_DIR` (what `scripts/test.sh` sets), else
+    /// `$NOTES_E2E_BIN_DIR`, else beside the test bundle, else `.build/debug`.
     static let binDirectory: URL = {
-        if let directory = ProcessInfo.processInfo.environment["NOTES_E2E_BIN_DIR"], !directory.isEmpty {
-            return URL(fileURLWithPath: directory)
+        for variable in ["FLAKENOTES_BIN_DIR", "NOTES_E2E_BIN_DIR"] {
+            if let directory = ProcessInfo.processInfo.environment[variable], !directory.isEmpty {
+                return URL(fileURLWithPath: directory)
+            }
         }
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         if FileManager.default.isExecutableFile(atPath: beside.appendingPathComponent("notes").path) { return beside }
@@ -31,6 +34,7 @@ enum NotesE2E {
 
     static var notesBinary: URL { binDirectory.appendingPathComponent("notes") }
     static var daemonBinary: URL { binDirectory.appendingPathComponent("notesyncd") }
+    static var simBinary: URL { binDirectory.appendingPathComponent("notes-sim") }
 
     /// Whether both binaries are built (`swift build` builds them; `swift test` does too).
     static var binariesExist: Bool {

@@ -100,6 +100,55 @@ struct SyncTests {
         }
     }
 
+    /// Found by `notes-sim --seed 2 --steps 150 --faults 0.1`: a device's pushed edit became a conflict copy, the
+    /// pull that would have brought the copy failed, and the device then signed in to another account, carrying
+    /// the note with the server's text only: the edit stayed behind in the first account, gone from the device.
+    @Test func aConflictCopyIsKeptFromThePushAnswerWhenThePullFails() async throws {
+        let server = try TestServer()
+        let transport = ScriptedTransport(server.transport)
+        let a = try makeDevice(server.transport, seed: 1)
+        let b = try makeDevice(transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+        let note = try a.add("title\nbody")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first { $0.clientID == note.clientID })
+        try a.edit(note.id, text: "title\nbody by a")
+        try b.edit(onB.id, text: "title\nbody by b")
+        try await a.syncOK()
+
+        transport.setPlan { request, _ in request.path == Endpoint.pull.path ? .refuse : nil }
+        do {
+            _ = try await b.sync()
+            Issue.record("the sync should have failed at the pull")
+        } catch {
+            #expect(error.code == .serverUnreachable)
+        }
+        // The push was answered (conflict): the note took the server's text, and the copy is here already.
+        #expect(try b.texts() == ["title\nbody by a", "title\nbody by b"])
+        let copy = try #require(try b.conflicts().first)
+        let original = try #require(try b.notes().first { $0.clientID == note.clientID })
+        #expect(copy.text == "title\nbody by b" && copy.conflictOf == original.serverID && copy.serverID != nil)
+        #expect(try b.status().pending == 0)
+
+        // Signing in to another account carries the copy there; nothing of it is lost.
+        transport.setPlan { _, _ in nil }
+        try await b.signOut()
+        _ = try await b.signUp(server: TestServer.url, username: "bob", password: "correct horse battery").sync.get()
+        #expect(try await serverTexts(server, "bob") == ["title\nbody by a", "title\nbody by b"])
+
+        // Back in the first account: the copy is reconciled with the server's, not duplicated.
+        try await b.signOut()
+        try await signIn(b, "alice")
+        try await a.syncOK()
+        for device in [a, b] {
+            #expect(try device.texts() == ["title\nbody by a", "title\nbody by b"])
+            #expect(try device.conflicts().count == 1)
+        }
+        #expect(try await serverTexts(server, "alice") == ["title\nbody by a", "title\nbody by b"])
+    }
+
     @Test func signOutThenSignInToTheSameAccountMakesNoDuplicates() async throws {
         let server = try TestServer()
         let a = try makeDevice(server.transport, seed: 1)

@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `notes-sim` binary against a real `notesyncd` (SQLite, its own data directory, a free port), which the
+/// simulation's restart steps kill with SIGKILL and start again through `--restart-command`.
+@Suite(
+    "notes-sim against a real notesyncd", .serialized,
+    .enabled(
+        if: NotesE2E.binariesExist && FileManager.default.isExecutableFile(atPath: NotesE2E.simBinary.path),
+        "build notes-sim and notesyncd first (swift build)"))
+struct NoteSimEndToEndTests {
+    /// The longest a run may take before the test kills it: a guard against hangs only (a healthy run of this size
+    /// takes well under a minute in a debug build).
+    static let hangGuard: TimeInterval = 300
+
+    @Test func sweepWithFaultsAndDaemonRestartsFindsNoViolation() async throws {
+        let server = try NotesE2EServer()
+        let pidFile = server.directory.appendingPathComponent("daemon.pid")
+        defer {
+            // The daemon running now is the last one the restart command started (or the first).
+            if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                kill(pid, SIGKILL)
+            }
+            server.stop()
+        }
+        try "\(server.process.processIdentifier)\n".write(to: pidFile, atomically: true, encoding: .utf8)
+        let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+        let log = server.directory.appendingPathComponent("restarts.log")
+        let script = server.directory.appendingPathComponent("restart.sh")
+        try Self.restartScript(port: port, dataDirectory: server.directory.appendingPathComponent("data"), pidFile: pidFile, log: log)
+            .write(to: script, atomically: true, encoding: .utf8)
+        guard chmod(script.path, 0o755) == 0 else { throw NotesE2EError("chmod failed") }
+
+        let run = try await Self.runSimulation([
+            "--server", server.url, "--restart-command", script.path,
+            "--seeds", "1..3", "--steps", "120", "--faults", "0.1", "--json",
+        ])
+        try #require(run.status == 0, "\(run)")
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "not one JSON object: \(run)")
+        #expect(summary["runs"] as? Int == 3)
+        #expect(summary["violations"] as? Int == 0)
+        #expect(summary["steps"] as? Int == 360)
+        let restarts = try #require(summary["server restarts"] as? Int)
+        #expect(restarts > 0, "the schedules restart the daemon")
+        // Every restart step really killed a daemon and started a new one, which answered again.
+        let started = (try? String(contentsOf: log, encoding: .utf8))?.split(separator: "\n").count ?? 0
+        #expect(started == restarts, "\(started) daemons started for \(restarts) restart steps")
+        #expect((summary["syncs"] as? Int ?? 0) > 0 && (summary["sign-ins"] as? Int ?? 0) > 0)
+        #expect((summary["faults injected"] as? Int ?? 0) > 0)
+    }
+
+    /// A restart command: SIGKILL the daemon named in `pidFile`, wait until it is gone, start a new one on the same
+    /// port and data directory in the background, record its process ID, and append a line to `log`.
+    static func restartScript(port: Int, dataDirectory: URL, pidFile: URL, log: URL) -> String {
+        """
+        #!/bin/sh
+        set -eu
+        old=$(cat '\(pidFile.path)')
+        kill -9 "$old" 2>/dev/null || true
+        # Gone, or a zombie nobody has reaped yet: either way its sockets are closed.
+        while [ -e /proc/"$old" ] && ! grep -q '^State:[[:space:]]*Z' /proc/"$old"/status 2>/dev/null; do sleep 0.01; done
+        '\(NotesE2E.daemonBinary.path)' --port \(port) --data-dir '\(dataDirectory.path)' --bcrypt-cost 4 --log-level warning \\
+            >>'\(log.path).daemon' 2>&1 </dev/null &
+        echo $! > '\(pidFile.path)'
+        echo "restarted $old as $!" >> '\(log.path)'
+
+        """
+    }
+
+    /// Runs `notes-sim` with its output in files (a daemon started by a restart could hold a pipe open), killing
+    /// it if it outlives ``hangGuard``.
+    static func runSimulation(_ arguments: [String]) async throws -> NotesRun {
+        try await NotesE2E.blocking {
+            let scratch = try NotesE2E.temporaryDirectory("sim")
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            let outputFile = scratch.appendingPathComponent("stdout")
+            let errorFile = scratch.appendingPathComponent("stderr")
+            _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+            let process = Process()
+            process.executableURL = NotesE2E.simBinary
+            process.arguments = arguments
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = try FileHandle(forWritingTo: outputFile)
+            process.standardError = try FileHandle(forWritingTo: errorFile)
+            let exited = DispatchSemaphore(value: 0)
+            process.terminationHandler = { _ in exited.signal() }
+            try process.run()
+            var hung = false
+            if exited.wait(timeout: .now() + hangGuard) == .timedOut {
+                hung = true
+                kill(process.processIdentifier, SIGKILL)
+                exited.wait()
+            }
+            let stdout = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+            var stderr = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+            if hung { stderr = "KILLED: still running after \(Int(hangGuard)) s\n" + stderr }
+            return NotesRun(status: hung ? -1 : process.terminationStatus, stdout: stdout, stderr: String(stderr.suffix(4000)))
+        }
+    }
+}
