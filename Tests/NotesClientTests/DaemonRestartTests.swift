@@ -132,7 +132,19 @@ struct DaemonProcess {
     /// Client-side TCP connections on this machine in state ESTABLISHED to `port` on the loopback, from
     /// `/proc/net/tcp` (the daemon's own ends have it as their local port, so they are not counted).
     static func establishedConnections(toPort port: Int) -> Int {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return 0 }
+        // read(2) until end of file: Foundation's String(contentsOfFile:) returns only the first page (about 4 KB)
+        // of a /proc file, which misses the connection once the machine has a few dozen sockets.
+        let fd = open("/proc/net/tcp", O_RDONLY)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        let table = String(decoding: bytes, as: UTF8.self)
         let remote = String(format: "0100007F:%04X", port)
         return table.split(separator: "\n").dropFirst().filter { line in
             let fields = line.split(separator: " ")
