@@ -7,6 +7,12 @@ Each timed call is ONE HTTP request, as the workload's contract requires:
   update    -> POST /v1/notes/push with serverID + baseVersion (fast-forward edits)
   pull_page -> GET  /v1/notes/changes?since=CURSOR&limit=N
 account() signs up and signs in (untimed), like the Kinto adapter's collection setup.
+
+The adapter learns server IDs and versions from its own pushes and from pulls, so update() sends a fast-forward
+edit (baseVersion = the version it last saw). Store growth (workload.py --big-store without --seed-cmd) goes through
+push() like every other push: batches of --push-batch notes over the real API, each one acknowledged after its
+fsync. With NOTESYNCD_BENCH_URLS=URL1,URL2,... (run.sh DAEMONS=N) accounts are spread round-robin over several
+daemons sharing one database; each account stays on its daemon.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@
 #   WORKLOAD_ARGS  extra workload.py flags (see python3 workload.py --help)
 #   WORKLOAD   path of workload.py (default ../shared/bench/kinto/workload.py beside the repository)
 #   LOADGEN_PYTHON  interpreter of the load generator (default python3)
+#   NO_BUILD   1 = use the release binary already built (skips `swift build`, whose CPU would still be in the
+#              load average when the workload starts)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 workload="${WORKLOAD:-$root/../shared/bench/kinto/workload.py}"
@@ -31,8 +33,9 @@ if [ "$daemons" -gt 1 ] && [[ "${DATABASE:-sqlite}" != postgres* ]]; then
 fi
 
 cd "$root"
-swift build -c release --product notesyncd >&2
+[ "${NO_BUILD:-0}" = 1 ] || swift build -c release --product notesyncd >&2
 bin="$(swift build -c release --show-bin-path)"
+[ -x "$bin/notesyncd" ] || { echo "no release notesyncd in $bin (run without NO_BUILD=1)" >&2; exit 1; }
 mkdir -p "$out"
 data="$(mktemp -d /tmp/notesyncd-bench-data.XXXXXX)"
 db_args=()

@@ -4,7 +4,8 @@
 # notes, pushes of 100 and of 1, 8 accounts pushing batches of 50, full pulls in pages of 1,000, incremental pulls of
 # 100 modified notes at 10k and at 1M notes. Each timed phase runs for DURATION seconds instead of a fixed count.
 #   bash Benchmarks/loadgen/wrk.sh            # about 3 minutes
-# Env: PORT (default 18090), OUT (default /tmp/notesyncd-wrk), DURATION (default 10), BIG (default 1000000).
+# Env: PORT (default 18090), OUT (default /tmp/notesyncd-wrk), DURATION (default 10), BIG (default 1000000),
+#      NO_BUILD=1 (use the release binary already built).
 # Output: $OUT/wrk.json (one object per phase, plus the load average and CPU seconds of the daemon and of wrk).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -15,7 +16,7 @@ dur="${DURATION:-10}"
 big="${BIG:-1000000}"
 command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)" >&2; exit 1; }
 cd "$root"
-swift build -c release --product notesyncd >&2
+[ "${NO_BUILD:-0}" = 1 ] || swift build -c release --product notesyncd >&2
 bin="$(swift build -c release --show-bin-path)"
 mkdir -p "$out"
 data="$(mktemp -d /tmp/notesyncd-wrk-data.XXXXXX)"
