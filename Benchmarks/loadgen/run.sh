@@ -7,7 +7,7 @@
 #   PORT       first daemon's port (default 18080; daemon i listens on PORT+i)
 #   DATABASE   passed to every daemon as --database (default: none, i.e. SQLite in a fresh temporary data directory)
 #   DAEMONS    number of daemons (default 1). More than one needs a shared database (DATABASE=postgres://...): the
-#              daemons get instance numbers 0..N-1 and the adapter spreads the workload's accounts over them
+#              daemons lease their instance numbers from it and the adapter spreads the workload's accounts over them
 #              round-robin (NOTESYNCD_BENCH_URLS), each account staying on one daemon
 #   OUT        results directory (default /tmp/notesyncd-bench): result.txt (table + JSON), result.json (the JSON
 #              line), workload.log (every phase as JSON), loadavg.txt, notesyncd-<i>.log
@@ -57,7 +57,10 @@ for i in $(seq 0 $((daemons - 1))); do
   mkdir -p "$data/$i"
   # bcrypt cost 10: sign-up and sign-in are untimed setup; every other option is the daemon's default
   # (SQLite in WAL mode with synchronous=FULL: each acknowledged push is fsynced).
-  "$bin/notesyncd" --data-dir "$data/$i" --port "$p" --instance "$i" --bcrypt-cost 10 --log-level warning \
+  # With PostgreSQL each daemon leases its instance number from the database (--instance is refused there).
+  instance_args=(--instance "$i")
+  [ -z "${DATABASE:-}" ] || [ "${DATABASE}" = sqlite ] || instance_args=()
+  "$bin/notesyncd" --data-dir "$data/$i" --port "$p" "${instance_args[@]}" --bcrypt-cost 10 --log-level warning \
     "${db_args[@]}" > "$out/notesyncd-$i.out" 2> "$out/notesyncd-$i.log" &
   pids+=($!)
   urls+=("http://127.0.0.1:$p")
@@ -73,7 +76,7 @@ export NOTESYNCD_BENCH_URLS="$(IFS=,; echo "${urls[*]}")"
 load="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$(date -u +%FT%TZ) loadavg before: $load" | tee "$out/loadavg.txt" >&2
 echo "notesyncd pid(s) $server_pids, data $data, urls $NOTESYNCD_BENCH_URLS" >&2
-label="notesyncd $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), ${DATABASE:+$(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$DATABASE")}${DATABASE:-sqlite WAL synchronous=FULL}, $daemons daemon(s); loadavg before $load"
+label="notesyncd $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), $( [ -n "${DATABASE:-}" ] && sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$DATABASE" || echo "sqlite WAL synchronous=FULL"), $daemons daemon(s); loadavg before $load"
 
 # shellcheck disable=SC2086
 "$python" "$workload" \
