@@ -38,6 +38,28 @@ public struct LocalNote: Sendable, Equatable, Identifiable {
     public var title: String { NoteSummary.title(of: text) }
 }
 
+/// Who a note is, without its text: see ``NotesClient/identities()``.
+public struct NoteIdentity: Sendable, Equatable {
+    /// The local row ID (``LocalNote/id``).
+    public let id: Int64
+    public let clientID: FlakeID
+    public let origin: FlakeID
+    /// The server's ID in the signed-in account, when known.
+    public let serverID: FlakeID?
+    public let isDeleted: Bool
+}
+
+/// Every local note's identity, the signed-in account and the pull cursor, from one read: see
+/// ``NotesClient/identities()``.
+public struct NoteIdentities: Sendable, Equatable {
+    /// Tombstones included, in local ID order.
+    public let notes: [NoteIdentity]
+    /// Nil when signed out.
+    public let account: AccountInfo?
+    /// The pull cursor of the signed-in account, nil before the first pull.
+    public let cursor: String?
+}
+
 /// A listing: notes newest first and the display ID of every local note (see ``ShortID``), keyed by local ID.
 public struct Listing: Sendable, Equatable {
     public var notes: [NoteSummary]

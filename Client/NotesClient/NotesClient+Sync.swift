@@ -379,9 +379,9 @@ extension NotesClient {
     /// changed (records of notes already up to date, such as this device's own pushes, change nothing).
     private static func apply(_ page: PullResponse, in db: Database, now: Int64) throws -> Int {
         var applied = 0
-        let byServerID = try db.cachedStatement(sql: "SELECT id, dirty, server_id, text, deleted, updated_at FROM notes WHERE server_id = ?")
-        let byClientID = try db.cachedStatement(
-            sql: "SELECT id, dirty, server_id, text, deleted, updated_at FROM notes WHERE client_id = ? AND origin = ?")
+        let columns = "id, dirty, server_id, text, deleted, updated_at, server_version, base_text, is_conflict, conflict_of_server_id, push_error"
+        let byServerID = try db.cachedStatement(sql: "SELECT \(columns) FROM notes WHERE server_id = ?")
+        let byClientID = try db.cachedStatement(sql: "SELECT \(columns) FROM notes WHERE client_id = ? AND origin = ?")
         let take = try db.cachedStatement(
             sql: """
                 UPDATE notes SET server_id = ?, server_version = ?, text = ?, deleted = ?, base_text = ?, is_conflict = ?,
@@ -422,6 +422,13 @@ extension NotesClient {
             let localDeleted: Bool = row[4]
             let changed = localText != record.text || localDeleted != record.deleted
             if changed { applied += 1 }
+            // Already exactly what `take` would write (a sign-in pulls back every note it just pushed): no write.
+            if !changed && localServerID == serverID && row[6] as Int64? == record.version && row[7] as String? == record.text
+                && row[8] as Bool == (record.conflictOf != nil) && row[9] as Int64? == record.conflictOf?.rawValue
+                && row[10] as String? == nil
+            {
+                continue
+            }
             try take.execute(arguments: [
                 serverID, record.version, record.text, record.deleted, record.text, record.conflictOf != nil,
                 record.conflictOf?.rawValue, changed ? changedAt : row[5] as Int64, id,

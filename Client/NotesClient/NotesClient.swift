@@ -261,6 +261,23 @@ public final class NotesClient: Sendable {
         try read { db in try Self.fetchNotes(db, sql: "SELECT \(noteColumns) FROM notes ORDER BY id") }
     }
 
+    /// Every note's identity (tombstones included, in local ID order), the signed-in account and the pull cursor,
+    /// read in one transaction and without the texts: what an invariant checker reads after every step.
+    public func identities() throws(NotesError) -> NoteIdentities {
+        try read { db in
+            let settings = try Settings.fetch(db)
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, client_id, origin, server_id, deleted FROM notes ORDER BY id")
+            var notes: [NoteIdentity] = []
+            while let row = try rows.next() {
+                notes.append(
+                    NoteIdentity(
+                        id: row[0], clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2]),
+                        serverID: try FlakeID(storedIfPresent: row[3]), isDeleted: row[4]))
+            }
+            return NoteIdentities(notes: notes, account: settings?.account, cursor: settings?.cursor)
+        }
+    }
+
     static func fetchNotes(_ db: Database, sql: String, arguments: StatementArguments = StatementArguments()) throws -> [LocalNote] {
         let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
         var notes: [LocalNote] = []

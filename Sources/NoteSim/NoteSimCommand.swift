@@ -11,7 +11,11 @@ public struct NoteSimCommand: AsyncParsableCommand {
             sync, sign out, sign in to the same or another account, clock jumps, concurrent edits, forced client-ID
             collisions, server restarts) with transport faults (lost requests, lost responses, duplicated requests,
             interrupted syncs). After every step and at quiescence it checks: no duplicates, no cross-account data,
-            no lost edit, convergence, cursors only move forward, server IDs never change, valid IDs.
+            no lost edit, convergence, cursors only move forward, server IDs never change, valid IDs, pulls miss
+            nothing. Each step checks what it could have changed (the accounts' changed notes, the stores of the
+            devices it acted on); a server restart and the end of the run check everything from scratch.
+
+            A sweep runs --jobs seeds at once; every seed runs alone and the outcome is what a sequential sweep gives.
 
             On a violation it prints the seed, the step, the invariant and the shortest trace it could find that
             still fails, writes that trace to --trace-out (replay it with --replay), and exits 1.
@@ -54,6 +58,9 @@ public struct NoteSimCommand: AsyncParsableCommand {
     @Option(help: "Replay a trace written by --trace-out instead of generating one.")
     var replay: String?
 
+    @Option(help: "Seeds run at once (default: the number of cores; 1 with --restart-command, which restarts the daemon every run uses).")
+    var jobs: Int?
+
     @Flag(help: "Do not shorten a failing trace.")
     var noShrink = false
 
@@ -72,6 +79,18 @@ public struct NoteSimCommand: AsyncParsableCommand {
         guard (0...1).contains(faults) else { throw ValidationError("--faults must be between 0 and 1") }
         if let seeds { _ = try Self.parseRange(seeds) }
         if restartCommand != nil && server == nil { throw ValidationError("--restart-command needs --server") }
+        if let jobs {
+            guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1") }
+            if jobs > 1 && restartCommand != nil {
+                throw ValidationError("--restart-command restarts the daemon under every run: use --jobs 1")
+            }
+        }
+    }
+
+    /// How many seeds run at once.
+    var resolvedJobs: Int {
+        if let jobs { return jobs }
+        return restartCommand == nil ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 1
     }
 
     static func parseRange(_ text: String) throws -> ClosedRange<UInt64> {
@@ -92,28 +111,37 @@ public struct NoteSimCommand: AsyncParsableCommand {
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             return try JSONDecoder().decode(Trace.self, from: data).steps
         }
-        for seed in range {
-            let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults)
-            let schedule = replayed ?? ScheduleGenerator.generate(parameters)
-            let tag = server == nil ? "" : "\(seed)-\(UInt32.random(in: 0...UInt32.max))"
-            let wantEvents = report != nil && (seed == range.upperBound || replayed != nil)
-            let outcome: SimOutcome
-            do {
-                outcome = try await Simulation.run(schedule, parameters: parameters, target: target, recordEvents: wantEvents, runTag: tag)
-            } catch {
-                FileHandle.standardError.write(Data("notes-sim: seed \(seed): setup failed: \(error)\n".utf8))
-                throw ExitCode(2)
+        let seeds = replayed == nil ? range : range.lowerBound...range.lowerBound
+        let (accounts, devices, steps, faults, server, report) = (accounts, devices, steps, faults, server, report)
+        let results: [(seed: UInt64, outcome: SimOutcome)]
+        do {
+            results = try await Sweep.run(seeds, jobs: resolvedJobs) { seed in
+                let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults)
+                let schedule = replayed ?? ScheduleGenerator.generate(parameters)
+                let tag = server == nil ? "" : "\(seed)-\(UInt32.random(in: 0...UInt32.max))"
+                let wantEvents = report != nil && (seed == range.upperBound || replayed != nil)
+                do {
+                    return try await Simulation.run(schedule, parameters: parameters, target: target, recordEvents: wantEvents, runTag: tag)
+                } catch {
+                    throw SweepSetupError(seed: seed, error: "\(error)")
+                }
             }
+        } catch let error as SweepSetupError {
+            FileHandle.standardError.write(Data("notes-sim: seed \(error.seed): setup failed: \(error.error)\n".utf8))
+            throw ExitCode(2)
+        }
+        for (seed, outcome) in results {
             runs += 1
             total.add(outcome.summary)
+            let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults)
             if let violation = outcome.violation {
+                let schedule = replayed ?? ScheduleGenerator.generate(parameters)
                 try await reportViolation(violation, seed: seed, parameters: parameters, schedule: schedule, target: target)
                 throw ExitCode(1)
             }
-            if wantEvents, let report {
-                try writeReport(report, seed: seed, summary: outcome.summary, events: outcome.events, steps: schedule.count)
+            if let report, seed == range.upperBound || replayed != nil {
+                try writeReport(report, seed: seed, summary: outcome.summary, events: outcome.events, steps: replayed?.count ?? steps)
             }
-            if replayed != nil { break }
         }
         let seconds = Date().timeIntervalSince(started)
         if json {
@@ -165,6 +193,12 @@ public struct NoteSimCommand: AsyncParsableCommand {
         let html = HTMLReport.render(title: "notes-sim seed \(seed)", summary: fields, devices: devices, steps: steps, events: events)
         try html.write(toFile: path, atomically: true, encoding: .utf8)
     }
+}
+
+/// A run that could not be set up, with its seed.
+struct SweepSetupError: Error {
+    var seed: UInt64
+    var error: String
 }
 
 /// A replayable failing trace.

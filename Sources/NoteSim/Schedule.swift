@@ -33,6 +33,12 @@ public enum SimAction: Codable, Sendable, Equatable {
         case .restartServer: []
         }
     }
+
+    /// The devices whose local stores the step may change (a clock jump changes only a clock).
+    public var devicesWhoseStoresChange: [Int] {
+        if case .clockJump = self { return [] }
+        return devices
+    }
 }
 
 /// A line edit. Every line of a simulated note is a unique token, so the checker can follow each edit.

@@ -16,8 +16,9 @@ protocol SimServer: AnyObject {
     var url: String { get }
     /// The MiniFlake instance of server IDs, when known.
     var instance: Int? { get }
-    /// Every note of an account (tombstones included), as the server holds it.
-    func notes(accountID: FlakeID, token: String) async throws -> [NoteRecord]
+    /// The account's notes changed after `cursor` (tombstones included; from ``SyncCursor/start``: every note), as
+    /// the server holds them, oldest change first, and the cursor after the last of them (`cursor` when none).
+    func changes(accountID: FlakeID, token: String, after cursor: SyncCursor) async throws -> (notes: [NoteRecord], cursor: SyncCursor)
     /// Restarts the server (in-process: a new service over the same store; HTTP: the restart command).
     func restart() async throws
     func shutdown() async
@@ -52,8 +53,9 @@ final class InProcessSimServer: SimServer {
         return SyncAPI(service: service, logger: logger)
     }
 
-    func notes(accountID: FlakeID, token: String) async throws -> [NoteRecord] {
-        try await store.pull(accountID: accountID, after: 0, limit: Int.max).notes.map(\.record)
+    func changes(accountID: FlakeID, token: String, after cursor: SyncCursor) async throws -> (notes: [NoteRecord], cursor: SyncCursor) {
+        let page = try await store.pull(accountID: accountID, after: cursor.sequence, limit: Int.max)
+        return (page.notes.map(\.record), page.notes.last.map { SyncCursor(sequence: $0.changeSeq) } ?? cursor)
     }
 
     func restart() async throws {
@@ -95,9 +97,9 @@ final class HTTPSimServer: SimServer {
 
     func transport(forDevice index: Int) -> any SyncTransport { daemons[index % daemons.count] }
 
-    func notes(accountID: FlakeID, token: String) async throws -> [NoteRecord] {
+    func changes(accountID: FlakeID, token: String, after start: SyncCursor) async throws -> (notes: [NoteRecord], cursor: SyncCursor) {
         var all: [NoteRecord] = []
-        var cursor = SyncCursor.start
+        var cursor = start
         while true {
             let response = try await http.send(
                 WireRequest(.pull, query: [(PullQuery.since, cursor.text), (PullQuery.limit, "1000")], bearerToken: token))
@@ -107,7 +109,7 @@ final class HTTPSimServer: SimServer {
             let page = try JSONDecoder().decode(PullResponse.self, from: response.body)
             all += page.changes
             cursor = page.cursor
-            if !page.hasMore { return all }
+            if !page.hasMore { return (all, cursor) }
         }
     }
 

@@ -21,6 +21,8 @@ public enum Invariant: String, Codable, Sendable, CaseIterable {
     case validIDs = "valid-ids"
     /// An operation that must succeed failed (no fault was injected).
     case unexpectedError = "unexpected-error"
+    /// Pulls from a cursor miss nothing: an account's changes pulled step by step add up to all of its notes.
+    case pullComplete = "pull-complete"
 }
 
 /// An invariant broken at a step.
@@ -41,6 +43,8 @@ public struct SimSummary: Sendable, Equatable {
     public var failedOperations = 0
     public var notes = 0
     public var conflicts = 0
+    /// Live conflict copies at the end with the same text as another live copy of the same note.
+    public var repeatedCopies = 0
     public var merges = 0
     public var reconciled = 0
     public var replayed = 0
@@ -53,7 +57,7 @@ public struct SimSummary: Sendable, Equatable {
     public mutating func add(_ other: SimSummary) {
         steps += other.steps; syncs += other.syncs; signIns += other.signIns; signOuts += other.signOuts
         faults += other.faults; failedOperations += other.failedOperations; notes += other.notes
-        conflicts += other.conflicts; merges += other.merges; reconciled += other.reconciled
+        conflicts += other.conflicts; repeatedCopies += other.repeatedCopies; merges += other.merges; reconciled += other.reconciled
         replayed += other.replayed; restarts += other.restarts; collisions += other.collisions
         clockJumps += other.clockJumps
     }
@@ -63,7 +67,8 @@ public struct SimSummary: Sendable, Equatable {
             ("steps", "\(steps)"), ("syncs", "\(syncs)"), ("sign-ins", "\(signIns)"), ("sign-outs", "\(signOuts)"),
             ("faults injected", "\(faults)"), ("operations failed by faults", "\(failedOperations)"),
             ("server restarts", "\(restarts)"), ("clock jumps", "\(clockJumps)"), ("forced ID collisions", "\(collisions)"),
-            ("notes on the server", "\(notes)"), ("conflict copies", "\(conflicts)"), ("merges", "\(merges)"),
+            ("notes on the server", "\(notes)"), ("conflict copies", "\(conflicts)"),
+            ("conflict copies repeating another copy's text", "\(repeatedCopies)"), ("merges", "\(merges)"),
             ("duplicates avoided by reconciliation", "\(reconciled)"), ("replays answered idempotently", "\(replayed)"),
         ]
     }
@@ -96,6 +101,8 @@ public final class Simulation {
     var devices: [SimDevice] = []
     var accounts: [SimAccount] = []
     var oracle = Oracle()
+    /// Per account: the server's notes as the checks last read them.
+    var views: [AccountView] = []
     var summary = SimSummary()
     var events: [SimEvent] = []
     var step = 0
@@ -124,7 +131,7 @@ public final class Simulation {
             for (index, action) in steps.enumerated() {
                 simulation.step = index
                 try await simulation.execute(action)
-                try await simulation.checkEveryStep()
+                try await simulation.checkAfterStep(action)
             }
             simulation.step = steps.count
             try await simulation.quiesceAndCheck()
@@ -158,6 +165,8 @@ public final class Simulation {
         for d in 0..<max(1, parameters.devices) {
             devices.append(try SimDevice(index: d, now: now, server: server, seed: seeds.next()))
         }
+        views = Array(repeating: AccountView(), count: accounts.count)
+        for device in devices { device.liveIDs = try device.client.identities().notes.filter { !$0.isDeleted }.map(\.id) }
     }
 
     // MARK: - Steps
@@ -252,9 +261,13 @@ public final class Simulation {
     }
 
     /// The device's live notes in a stable order, and the one an index names.
+    ///
+    /// The identities the checks read after the device's last step are still current (only the device's own steps
+    /// change its store), so only the chosen note is read.
     func liveNote(_ d: Int, index: Int) throws -> LocalNote? {
-        let notes = try devices[d].client.notes().sorted { $0.id < $1.id }
-        return notes.isEmpty ? nil : notes[index % notes.count]
+        let live = devices[d].liveIDs
+        guard !live.isEmpty else { return nil }
+        return try devices[d].client.note(live[index % live.count])
     }
 
     func apply(_ op: EditOp, to target: LocalNote, on device: SimDevice) throws {
@@ -348,7 +361,7 @@ public final class Simulation {
     func signIn(_ device: SimDevice, to index: Int, target: SimAccount, faults: [FaultPlan]) async throws {
         summary.signIns += 1
         // Everything this device holds may now be carried into the account.
-        for note in try device.client.allNotes() { oracle.permit(note.key, in: index) }
+        for note in try device.client.identities().notes { oracle.permit(NoteKeyValue(clientID: note.clientID, origin: note.origin), in: index) }
         let report = try await withFaults(device, faults, "sign-in") {
             try await device.client.signIn(server: server.url, username: target.username, password: Self.password)
         }
@@ -369,34 +382,87 @@ public final class Simulation {
 
     // MARK: - Invariants
 
-    /// The checks that hold after every step.
-    func checkEveryStep() async throws {
-        var views: [Int: [NoteRecord]] = [:]
-        for (k, account) in accounts.enumerated() {
-            let notes = try await server.notes(accountID: account.accountID, token: account.auditToken)
-            views[k] = notes
-            try checkServer(account: k, notes: notes)
+    /// The checks that hold after every step, on what the step could have changed: every account's notes changed
+    /// since the checks last read it (one indexed query when none did; after a server restart, the account is read
+    /// whole and must match what was read before); every device the step acted on, read whole (the others' stores
+    /// did not change, so they are checked against the changed server notes only).
+    func checkAfterStep(_ action: SimAction) async throws {
+        var changed: [Int: [NoteRecord]] = [:]
+        for k in accounts.indices {
+            if action == .restartServer {
+                try await rereadAndCompare(account: k)
+            } else {
+                changed[k] = try await readChanges(account: k)
+            }
         }
+        let acted = Set(action.devicesWhoseStoresChange)
         for device in devices {
-            try checkDevice(device, views: views)
+            if acted.contains(device.index) {
+                try checkDevice(device)
+            } else if let account = device.account, let records = changed[account], !records.isEmpty {
+                try checkUnchangedDevice(device, account: account, against: records)
+            }
         }
+    }
+
+    /// Everything, from scratch: every account read whole (it must match what was pulled step by step) and
+    /// checked note by note, every device read and checked.
+    func checkEverything() async throws {
+        for k in accounts.indices { try await rereadAndCompare(account: k) }
+        for device in devices { try checkDevice(device) }
     }
 
     func fail(_ invariant: Invariant, _ detail: String) -> Violation {
         Violation(step: step, invariant: invariant, detail: detail)
     }
 
-    func checkServer(account k: Int, notes: [NoteRecord]) throws {
-        var keys = Set<NoteKeyValue>()
-        var byServerID: [FlakeID: NoteRecord] = [:]
-        for note in notes {
-            byServerID[note.serverID] = note
+    /// Pulls account `k`'s changes since the last read into its view and checks them. Returns them.
+    func readChanges(account k: Int) async throws -> [NoteRecord] {
+        let account = accounts[k]
+        let (records, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: views[k].cursor)
+        views[k].cursor = cursor
+        if !records.isEmpty { try checkServer(account: k, changed: records) }
+        return records
+    }
+
+    /// Reads account `k` whole, after pulling what changed since the last read: both must agree. Then checks every
+    /// note of the account as if first seen.
+    func rereadAndCompare(account k: Int) async throws {
+        _ = try await readChanges(account: k)
+        let account = accounts[k]
+        let (all, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: .start)
+        let whole = Dictionary(all.map { ($0.serverID, $0) }, uniquingKeysWith: { _, last in last })
+        if whole != views[k].byServerID {
+            let missing = views[k].byServerID.keys.filter { whole[$0] == nil }.count
+            let unseen = whole.keys.filter { views[k].byServerID[$0] == nil }.count
+            let differ = whole.filter { serverID, note in views[k].byServerID[serverID].map { $0 != note } ?? false }.count
+            throw fail(
+                .pullComplete,
+                "account \(k): pulled from the start, \(missing) notes pulled step by step are gone, \(unseen) were never pulled, \(differ) differ")
         }
+        views[k] = AccountView(cursor: cursor)
+        try checkServer(account: k, changed: all)
+    }
+
+    /// Applies changed notes of account `k` to its view, then checks each against the whole view. Notes not changed
+    /// passed these checks already and nothing they depend on can have changed: what a device may carry into an
+    /// account only grows, and notes never leave a view.
+    func checkServer(account k: Int, changed notes: [NoteRecord]) throws {
         for note in notes {
             let key = NoteKeyValue(clientID: note.clientID, origin: note.origin)
-            guard keys.insert(key).inserted else {
+            if let previous = views[k].byServerID[note.serverID], previous.key != key,
+                views[k].serverIDByKey[previous.key] == note.serverID
+            {
+                views[k].serverIDByKey[previous.key] = nil
+            }
+            views[k].byServerID[note.serverID] = note
+        }
+        for note in notes {
+            let key = note.key
+            if let other = views[k].serverIDByKey[key], other != note.serverID, views[k].byServerID[other]?.key == key {
                 throw fail(.noDuplicates, "account \(k) holds two notes for client ID \(note.clientID) origin \(note.origin)")
             }
+            views[k].serverIDByKey[key] = note.serverID
             if let instance = server.instance, note.serverID.instance != instance {
                 throw fail(.validIDs, "server ID \(note.serverID) has instance \(note.serverID.instance), not \(instance)")
             }
@@ -405,7 +471,7 @@ public final class Simulation {
             }
             oracle.serverIDs[k, default: [:]][key] = note.serverID
             let permitted = oracle.permitted[k]?.contains(key) == true
-            let isCopyOfOwn = note.conflictOf.map { byServerID[$0] != nil } ?? false
+            let isCopyOfOwn = note.conflictOf.map { views[k].byServerID[$0] != nil } ?? false
             if !permitted && !isCopyOfOwn {
                 throw fail(.noCrossAccount, "account \(k) holds note \(note.clientID)/\(note.origin) that no device signed in to it created or carried")
             }
@@ -413,37 +479,50 @@ public final class Simulation {
         }
     }
 
-    func checkDevice(_ device: SimDevice, views: [Int: [NoteRecord]]) throws {
-        let notes = try device.client.allNotes()
-        var serverIDs = Set<FlakeID>()
+    /// Reads a device's note identities, account and cursor, and checks them all.
+    func checkDevice(_ device: SimDevice) throws {
+        let snapshot = try local(device.index) { try device.client.identities() }
+        device.liveIDs = snapshot.notes.filter { !$0.isDeleted }.map(\.id)
+        device.account = snapshot.account.flatMap { info in accounts.firstIndex { $0.accountID == info.accountID } }
+        var serverIDs: [FlakeID: NoteKeyValue] = [:]
         var keys = Set<NoteKeyValue>()
-        for note in notes {
-            guard keys.insert(note.key).inserted else {
+        for note in snapshot.notes {
+            let key = NoteKeyValue(clientID: note.clientID, origin: note.origin)
+            guard keys.insert(key).inserted else {
                 throw fail(.noDuplicates, "device \(device.index) holds two local notes for client ID \(note.clientID) origin \(note.origin)")
             }
-            if let serverID = note.serverID, !serverIDs.insert(serverID).inserted {
-                throw fail(.noDuplicates, "device \(device.index) holds two local notes for server note \(serverID)")
+            if let serverID = note.serverID {
+                guard serverIDs.updateValue(key, forKey: serverID) == nil else {
+                    throw fail(.noDuplicates, "device \(device.index) holds two local notes for server note \(serverID)")
+                }
             }
         }
-        let account = try accountIndex(of: device)
-        if let account, let view = views[account] {
-            let byServerID = Dictionary(view.map { ($0.serverID, $0) }, uniquingKeysWith: { a, _ in a })
-            for note in notes {
-                guard let serverID = note.serverID else { continue }
-                guard let stored = byServerID[serverID] else {
-                    throw fail(.noCrossAccount, "device \(device.index), signed in to account \(account), holds server ID \(serverID), which is not a note of that account")
-                }
-                guard stored.clientID == note.clientID && stored.origin == note.origin else {
-                    throw fail(.serverIDStable, "device \(device.index): server ID \(serverID) is note \(stored.clientID)/\(stored.origin) on the server but \(note.clientID)/\(note.origin) locally")
-                }
+        device.serverKeys = serverIDs
+        guard let account = device.account else { return }
+        let view = views[account]
+        for (serverID, key) in serverIDs {
+            guard let stored = view.byServerID[serverID] else {
+                throw fail(.noCrossAccount, "device \(device.index), signed in to account \(account), holds server ID \(serverID), which is not a note of that account")
+            }
+            guard stored.key == key else {
+                throw fail(.serverIDStable, "device \(device.index): server ID \(serverID) is note \(stored.clientID)/\(stored.origin) on the server but \(key.clientID)/\(key.origin) locally")
             }
         }
         // Cursors only move forward within one sign-in.
-        if let account, let text = try device.client.status().cursor, let cursor = SyncCursor(text: text) {
+        if let text = snapshot.cursor, let cursor = SyncCursor(text: text) {
             if let last = device.lastCursor, last.account == account, cursor < last.cursor {
                 throw fail(.cursorMonotonic, "device \(device.index): cursor moved back from \(last.cursor) to \(cursor)")
             }
             device.lastCursor = (account, cursor)
+        }
+    }
+
+    /// A device the step did not act on: its store is as the checks last read it, so only the account's changed
+    /// notes can break what held (a server note that now names another note than the device's).
+    func checkUnchangedDevice(_ device: SimDevice, account: Int, against changed: [NoteRecord]) throws {
+        for stored in changed {
+            guard let key = device.serverKeys[stored.serverID], key != stored.key else { continue }
+            throw fail(.serverIDStable, "device \(device.index): server ID \(stored.serverID) is note \(stored.clientID)/\(stored.origin) on the server but \(key.clientID)/\(key.origin) locally")
         }
     }
 
@@ -455,15 +534,23 @@ public final class Simulation {
                 try await sync(device, faults: [])
             }
         }
-        try await checkEveryStep()
+        try await checkEverything()
         var finalTexts: [Int: [NoteRecord]] = [:]
         var total = 0
-        for (k, account) in accounts.enumerated() {
-            let notes = try await server.notes(accountID: account.accountID, token: account.auditToken)
+        for k in accounts.indices {
+            let notes = Array(views[k].byServerID.values)
             finalTexts[k] = notes
             total += notes.filter { !$0.deleted }.count
         }
         summary.notes = total
+        for notes in finalTexts.values {
+            // Not an invariant: a measure of conflict copies that repeat one another (see Docs/PERFORMANCE.md).
+            var copies = Set<String>()
+            for note in notes where !note.deleted {
+                guard let original = note.conflictOf else { continue }
+                if !copies.insert("\(original)\u{0}\(note.text)").inserted { summary.repeatedCopies += 1 }
+            }
+        }
         // Convergence.
         for device in devices {
             guard let account = try accountIndex(of: device), let serverNotes = finalTexts[account] else { continue }
@@ -531,6 +618,13 @@ final class SimDevice {
     /// This device's clock offset from the simulated wall time, changed by clock jumps.
     var skew: Int64 = 0
     var lastCursor: (account: Int, cursor: SyncCursor)?
+    /// The local IDs of its live notes, ascending, as the checks read them after the device's last step (its store
+    /// changes only in its own steps).
+    var liveIDs: [Int64] = []
+    /// The account index the device was signed in to at that read.
+    var account: Int?
+    /// Its notes' keys by server ID at that read.
+    var serverKeys: [FlakeID: NoteKeyValue] = [:]
 
     init(index: Int, now: Int64, server: any SimServer, seed: UInt64) throws {
         self.index = index
@@ -569,6 +663,22 @@ struct NoteKeyValue: Hashable {
     var origin: FlakeID
 }
 
+/// An account's notes as the checks have pulled them, change by change.
+struct AccountView {
+    /// Where the next read continues.
+    var cursor = SyncCursor.start
+    /// Every note pulled so far, at its latest pulled version.
+    var byServerID: [FlakeID: NoteRecord] = [:]
+    /// The server ID holding each key in `byServerID`.
+    var serverIDByKey: [NoteKeyValue: FlakeID] = [:]
+}
+
+extension NoteRecord {
+    var key: NoteKeyValue { NoteKeyValue(clientID: clientID, origin: origin) }
+}
+
+
+
 extension LocalNote {
     var key: NoteKeyValue { NoteKeyValue(clientID: clientID, origin: origin) }
 }
@@ -585,3 +695,4 @@ enum Lines {
 extension Array {
     subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }
+

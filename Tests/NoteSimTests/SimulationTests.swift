@@ -15,7 +15,8 @@ import Glibc
 /// `notes-sim --seed S --steps N`.
 @Suite struct SimulationSweepTests {
     static let steps = 300
-    static let chunks: [ClosedRange<UInt64>] = stride(from: 1, through: 120, by: 12).map { UInt64($0)...UInt64($0 + 11) }
+    static let seeds: UInt64 = 200
+    static let chunks: [ClosedRange<UInt64>] = stride(from: 1, through: seeds, by: 10).map { $0...min($0 + 9, seeds) }
 
     @Test(arguments: chunks)
     func sweepFindsNoViolation(_ seeds: ClosedRange<UInt64>) async throws {
@@ -176,5 +177,36 @@ import Glibc
         #expect(try await ShellCommand.run("exit 3", timeLimit: .seconds(600)) == .exited(3))
         #expect(try await ShellCommand.run("kill -TERM $$", timeLimit: .seconds(600)) == .signaled(SIGTERM))
         #expect(try await ShellCommand.run("exec sleep 600", timeLimit: .milliseconds(100)) == .timedOut)
+    }
+}
+
+@Suite struct SweepTests {
+    static func outcome(failing: Bool, seed: UInt64) -> SimOutcome {
+        var summary = SimSummary()
+        summary.steps = Int(seed)
+        return SimOutcome(
+            summary: summary, violation: failing ? Violation(step: 0, invariant: .convergence, detail: "seed \(seed)") : nil, events: [])
+    }
+
+    @Test(arguments: [1, 2, 3, 8])
+    func reportsWhatASequentialSweepWould(jobs: Int) async throws {
+        let all = try await Sweep.run(1...20, jobs: jobs) { seed in Self.outcome(failing: false, seed: seed) }
+        #expect(all.map(\.seed) == Array(1...20))
+        #expect(all.map(\.outcome.summary.steps) == Array(1...20))
+
+        // Seeds 7 and 12 fail: the sweep stops at 7, whatever ran beside it.
+        let failing = try await Sweep.run(1...20, jobs: jobs) { seed in Self.outcome(failing: seed == 7 || seed == 12, seed: seed) }
+        #expect(failing.map(\.seed) == Array(1...7))
+        #expect(failing.last?.outcome.violation?.detail == "seed 7")
+    }
+
+    @Test func aParallelSweepOfRealRunsMatchesTheSequentialOne() async throws {
+        func summaries(jobs: Int) async throws -> [SimSummary] {
+            try await Sweep.run(1...6, jobs: jobs) { seed in
+                let parameters = SimParameters(seed: seed, steps: 120)
+                return try await Simulation.run(ScheduleGenerator.generate(parameters), parameters: parameters)
+            }.map(\.outcome.summary)
+        }
+        #expect(try await summaries(jobs: 3) == summaries(jobs: 1))
     }
 }
