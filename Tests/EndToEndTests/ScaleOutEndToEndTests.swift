@@ -209,7 +209,7 @@ extension ScaleOutEndToEndTests {
         for port in ports {
             lines.append(
                 "'\(NotesE2E.daemonBinary.path)' --database '\(database)' --port \(port) --bcrypt-cost 4 --log-level warning "
-                    + "--instance-lease-seconds 2 >d\(port).out 2>>d\(port).err </dev/null & echo $! >d\(port).pid"
+                    + "--instance-lease-seconds 10 >d\(port).out 2>>d\(port).err </dev/null & echo $! >d\(port).pid"
             )
         }
         for port in ports {
@@ -328,9 +328,10 @@ enum ScaleOut {
         return try #require(components.string)
     }
 
-    /// A daemon on `database` with a 2-second instance lease.
+    /// A daemon on `database` with a 3-second instance lease (short, so that the kill test sees one expire; long
+    /// enough that a renewal delayed by a loaded machine does not fence the daemon's minting).
     static func daemon(_ database: String) throws -> NotesE2EServer {
-        try NotesE2EServer(extraArguments: ["--database", database, "--instance-lease-seconds", "2"])
+        try NotesE2EServer(extraArguments: ["--database", database, "--instance-lease-seconds", "3"])
     }
 
     static func signUp(_ url: String, _ username: String) async throws {
