@@ -36,13 +36,18 @@ final class InProcessSimServer: SimServer {
         inProcess = InProcessTransport(api: try await Self.makeAPI(store: store, clock: clock))
     }
 
+    /// Small batches and pages, so that the simulation's stores (tens to a few thousand notes) push in several
+    /// batches and pull in several pages: an interrupted sync stops between pages, and a pull that skipped or
+    /// repeated a page would show. (Over HTTP, pass the daemon `--max-batch` and `--max-page` for the same.)
+    static let limits = SyncLimits(maxBatchChanges: 32, maxPageSize: 32, defaultPageSize: 32)
+
     /// A fresh service over the store, as a daemon builds at start: its generator continues after the largest ID
     /// the store holds, so a restart never reissues one.
     static func makeAPI(store: SQLiteNoteStore, clock: ManualFlakeClock) async throws -> SyncAPI {
         let logger = Logger(label: "notes-sim.server", factory: { _ in SwiftLogNoOpLogHandler() })
         let generator = try FlakeGenerator(instance: 0, clock: clock, after: try await store.largestIssuedID())
         let service = SyncService(
-            store: store, bcryptCost: 4, clock: clock, mintID: { try generator.next() }, logger: logger)
+            store: store, limits: limits, bcryptCost: 4, clock: clock, mintID: { try generator.next() }, logger: logger)
         return SyncAPI(service: service, logger: logger)
     }
 

@@ -18,7 +18,7 @@ struct DaemonRestartTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notes-restart-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        var daemon = try DaemonProcess(dataDirectory: directory.appendingPathComponent("data"), port: 0)
+        var daemon = try DaemonProcess.onRestartablePort(dataDirectory: directory.appendingPathComponent("data"))
         defer { daemon.kill() }
         let url = "http://127.0.0.1:\(daemon.port)"
 
@@ -132,12 +132,36 @@ struct DaemonProcess {
     /// Client-side TCP connections on this machine in state ESTABLISHED to `port` on the loopback, from
     /// `/proc/net/tcp` (the daemon's own ends have it as their local port, so they are not counted).
     static func establishedConnections(toPort port: Int) -> Int {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return 0 }
+        // Read to the end by hand: procfs files report size 0, and a reader that trusts the size stops early.
+        let fd = open("/proc/net/tcp", O_RDONLY)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while case let count = read(fd, &buffer, buffer.count), count > 0 { bytes += buffer[0..<count] }
+        let table = String(decoding: bytes, as: UTF8.self)
         let remote = String(format: "0100007F:%04X", port)
         return table.split(separator: "\n").dropFirst().filter { line in
             let fields = line.split(separator: " ")
             return fields.count > 3 && fields[2] == remote && fields[3] == "01"
         }.count
+    }
+
+    /// A daemon on a random port below the kernel's ephemeral range (so that nothing else takes the port while the
+    /// daemon is down between a kill and a restart); tries a few ports.
+    static func onRestartablePort(dataDirectory: URL) throws -> DaemonProcess {
+        var low = 32768
+        if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
+            let first = text.split(whereSeparator: \.isWhitespace).first.flatMap({ Int($0) })
+        {
+            low = first
+        }
+        var failures: [String] = []
+        for _ in 0..<20 {
+            let port = Int.random(in: 10_000..<max(10_001, low))
+            do { return try DaemonProcess(dataDirectory: dataDirectory, port: port) } catch { failures.append("\(port): \(error)") }
+        }
+        throw DaemonProcessError("no port worked: \(failures)")
     }
 
     /// SIGKILL, then waits for the process to be gone (its sockets closed by the kernel).
