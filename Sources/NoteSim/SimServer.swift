@@ -68,6 +68,8 @@ final class HTTPSimServer: SimServer {
     let baseURL: URL
     let restartCommand: String?
     let http: URLSessionTransport
+    /// Asks `/healthz` after a restart: a refused connection fails at once, an answer takes at most 2 s.
+    let probe: URLSessionTransport
     var transport: any SyncTransport { http }
     var url: String { baseURL.absoluteString }
     let instance: Int? = nil
@@ -79,6 +81,7 @@ final class HTTPSimServer: SimServer {
         self.baseURL = baseURL
         self.restartCommand = restartCommand
         http = URLSessionTransport(baseURL: baseURL, timeout: 30)
+        probe = URLSessionTransport(baseURL: baseURL, timeout: 2)
     }
 
     func changes(accountID: FlakeID, token: String, after start: SyncCursor) async throws -> (notes: [NoteRecord], cursor: SyncCursor) {
@@ -111,8 +114,7 @@ final class HTTPSimServer: SimServer {
         case .signaled(let signal): throw SimSetupError("the restart command was killed by signal \(signal)")
         case .timedOut: throw SimSetupError("the restart command ran longer than \(Self.restartCommandLimit) and was killed")
         }
-        // Wait for the daemon to answer again; a refused connection fails at once, a probe waits at most 2 s.
-        let probe = URLSessionTransport(baseURL: baseURL, timeout: 2)
+        // Wait for the daemon to answer again.
         let deadline = Date().addingTimeInterval(Self.comebackLimit)
         while Date() < deadline {
             if let response = try? await probe.send(WireRequest(.health)), response.status == 200 { return }

@@ -44,14 +44,14 @@ struct NoteSimEndToEndTests {
 
         let run = try await Self.runSimulation([
             "--server", server.url, "--restart-command", script.path,
-            "--seeds", "1..3", "--steps", "120", "--faults", "0.1", "--json",
+            "--seeds", "1..4", "--steps", "150", "--faults", "0.1", "--json",
         ])
         try #require(run.status == 0, "\(run)")
         let summary = try #require(
             try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "not one JSON object: \(run)")
-        #expect(summary["runs"] as? Int == 3)
+        #expect(summary["runs"] as? Int == 4)
         #expect(summary["violations"] as? Int == 0)
-        #expect(summary["steps"] as? Int == 360)
+        #expect(summary["steps"] as? Int == 600)
         let restarts = try #require(summary["server restarts"] as? Int)
         #expect(restarts > 0, "the schedules restart the daemon")
         // Every restart step really killed a daemon and started a new one, which answered again.
