@@ -43,13 +43,18 @@ final class InProcessSimServer: SimServer {
         inProcess = InProcessTransport(api: try await Self.makeAPI(store: store, clock: clock))
     }
 
+    /// Small batches and pages, so that the simulation's stores (tens to a few thousand notes) push in several
+    /// batches and pull in several pages: an interrupted sync stops between pages, and a pull that skipped or
+    /// repeated a page would show. (Over HTTP, pass the daemon `--max-batch` and `--max-page` for the same.)
+    static let limits = SyncLimits(maxBatchChanges: 32, maxPageSize: 32, defaultPageSize: 32)
+
     /// A fresh service over the store, as a daemon builds at start: its generator continues after the largest ID
     /// the store holds, so a restart never reissues one.
     static func makeAPI(store: SQLiteNoteStore, clock: ManualFlakeClock) async throws -> SyncAPI {
         let logger = Logger(label: "notes-sim.server", factory: { _ in SwiftLogNoOpLogHandler() })
         let generator = try FlakeGenerator(instance: 0, clock: clock, after: try await store.largestIssuedID())
         let service = SyncService(
-            store: store, bcryptCost: 4, clock: clock, mintID: { try generator.next() }, logger: logger)
+            store: store, limits: limits, bcryptCost: 4, clock: clock, mintID: { try generator.next() }, logger: logger)
         return SyncAPI(service: service, logger: logger)
     }
 
@@ -70,8 +75,13 @@ final class HTTPSimServer: SimServer {
     let baseURL: URL
     let restartCommand: String?
     let http: URLSessionTransport
+<<<<<<< HEAD
     /// One transport per daemon when `url` lists several (daemons sharing one PostgreSQL database).
     let daemons: [URLSessionTransport]
+=======
+    /// Asks `/healthz` after a restart: a refused connection fails at once, an answer takes at most 2 s.
+    let probe: URLSessionTransport
+>>>>>>> sim
     var transport: any SyncTransport { http }
     var url: String { baseURL.absoluteString }
     let instance: Int? = nil
@@ -91,8 +101,13 @@ final class HTTPSimServer: SimServer {
         guard let first, let auditor = daemons.first else { throw SimSetupError("--server names no URL") }
         self.baseURL = first
         self.restartCommand = restartCommand
+<<<<<<< HEAD
         self.daemons = daemons
         http = auditor
+=======
+        http = URLSessionTransport(baseURL: baseURL, timeout: 30)
+        probe = URLSessionTransport(baseURL: baseURL, timeout: 2)
+>>>>>>> sim
     }
 
     func transport(forDevice index: Int) -> any SyncTransport { daemons[index % daemons.count] }
@@ -127,8 +142,12 @@ final class HTTPSimServer: SimServer {
         case .signaled(let signal): throw SimSetupError("the restart command was killed by signal \(signal)")
         case .timedOut: throw SimSetupError("the restart command ran longer than \(Self.restartCommandLimit) and was killed")
         }
+<<<<<<< HEAD
         // Wait for every daemon to answer again; a refused connection fails at once, a probe waits at most 2 s.
         var waiting = daemons.map { URLSessionTransport(baseURL: $0.baseURL, timeout: 2) }
+=======
+        // Wait for the daemon to answer again.
+>>>>>>> sim
         let deadline = Date().addingTimeInterval(Self.comebackLimit)
         while Date() < deadline {
             var stillDown: [URLSessionTransport] = []

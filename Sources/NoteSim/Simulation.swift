@@ -500,7 +500,9 @@ public final class Simulation {
         device.serverKeys = serverIDs
         guard let account = device.account else { return }
         let view = views[account]
-        for (serverID, key) in serverIDs {
+        for note in snapshot.notes {
+            guard let serverID = note.serverID else { continue }
+            let key = NoteKeyValue(clientID: note.clientID, origin: note.origin)
             guard let stored = view.byServerID[serverID] else {
                 throw fail(.noCrossAccount, "device \(device.index), signed in to account \(account), holds server ID \(serverID), which is not a note of that account")
             }

@@ -65,6 +65,20 @@ enum NotesE2E {
         return directory
     }
 
+    /// Ports to try for a daemon that will be restarted on the same port, in random order: below the kernel's
+    /// ephemeral range, so that while the daemon is down no port-0 listener and no outgoing connection of another
+    /// test can take its port.
+    static func restartablePorts(count: Int = 20) -> [Int] {
+        var low = 32768
+        if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
+            let first = text.split(whereSeparator: \.isWhitespace).first.flatMap({ Int($0) })
+        {
+            low = first
+        }
+        let range = 10_000..<max(10_001, low)
+        return (0..<count).map { _ in Int.random(in: range) }
+    }
+
     /// Runs blocking work off the cooperative thread pool.
     static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
@@ -79,12 +93,13 @@ final class NotesE2EServer: @unchecked Sendable {
     let directory: URL
     let url: String
 
-    /// Starts the daemon and waits for its `notesyncd listening on http://HOST:PORT` line (no sleeping).
-    init(extraArguments: [String] = []) throws {
+    /// Starts the daemon on `port` (0: any free one) and waits for its `notesyncd listening on http://HOST:PORT`
+    /// line (no sleeping).
+    init(port: Int = 0, extraArguments: [String] = []) throws {
         directory = try NotesE2E.temporaryDirectory("server")
         process.executableURL = NotesE2E.daemonBinary
         process.arguments =
-            ["--port", "0", "--data-dir", directory.appendingPathComponent("data").path, "--bcrypt-cost", "4"] + extraArguments
+            ["--port", "\(port)", "--data-dir", directory.appendingPathComponent("data").path, "--bcrypt-cost", "4"] + extraArguments
         let output = Pipe()
         process.standardOutput = output
         _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("stderr.log").path, contents: nil)

@@ -18,7 +18,7 @@ struct DaemonRestartTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notes-restart-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        var daemon = try DaemonProcess(dataDirectory: directory.appendingPathComponent("data"), port: 0)
+        var daemon = try DaemonProcess.onRestartablePort(dataDirectory: directory.appendingPathComponent("data"))
         defer { daemon.kill() }
         let url = "http://127.0.0.1:\(daemon.port)"
 
@@ -150,6 +150,23 @@ struct DaemonProcess {
             let fields = line.split(separator: " ")
             return fields.count > 3 && fields[2] == remote && fields[3] == "01"
         }.count
+    }
+
+    /// A daemon on a random port below the kernel's ephemeral range (so that nothing else takes the port while the
+    /// daemon is down between a kill and a restart); tries a few ports.
+    static func onRestartablePort(dataDirectory: URL) throws -> DaemonProcess {
+        var low = 32768
+        if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
+            let first = text.split(whereSeparator: \.isWhitespace).first.flatMap({ Int($0) })
+        {
+            low = first
+        }
+        var failures: [String] = []
+        for _ in 0..<20 {
+            let port = Int.random(in: 10_000..<max(10_001, low))
+            do { return try DaemonProcess(dataDirectory: dataDirectory, port: port) } catch { failures.append("\(port): \(error)") }
+        }
+        throw DaemonProcessError("no port worked: \(failures)")
     }
 
     /// SIGKILL, then waits for the process to be gone (its sockets closed by the kernel).
