@@ -75,13 +75,8 @@ final class HTTPSimServer: SimServer {
     let baseURL: URL
     let restartCommand: String?
     let http: URLSessionTransport
-<<<<<<< HEAD
     /// One transport per daemon when `url` lists several (daemons sharing one PostgreSQL database).
     let daemons: [URLSessionTransport]
-=======
-    /// Asks `/healthz` after a restart: a refused connection fails at once, an answer takes at most 2 s.
-    let probe: URLSessionTransport
->>>>>>> sim
     var transport: any SyncTransport { http }
     var url: String { baseURL.absoluteString }
     let instance: Int? = nil
@@ -101,13 +96,8 @@ final class HTTPSimServer: SimServer {
         guard let first, let auditor = daemons.first else { throw SimSetupError("--server names no URL") }
         self.baseURL = first
         self.restartCommand = restartCommand
-<<<<<<< HEAD
         self.daemons = daemons
         http = auditor
-=======
-        http = URLSessionTransport(baseURL: baseURL, timeout: 30)
-        probe = URLSessionTransport(baseURL: baseURL, timeout: 2)
->>>>>>> sim
     }
 
     func transport(forDevice index: Int) -> any SyncTransport { daemons[index % daemons.count] }
@@ -142,12 +132,8 @@ final class HTTPSimServer: SimServer {
         case .signaled(let signal): throw SimSetupError("the restart command was killed by signal \(signal)")
         case .timedOut: throw SimSetupError("the restart command ran longer than \(Self.restartCommandLimit) and was killed")
         }
-<<<<<<< HEAD
         // Wait for every daemon to answer again; a refused connection fails at once, a probe waits at most 2 s.
         var waiting = daemons.map { URLSessionTransport(baseURL: $0.baseURL, timeout: 2) }
-=======
-        // Wait for the daemon to answer again.
->>>>>>> sim
         let deadline = Date().addingTimeInterval(Self.comebackLimit)
         while Date() < deadline {
             var stillDown: [URLSessionTransport] = []
