@@ -21,6 +21,8 @@ public enum Invariant: String, Codable, Sendable, CaseIterable {
     case validIDs = "valid-ids"
     /// An operation that must succeed failed (no fault was injected).
     case unexpectedError = "unexpected-error"
+    /// A push delivered twice is answered the same both times, and the replay writes nothing.
+    case idempotentReplay = "idempotent-replay"
     /// Pulls from a cursor miss nothing: an account's changes pulled step by step add up to all of its notes.
     case pullComplete = "pull-complete"
 }
@@ -314,9 +316,10 @@ public final class Simulation {
         device.transport.arm(faults)
         let outcome: Result<T, any Error>
         do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
-        let injected = device.transport.disarm()
+        let (injected, replayMismatch) = device.transport.disarm()
         summary.faults += injected.count
         for kind in injected { note(device.index, .fault, "\(what): \(kind.rawValue)") }
+        if let replayMismatch { throw fail(.idempotentReplay, "device \(device.index): \(what): \(replayMismatch)") }
         switch outcome {
         case .success(let value):
             return value

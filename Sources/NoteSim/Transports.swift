@@ -28,6 +28,8 @@ public final class FaultyTransport: SyncTransport {
         var nextRequest = 0
         var interrupted = false
         var injected: [FaultKind] = []
+        /// How a push delivered twice was answered differently the second time, if it was.
+        var replayMismatch: String?
     }
 
     private let base: any SyncTransport
@@ -40,13 +42,14 @@ public final class FaultyTransport: SyncTransport {
         state.withLock { $0 = State(plans: plans) }
     }
 
-    /// Disarms and returns the faults actually injected since ``arm(_:)``.
+    /// Disarms and returns the faults actually injected since ``arm(_:)``, and how a push delivered twice was
+    /// answered differently the second time (nil: it was not, or no push was delivered twice).
     @discardableResult
-    public func disarm() -> [FaultKind] {
+    public func disarm() -> (injected: [FaultKind], replayMismatch: String?) {
         state.withLock { state in
-            let injected = state.injected
+            let disarmed = (state.injected, state.replayMismatch)
             state = State()
-            return injected
+            return disarmed
         }
     }
 
@@ -68,10 +71,35 @@ public final class FaultyTransport: SyncTransport {
             _ = try await base.send(request)
             throw TransportError("simulated fault: the response was lost after the server answered")
         case .duplicate:
-            _ = try await base.send(request)
-            return try await base.send(request)
+            let first = try await base.send(request)
+            let second = try await base.send(request)
+            if let mismatch = Self.replayMismatch(request, first, second) {
+                state.withLock { $0.replayMismatch = $0.replayMismatch ?? mismatch }
+            }
+            return second
         case .interrupt:
             throw TransportError("simulated fault: the connection is down")
         }
+    }
+
+    /// A push delivered twice must be answered the same both times: the second delivery replays the stored outcome
+    /// of every change and writes nothing. Only the `replayed` flag and the echoed text may differ.
+    static func replayMismatch(_ request: WireRequest, _ first: WireResponse, _ second: WireResponse) -> String? {
+        guard request.method == Endpoint.push.method, request.path == Endpoint.push.path else { return nil }
+        guard first.status == 200 else { return nil }
+        guard second.status == 200 else { return "the push was answered \(first.status), then \(second.status)" }
+        guard let one = try? JSONDecoder().decode(PushResponse.self, from: first.body),
+            let two = try? JSONDecoder().decode(PushResponse.self, from: second.body)
+        else { return "a push answer is not a PushResponse" }
+        guard one.results.count == two.results.count else {
+            return "the push was answered with \(one.results.count) results, then \(two.results.count)"
+        }
+        for (a, b) in zip(one.results, two.results) {
+            let outcome = { (r: ChangeResult) in "\(r.editID) \(r.status.rawValue) \(r.serverID.map(String.init(describing:)) ?? "-") v\(r.version.map(String.init) ?? "-") conflict \(r.conflict.map { "\($0.serverID)" } ?? "-")" }
+            if outcome(a) != outcome(b) {
+                return "edit \(a.editID) of note \(a.clientID) was answered '\(outcome(a))', then on replay '\(outcome(b))'"
+            }
+        }
+        return nil
     }
 }

@@ -136,9 +136,41 @@ import Glibc
         #expect(base.calls == 4)
         for _ in 0..<3 { await #expect(throws: (any Error).self) { _ = try await transport.send(WireRequest(.health)) } }
         #expect(base.calls == 4)  // down for the rest of the step
-        #expect(transport.disarm() == [.dropRequest, .dropResponse, .duplicate, .interrupt])
+        #expect(transport.disarm().injected == [.dropRequest, .dropResponse, .duplicate, .interrupt])
         _ = try await transport.send(WireRequest(.health))
         #expect(base.calls == 5)
+    }
+
+    /// Answers pushes with a fixed result whose status is `updated` on the first call and `statusAfter` later.
+    final class PushAnswers: SyncTransport, @unchecked Sendable {
+        let lock = NSLock()
+        var calls = 0
+        let statusAfter: ChangeStatus
+        init(statusAfter: ChangeStatus) { self.statusAfter = statusAfter }
+        func send(_ request: WireRequest) async throws -> WireResponse {
+            let call = lock.withLock { calls += 1; return calls }
+            let id = try FlakeID(validating: 1 << 30)
+            let result = ChangeResult(
+                clientID: id, editID: id, status: call == 1 ? .updated : statusAfter, serverID: id, version: 2,
+                replayed: call > 1)
+            return WireResponse(status: 200, body: try JSONEncoder().encode(PushResponse(results: [result])))
+        }
+    }
+
+    @Test func aPushDeliveredTwiceMustBeAnsweredTheSame() async throws {
+        for (statusAfter, differs) in [(ChangeStatus.updated, false), (.conflict, true)] {
+            let transport = FaultyTransport(base: PushAnswers(statusAfter: statusAfter))
+            transport.arm([FaultPlan(request: 0, kind: .duplicate)])
+            _ = try await transport.send(WireRequest(.push, body: Data("{}".utf8)))
+            let (injected, mismatch) = transport.disarm()
+            #expect(injected == [.duplicate])
+            #expect((mismatch != nil) == differs, "\(statusAfter): \(mismatch ?? "no mismatch")")
+        }
+        // Another endpoint delivered twice is not compared.
+        let transport = FaultyTransport(base: PushAnswers(statusAfter: .conflict))
+        transport.arm([FaultPlan(request: 0, kind: .duplicate)])
+        _ = try await transport.send(WireRequest(.pull))
+        #expect(transport.disarm().replayMismatch == nil)
     }
 }
 
