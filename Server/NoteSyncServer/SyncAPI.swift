@@ -112,8 +112,8 @@ public struct SyncAPI: Sendable {
         case .account:
             return try encode(try await service.account(session!), endpoint)
         case .push:
-            let decoded = try WireJSON.decodeRequest(PushRequest.self, from: body)
-            return try encode(try await service.push(decoded, session: session!), endpoint)
+            let decoded = try PushJSON.decodeRequest(body)
+            return WireResponse(status: endpoint.successStatus, body: PushJSON.encode(try await service.push(decoded, session: session!)))
         case .pull:
             let result = try await service.pull(
                 since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit), session: session!

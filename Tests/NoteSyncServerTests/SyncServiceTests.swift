@@ -135,3 +135,125 @@ struct PullJSONTests {
         }
     }
 }
+
+@Suite("Push JSON")
+struct PushJSONTests {
+    static let alphabet: [String] = [
+        "a", "é", "e\u{301}", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "/", "👩‍👩‍👧", "\u{2028}", " ", "z",
+    ]
+
+    static func randomText(_ rng: inout SplitMix64) -> String {
+        (0..<Int(rng.next() % 20)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined()
+    }
+
+    static func randomRequest(_ rng: inout SplitMix64) -> PushRequest {
+        PushRequest(changes: (0..<Int(rng.next() % 6)).map { _ in
+            NoteChange(
+                clientID: id(Int64(rng.next() >> 1) | 1), origin: id(Int64(1 + rng.next() % 1000)),
+                serverID: rng.next() % 2 == 0 ? id(Int64(rng.next() >> 2) | 1) : nil, editID: id(Int64(rng.next() >> 1) | 1),
+                text: randomText(&rng), deleted: rng.next() % 3 == 0,
+                baseVersion: rng.next() % 2 == 0 ? Int64(rng.next() % 1000) - 1 : nil,
+                baseText: rng.next() % 2 == 0 ? randomText(&rng) : nil)
+        })
+    }
+
+    /// What the JSONDecoder path answers: the request, or the protocol error.
+    static func reference(_ body: Data) -> Result<PushRequest, APIErrorBody> {
+        Result { () throws(APIErrorBody) in try WireJSON.decodeRequest(PushRequest.self, from: body) }
+    }
+
+    @Test func decodesWhatJSONEncoderWritesWithoutFallingBack() throws {
+        for seed in propertySeeds(300) {
+            var rng = SplitMix64(seed: seed)
+            let request = Self.randomRequest(&rng)
+            let body = try WireJSON.encoder().encode(request)
+            let fast = try #require(PushJSON.fastDecode(body), "seed \(seed): \(String(decoding: body, as: UTF8.self))")
+            #expect(fast == request, "seed \(seed)")
+            for (a, b) in zip(fast.changes, request.changes) {
+                #expect(Array(a.text.utf8) == Array(b.text.utf8) && a.baseText.map { Array($0.utf8) } == b.baseText.map { Array($0.utf8) })
+            }
+        }
+    }
+
+    /// Hand-written bodies, valid and not: the fast path never accepts what JSONDecoder refuses, never decodes
+    /// another value, and `decodeRequest` answers every error exactly as JSONDecoder's path does.
+    static let bodies: [String] = [
+        #"{"changes":[]}"#, #" { "changes" : [ ] } "#, #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x"}]}"#,
+        #"{"changes":[{"clientID":"0001","origin":"11","editID":"5","text":"x","serverID":null,"deleted":null,"baseVersion":null,"baseText":null}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"a\u00e9\ud83d\ude00\/\b\f\n\r\t\"\\"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"\ud83d"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"\ude00x"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"\x"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseVersion":-0}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseVersion":-7}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseVersion":07}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseVersion":1.0}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseVersion":1e2}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseVersion":9223372036854775808}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","deleted":"yes"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","deleted":true,"deleted":false}]}"#,
+        #"{"changes":[{"clientID":1,"origin":"11","editID":"5","text":"x"}]}"#,
+        #"{"changes":[{"clientID":"9223372036854775807","origin":"11","editID":"5","text":"x"}]}"#,
+        #"{"changes":[{"clientID":"9223372036854775808","origin":"11","editID":"5","text":"x"}]}"#,
+        #"{"changes":[{"clientID":"0","origin":"11","editID":"5","text":"x"}]}"#,
+        #"{"changes":[{"clientID":"-3","origin":"11","editID":"5","text":"x"}]}"#,
+        #"{"changes":[{"clientID":" 3","origin":"11","editID":"5","text":"x"}]}"#,
+        #"{"changes":[{"clientID":"","origin":"11","editID":"5","text":"x"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":null}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","owner":"bob"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","te\u0078t":"x"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x"},]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x",}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x"}]} x"#,
+        #"{"changes":[],"accountID":"2"}"#, #"{"changes":[],"changes":[]}"#, #"{"changes":null}"#, #"{"changes":{}}"#,
+        #"{"changes":"#, "", "null", "[]", "{}", "{\"changes\":[{\"clientID\":\"1\",\"origin\":\"11\",\"editID\":\"5\",\"text\":\"a\u{1}\"}]}",
+    ]
+
+    @Test func agreesWithJSONDecoderOnHostileBodies() throws {
+        var bodies = Self.bodies.map { Data($0.utf8) }
+        // Invalid UTF-8 inside a text, and a truncation of a valid body at every length.
+        bodies.append(Data(#"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":""#.utf8) + Data([0xC3, 0x28]) + Data(#""}]}"#.utf8))
+        let valid = Data(#"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"a\né","baseVersion":3,"baseText":"b"}]}"#.utf8)
+        for length in 0...valid.count { bodies.append(valid.prefix(length)) }
+        for body in bodies {
+            let text = String(decoding: body, as: UTF8.self)
+            let reference = Self.reference(body)
+            if let fast = PushJSON.fastDecode(body) {
+                #expect((try? reference.get()) == fast, "fast path accepted what JSONDecoder decodes otherwise: \(text)")
+            }
+            let answered = Result { () throws(APIErrorBody) in try PushJSON.decodeRequest(body) }
+            #expect(answered == reference, "\(text)")
+        }
+    }
+
+    @Test func encodesWhatJSONEncoderWrites() throws {
+        let statuses = ChangeStatus.allCases
+        for seed in propertySeeds(300) {
+            var rng = SplitMix64(seed: seed)
+            let results = (0..<Int(rng.next() % 6)).map { _ in
+                ChangeResult(
+                    clientID: id(Int64(rng.next() >> 1) | 1), editID: id(Int64(1 + rng.next() % 1000)),
+                    status: statuses[Int(rng.next() % UInt64(statuses.count))],
+                    serverID: rng.next() % 2 == 0 ? id(Int64(rng.next() >> 2) | 1) : nil,
+                    version: rng.next() % 2 == 0 ? Int64(rng.next() % 100) : nil,
+                    text: rng.next() % 2 == 0 ? Self.randomText(&rng) : nil,
+                    conflict: rng.next() % 3 == 0 ? ConflictCopy(serverID: id(Int64(rng.next() >> 3) | 1), clientID: id(7)) : nil,
+                    replayed: rng.next() % 2 == 0,
+                    error: rng.next() % 4 == 0
+                        ? APIErrorBody(code: .noteTooLarge, message: Self.randomText(&rng), field: rng.next() % 2 == 0 ? "changes[1].text" : nil)
+                        : nil)
+            }
+            let response = PushResponse(results: results)
+            let fast = PushJSON.encode(response)
+            let reference = try WireJSON.encoder().encode(response)
+            // The same JSON object (JSONEncoder's key order varies from run to run), and the same length: the same
+            // escapes.
+            let fastObject = try JSONSerialization.jsonObject(with: fast) as? NSDictionary
+            let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
+            #expect(fastObject != nil && fastObject == referenceObject, "seed \(seed)")
+            #expect(fast.count == reference.count, "seed \(seed):\n\(String(decoding: fast, as: UTF8.self))\n\(String(decoding: reference, as: UTF8.self))")
+            #expect(try JSONDecoder().decode(PushResponse.self, from: fast) == response, "seed \(seed)")
+        }
+    }
+}
