@@ -16,6 +16,8 @@
 #   WORKLOAD_ARGS  extra workload.py flags (see python3 workload.py --help)
 #   WORKLOAD   path of workload.py (default ../shared/bench/kinto/workload.py beside the repository)
 #   LOADGEN_PYTHON  interpreter of the load generator (default python3)
+#   DAEMON     another notesyncd binary to measure (e.g. an older build, for an A/B comparison in one sitting;
+#              implies NO_BUILD)
 #   NO_BUILD   1 = use the release binary already built (skips `swift build`, whose CPU would still be in the
 #              load average when the workload starts)
 set -euo pipefail
@@ -33,9 +35,9 @@ if [ "$daemons" -gt 1 ] && [[ "${DATABASE:-sqlite}" != postgres* ]]; then
 fi
 
 cd "$root"
-[ "${NO_BUILD:-0}" = 1 ] || swift build -c release --product notesyncd >&2
-bin="$(swift build -c release --show-bin-path)"
-[ -x "$bin/notesyncd" ] || { echo "no release notesyncd in $bin (run without NO_BUILD=1)" >&2; exit 1; }
+[ "${NO_BUILD:-0}" = 1 ] || [ -n "${DAEMON:-}" ] || swift build -c release --product notesyncd >&2
+daemon="${DAEMON:-$(swift build -c release --show-bin-path)/notesyncd}"
+[ -x "$daemon" ] || { echo "no release notesyncd at $daemon (run without NO_BUILD=1)" >&2; exit 1; }
 mkdir -p "$out"
 data="$(mktemp -d /tmp/notesyncd-bench-data.XXXXXX)"
 db_args=()
@@ -60,7 +62,7 @@ for i in $(seq 0 $((daemons - 1))); do
   # With PostgreSQL each daemon leases its instance number from the database (--instance is refused there).
   instance_args=(--instance "$i")
   [ -z "${DATABASE:-}" ] || [ "${DATABASE}" = sqlite ] || instance_args=()
-  "$bin/notesyncd" --data-dir "$data/$i" --port "$p" "${instance_args[@]}" --bcrypt-cost 10 --log-level warning \
+  "$daemon" --data-dir "$data/$i" --port "$p" "${instance_args[@]}" --bcrypt-cost 10 --log-level warning \
     "${db_args[@]}" > "$out/notesyncd-$i.out" 2> "$out/notesyncd-$i.log" &
   pids+=($!)
   urls+=("http://127.0.0.1:$p")

@@ -5,7 +5,8 @@
 # 100 modified notes at 10k and at 1M notes. Each timed phase runs for DURATION seconds instead of a fixed count.
 #   bash Benchmarks/loadgen/wrk.sh            # about 3 minutes
 # Env: PORT (default 18090), OUT (default /tmp/notesyncd-wrk), DURATION (default 10), BIG (default 1000000),
-#      NO_BUILD=1 (use the release binary already built).
+#      NO_BUILD=1 (use the release binary already built), DAEMON=/path/to/notesyncd (another binary, e.g. an
+#      older build for an A/B comparison in one sitting; implies NO_BUILD), ONLY=push (stop after the push phases).
 # Output: $OUT/wrk.json (one object per phase, plus the load average and CPU seconds of the daemon and of wrk).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -16,12 +17,12 @@ dur="${DURATION:-10}"
 big="${BIG:-1000000}"
 command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)" >&2; exit 1; }
 cd "$root"
-[ "${NO_BUILD:-0}" = 1 ] || swift build -c release --product notesyncd >&2
-bin="$(swift build -c release --show-bin-path)"
+[ "${NO_BUILD:-0}" = 1 ] || [ -n "${DAEMON:-}" ] || swift build -c release --product notesyncd >&2
+daemon="${DAEMON:-$(swift build -c release --show-bin-path)/notesyncd}"
 mkdir -p "$out"
 data="$(mktemp -d /tmp/notesyncd-wrk-data.XXXXXX)"
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "port $port is busy (set PORT)" >&2; exit 1; fi
-"$bin/notesyncd" --data-dir "$data" --port "$port" --bcrypt-cost 10 --log-level warning \
+"$daemon" --data-dir "$data" --port "$port" --bcrypt-cost 10 --log-level warning \
   > "$out/notesyncd.out" 2> "$out/notesyncd.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
@@ -73,6 +74,8 @@ TOKEN="$tok_push" ORIGIN="$org_push" BATCH=100 phase push_b100 -t1 -c1 -d"${dur}
 TOKEN="$tok_one" ORIGIN="$org_one" BATCH=1 phase push_b1 -t1 -c1 -d"${dur}s" --timeout 10s -s "$here/push.lua"
 TOKENS="$tokens" ORIGINS="$origins" BATCH=50 phase concurrent_8_b50 -t8 -c8 -d"${dur}s" --timeout 10s -s "$here/push.lua"
 
+if [ "${ONLY:-}" != push ]; then
+
 helper seed "$tok_10k" "$org_10k" 10000 >/dev/null
 TOKEN="$tok_10k" phase "pull_full@10k" -t1 -c1 -d"${dur}s" --timeout 10s -s "$here/pull.lua"
 since="$(helper modify "$tok_10k" "$org_10k" 100)"
@@ -85,6 +88,7 @@ echo "seeded in $(( $(date +%s) - t0 )) s" >&2
 TOKEN="$tok_big" phase "pull_full@$((big / 1000))k" -t1 -c1 -d"${dur}s" --timeout 10s -s "$here/pull.lua"
 since="$(helper modify "$tok_big" "$org_big" 100)"
 TOKEN="$tok_big" SINCE="$since" PHASE="pull_incr@$((big / 1000))k" phase "pull_incr@$((big / 1000))k" -t1 -c1 -d"${dur}s" -s "$here/pull.lua"
+fi
 
 python3 - "$results" "$out/wrk.json" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" <<'EOF'
 import json, sys, datetime, os
