@@ -30,7 +30,7 @@ final class IDMinter: Sendable {
     /// `count` new IDs, in increasing order; persists the high-water mark in `db`'s transaction.
     func mint(_ count: Int, in db: Database) throws -> [FlakeID] {
         guard count > 0 else { return [] }
-        let stored = try Int64.fetchOne(db, sql: "SELECT flake_high_water FROM settings WHERE id = 1")
+        let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT flake_high_water FROM settings WHERE id = 1"))
         let ids: [FlakeID]
         do {
             ids = try maker.withLock { (maker) throws(FlakeError) -> [FlakeID] in
@@ -45,7 +45,7 @@ final class IDMinter: Sendable {
         } catch {
             throw NotesError(.idGenerator, "Cannot mint a new note ID: \(error.description)")
         }
-        try db.execute(sql: "UPDATE settings SET flake_high_water = ? WHERE id = 1", arguments: [ids[ids.count - 1].rawValue])
+        try db.cachedStatement(sql: "UPDATE settings SET flake_high_water = ? WHERE id = 1").execute(arguments: [ids[ids.count - 1].rawValue])
         return ids
     }
 

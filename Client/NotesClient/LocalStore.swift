@@ -167,11 +167,11 @@ struct Settings: Sendable {
     static func fetch(_ db: Database) throws -> Settings? {
         guard
             let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT origin, flake_instance, flake_high_water, server_url, account_id, username, token, cursor,
-                    last_sync_at FROM settings WHERE id = 1
-                    """)
+                db.cachedStatement(
+                    sql: """
+                        SELECT origin, flake_instance, flake_high_water, server_url, account_id, username, token, cursor,
+                        last_sync_at FROM settings WHERE id = 1
+                        """))
         else { return nil }
         return Settings(
             origin: try FlakeID(stored: row[0]),
@@ -214,13 +214,13 @@ struct OutboxEntry: Sendable {
 
     static func fetchAll(_ db: Database) throws -> [OutboxEntry] {
         let rows = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
-                n.client_id, n.origin
-                FROM outbox o JOIN notes n ON n.id = o.note_id
-                ORDER BY o.edit_id
-                """)
+            db.cachedStatement(
+                sql: """
+                    SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
+                    n.client_id, n.origin
+                    FROM outbox o JOIN notes n ON n.id = o.note_id
+                    ORDER BY o.edit_id
+                    """))
         var entries: [OutboxEntry] = []
         while let row = try rows.next() {
             entries.append(

@@ -59,7 +59,7 @@ extension NotesClient {
                 try Self.forgetAccountState(db)
                 // Base texts are what was last synced with one account; against another account's note they would
                 // make the server's three-way merge drop lines. Keep them only when signing back in to that account.
-                let baseAccount = try Int64.fetchOne(db, sql: "SELECT base_account_id FROM settings WHERE id = 1")
+                let baseAccount = try Int64.fetchOne(db.cachedStatement(sql: "SELECT base_account_id FROM settings WHERE id = 1"))
                 if let baseAccount, baseAccount != session.accountID.rawValue {
                     try db.execute(sql: "UPDATE notes SET base_text = NULL WHERE base_text IS NOT NULL; UPDATE outbox SET base_text = NULL")
                 }
@@ -112,11 +112,11 @@ extension NotesClient {
             }
         }
         return try write { db in
-            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE dirty") ?? 0
+            let pending = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty")) ?? 0
             try Self.forgetAccountState(db)
             var wiped = 0
             if wipe {
-                wiped = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE NOT deleted") ?? 0
+                wiped = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE NOT deleted")) ?? 0
                 try db.execute(sql: "DELETE FROM outbox; DELETE FROM notes;")
             }
             return SignOutReport(revoked: revoked, pending: pending, wiped: wiped)

@@ -40,7 +40,7 @@ extension NotesClient {
         } catch {
             if error.code == .signedOutByServer {
                 _ = try? write { db in
-                    try db.execute(sql: "UPDATE settings SET token = NULL WHERE id = 1 AND token = ?", arguments: [token])
+                    try db.cachedStatement(sql: "UPDATE settings SET token = NULL WHERE id = 1 AND token = ?").execute(arguments: [token])
                     if db.changesCount > 0 { try Self.forgetAccountState(db) }
                 }
             }
@@ -65,8 +65,8 @@ extension NotesClient {
         try await pull(connection, limits: limits, report: &report, progress: progress)
         let now = now
         report.pending = try write { db in
-            try db.execute(sql: "UPDATE settings SET last_sync_at = ? WHERE id = 1", arguments: [now])
-            return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL") ?? 0
+            try db.cachedStatement(sql: "UPDATE settings SET last_sync_at = ? WHERE id = 1").execute(arguments: [now])
+            return try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL")) ?? 0
         }
         return report
     }
@@ -153,7 +153,7 @@ extension NotesClient {
             }
 
             let waiting = try read { db in
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL") ?? 0
+                try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL")) ?? 0
             }
             if waiting == 0 { return }
         }
@@ -199,17 +199,18 @@ extension NotesClient {
     /// Creates snapshots for dirty notes that have none (one new edit ID each) and returns the whole outbox,
     /// oldest edit first. Never-synced tombstones are marked clean instead: they have nothing to tell a server.
     private func prepareOutbox(_ db: Database) throws -> [OutboxEntry] {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE notes SET dirty = 0 WHERE dirty AND deleted AND base_text IS NULL AND server_id IS NULL
                 AND id NOT IN (SELECT note_id FROM outbox)
-                """)
+                """
+        ).execute()
         let rows = try Row.fetchAll(
-            db,
+            db.cachedStatement(
             sql: """
                 SELECT id, text, deleted, server_version, base_text, server_id, revision FROM notes
                 WHERE dirty AND push_error IS NULL AND id NOT IN (SELECT note_id FROM outbox) ORDER BY id
-                """)
+                """))
         if !rows.isEmpty {
             let editIDs = try minter.mint(rows.count, in: db)
             let insert = try db.cachedStatement(
@@ -233,7 +234,7 @@ extension NotesClient {
 
     /// Drops a snapshot the server refused (or could never take) and records the error on its note.
     private static func refuse(_ db: Database, entry: OutboxEntry, error: APIErrorBody, report: inout SyncReport) throws {
-        try db.execute(sql: "DELETE FROM outbox WHERE edit_id = ?", arguments: [entry.editID.rawValue])
+        try db.cachedStatement(sql: "DELETE FROM outbox WHERE edit_id = ?").execute(arguments: [entry.editID.rawValue])
         guard db.changesCount > 0 else { return }
         try refuseAfterRemoval(db, entry: entry, error: error, report: &report)
     }
@@ -324,9 +325,9 @@ extension NotesClient {
     private static func refuseAfterRemoval(_ db: Database, entry: OutboxEntry, error: APIErrorBody, report: inout SyncReport) throws {
         switch error.code {
         case .unknownNote:
-            try db.execute(sql: "UPDATE notes SET server_id = NULL, server_version = NULL WHERE id = ?", arguments: [entry.noteID])
+            try db.cachedStatement(sql: "UPDATE notes SET server_id = NULL, server_version = NULL WHERE id = ?").execute(arguments: [entry.noteID])
         case .invalidBase:
-            try db.execute(sql: "UPDATE notes SET server_version = NULL WHERE id = ?", arguments: [entry.noteID])
+            try db.cachedStatement(sql: "UPDATE notes SET server_version = NULL WHERE id = ?").execute(arguments: [entry.noteID])
         default:
             try db.execute(
                 sql: "UPDATE notes SET push_error = ?, push_error_message = ? WHERE id = ? AND revision = ?",
@@ -343,7 +344,7 @@ extension NotesClient {
         _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
-        var since = try read { db in try String.fetchOne(db, sql: "SELECT cursor FROM settings WHERE id = 1") } ?? SyncCursor.start.text
+        var since = try read { db in try String.fetchOne(db.cachedStatement(sql: "SELECT cursor FROM settings WHERE id = 1")) } ?? SyncCursor.start.text
         var restarted = false
         var done = 0
         progress?(SyncProgress(phase: .pulling, done: 0, total: nil))
@@ -358,7 +359,7 @@ extension NotesClient {
                 // records is idempotent, so this costs only bandwidth.
                 restarted = true
                 since = SyncCursor.start.text
-                try write { db in try db.execute(sql: "UPDATE settings SET cursor = NULL WHERE id = 1") }
+                try write { db in try db.cachedStatement(sql: "UPDATE settings SET cursor = NULL WHERE id = 1").execute() }
                 continue
             }
             report.requests += 1
@@ -434,7 +435,7 @@ extension NotesClient {
                 record.conflictOf?.rawValue, changed ? changedAt : row[5] as Int64, id,
             ])
         }
-        try db.execute(sql: "UPDATE settings SET cursor = ? WHERE id = 1", arguments: [page.cursor.text])
+        try db.cachedStatement(sql: "UPDATE settings SET cursor = ? WHERE id = 1").execute(arguments: [page.cursor.text])
         return applied
     }
 

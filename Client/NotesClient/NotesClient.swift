@@ -187,7 +187,7 @@ public final class NotesClient: Sendable {
         return try write { db in
             let note = try Self.fetchNote(db, id: id)
             if note.isDeleted { return note }
-            let inFlight = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM outbox WHERE note_id = ?)", arguments: [id]) ?? false
+            let inFlight = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM outbox WHERE note_id = ?)"), arguments: [id]) ?? false
             let neverSynced = note.baseText == nil && note.serverID == nil && !inFlight
             try db.execute(
                 sql: """
@@ -206,7 +206,7 @@ public final class NotesClient: Sendable {
     }
 
     static func fetchNote(_ db: Database, id: Int64) throws -> LocalNote {
-        guard let row = try Row.fetchOne(db, sql: "SELECT \(noteColumns) FROM notes WHERE id = ?", arguments: [id]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(noteColumns) FROM notes WHERE id = ?"), arguments: [id]) else {
             throw NotesError(.noteNotFound, "No note has local ID \(id).")
         }
         return try LocalNote(row: row)
@@ -266,7 +266,7 @@ public final class NotesClient: Sendable {
     public func identities() throws(NotesError) -> NoteIdentities {
         try read { db in
             let settings = try Settings.fetch(db)
-            let rows = try Row.fetchCursor(db, sql: "SELECT id, client_id, origin, server_id, deleted FROM notes ORDER BY id")
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT id, client_id, origin, server_id, deleted FROM notes ORDER BY id"))
             var notes: [NoteIdentity] = []
             while let row = try rows.next() {
                 notes.append(
@@ -306,7 +306,7 @@ public final class NotesClient: Sendable {
     /// The local note that has `serverID` in the signed-in account, if any.
     public func note(serverID: FlakeID) throws(NotesError) -> LocalNote? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT \(noteColumns) FROM notes WHERE server_id = ?", arguments: [serverID.rawValue])
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT \(noteColumns) FROM notes WHERE server_id = ?"), arguments: [serverID.rawValue])
                 .map(LocalNote.init(row:))
         }
     }
@@ -344,7 +344,7 @@ public final class NotesClient: Sendable {
     /// The short ID people see for every local note (see ``ShortID``), keyed by local ID.
     public func displayIDs() throws(NotesError) -> [LocalNote.ID: String] {
         let keys = try read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT id, client_id, origin FROM notes ORDER BY client_id")
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT id, client_id, origin FROM notes ORDER BY client_id"))
             var keys: [(id: Int64, clientID: FlakeID, origin: FlakeID)] = []
             while let row = try rows.next() {
                 keys.append((id: row[0], clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2])))
@@ -362,7 +362,7 @@ public final class NotesClient: Sendable {
                 db, sql: "SELECT client_id FROM notes WHERE client_id < ? ORDER BY client_id DESC LIMIT 1", arguments: [raw])
             let after = try Int64.fetchOne(
                 db, sql: "SELECT client_id FROM notes WHERE client_id > ? ORDER BY client_id LIMIT 1", arguments: [raw])
-            let twins = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE client_id = ?", arguments: [raw]) ?? 1
+            let twins = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE client_id = ?"), arguments: [raw]) ?? 1
             var shared = 0
             for neighbour in [before, after].compactMap({ $0 }) {
                 shared = max(shared, ShortID.commonPrefix(note.clientID, try FlakeID(stored: neighbour)))
@@ -381,7 +381,7 @@ public final class NotesClient: Sendable {
                     SELECT COALESCE(SUM(NOT deleted), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(dirty), 0),
                     COALESCE(SUM(push_error IS NOT NULL), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0) FROM notes
                     """)!
-            let inFlight = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0
+            let inFlight = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox")) ?? 0
             return NotesStatus(
                 origin: settings.origin, flakeInstance: settings.flakeInstance, highWaterMark: settings.highWaterMark,
                 serverURL: settings.serverURL, account: settings.account, cursor: settings.cursor,

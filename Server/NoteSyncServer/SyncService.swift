@@ -22,6 +22,8 @@ public struct SyncService: Sendable {
     let mintID: @Sendable () throws -> FlakeID
     let randomBytes: RandomBytes
     let throttle: SignInThrottle
+    /// How passwords are hashed and verified (bcrypt at ``bcryptCost`` unless the caller chose otherwise).
+    let passwords: PasswordHashing
     /// A hash verified when the username is unknown, so a wrong username costs as much as a wrong password.
     let dummyHash: String
     let logger: Logger
@@ -34,10 +36,12 @@ public struct SyncService: Sendable {
     ///   - mintID: Mints account, session and note IDs (the daemon's `FlakeGenerator`).
     ///   - randomBytes: The source of token bytes (``RandomBytes/system`` in production).
     ///   - throttle: Failed sign-in bookkeeping.
+    ///   - passwordHashing: Replaces bcrypt (nil: bcrypt at `bcryptCost`). Only for callers that never store real
+    ///     passwords, such as the simulation; the daemon always uses bcrypt.
     public init(
         store: any NoteStore, limits: SyncLimits = .default, bcryptCost: Int = 12, serverVersion: String = NotesyncdVersion.current,
         clock: any FlakeClock, mintID: @escaping @Sendable () throws -> FlakeID, randomBytes: RandomBytes = .system,
-        throttle: SignInThrottle = SignInThrottle(), logger: Logger
+        throttle: SignInThrottle = SignInThrottle(), passwordHashing: PasswordHashing? = nil, logger: Logger
     ) {
         self.store = store
         self.limits = limits
@@ -48,7 +52,8 @@ public struct SyncService: Sendable {
         self.randomBytes = randomBytes
         self.throttle = throttle
         self.logger = logger
-        self.dummyHash = Bcrypt.hash("notesyncd timing-equalizer", cost: UInt8(clamping: bcryptCost))
+        self.passwords = passwordHashing ?? .bcrypt(cost: bcryptCost)
+        self.dummyHash = passwords.hash("notesyncd timing-equalizer")
     }
 
     // MARK: - Accounts and sessions
@@ -73,8 +78,7 @@ public struct SyncService: Sendable {
         }
         if try await store.account(byUsername: username) != nil { throw Self.usernameTaken }
         let password = request.password
-        let cost = UInt8(clamping: bcryptCost)
-        let hash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+        let hash = try await passwords.run { $0.hash(password) }
         let account = AccountRecord(id: try mintID(), username: username, passwordHash: hash, createdAt: clock.unixMilliseconds())
         do {
             try await store.createAccount(account)
@@ -117,7 +121,7 @@ public struct SyncService: Sendable {
         let acceptable = CredentialRules.isAcceptablePassword(request.password)
         let candidate = acceptable ? request.password : "-"
         let hash = (acceptable ? account?.passwordHash : nil) ?? dummyHash
-        let verified = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(candidate, hash: hash) }
+        let verified = try await passwords.run { $0.verify(candidate, hash) }
         guard let account, acceptable, verified else {
             throw SyncError(.invalidCredentials, "Wrong username or password.")
         }
@@ -264,5 +268,34 @@ extension Optional {
     func asyncFlatMap<U>(_ transform: (Wrapped) async throws -> U?) async rethrows -> U? {
         guard let value = self else { return nil }
         return try await transform(value)
+    }
+}
+
+/// How the service hashes and verifies passwords: bcrypt (a slow hash, run on NIO's thread pool so that it never
+/// blocks the cooperative pool), or, for a caller that stores no real password (the simulation), something cheaper.
+public struct PasswordHashing: Sendable {
+    /// The stored form of a password.
+    public let hash: @Sendable (String) -> String
+    /// Whether a password matches a stored form.
+    public let verify: @Sendable (_ password: String, _ hash: String) -> Bool
+    /// Whether the work is slow enough to move off the cooperative pool.
+    public let isSlow: Bool
+
+    public init(hash: @escaping @Sendable (String) -> String, verify: @escaping @Sendable (String, String) -> Bool, isSlow: Bool) {
+        self.hash = hash
+        self.verify = verify
+        self.isSlow = isSlow
+    }
+
+    /// bcrypt at `cost` (4...31).
+    public static func bcrypt(cost: Int) -> PasswordHashing {
+        let cost = UInt8(clamping: cost)
+        return PasswordHashing(
+            hash: { Bcrypt.hash($0, cost: cost) }, verify: { Bcrypt.verify($0, hash: $1) }, isSlow: true)
+    }
+
+    func run<T: Sendable>(_ work: @escaping @Sendable (PasswordHashing) -> T) async throws -> T {
+        guard isSlow else { return work(self) }
+        return try await NIOThreadPool.singleton.runIfActive { work(self) }
     }
 }
