@@ -7,17 +7,18 @@ public struct NoteSimCommand: AsyncParsableCommand {
         commandName: "notes-sim",
         abstract: "Simulate many devices signing in and out, editing offline and syncing, and check that nothing is duplicated, lost or leaked.",
         discussion: """
-            Each run is generated from a seed: accounts, devices, and a schedule of steps (create, edit, delete,
-            sync, sign out, sign in to the same or another account, clock jumps, concurrent edits, forced client-ID
-            collisions, server restarts) with transport faults (lost requests, lost responses, duplicated requests,
-            interrupted syncs). After every step and at quiescence it checks: no duplicates, no cross-account data,
-            no lost edit, convergence, cursors only move forward, server IDs never change, valid IDs, pulls miss
-            nothing. Each step checks what it could have changed (the accounts' changed notes, the stores of the
-            devices it acted on); a server restart and the end of the run check everything from scratch.
+            Each run is generated from a seed: accounts, devices, and a schedule of steps (create, edit, delete, \
+            sync, sign out, sign in to the same or another account, clock jumps, concurrent edits, forced client-ID \
+            collisions, server restarts) with transport faults (lost requests, lost responses, duplicated requests, \
+            interrupted syncs). After every step and at quiescence it checks: no duplicates, no cross-account data, \
+            no lost edit, convergence, cursors only move forward, server IDs never change, valid IDs, pulls miss \
+            nothing, a push delivered twice is answered the same. Each step checks what it could have changed (the \
+            accounts' changed notes, the stores of the devices it acted on); a server restart and the end of the run \
+            check everything from scratch.
 
             A sweep runs --jobs seeds at once; every seed runs alone and the outcome is what a sequential sweep gives.
 
-            On a violation it prints the seed, the step, the invariant and the shortest trace it could find that
+            On a violation it prints the seed, the step, the invariant and the shortest trace it could find that \
             still fails, writes that trace to --trace-out (replay it with --replay), and exits 1.
 
             Exit codes: 0 no violation; 1 a violation; 2 usage or setup error.
