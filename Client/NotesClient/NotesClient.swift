@@ -129,8 +129,11 @@ public final class NotesClient: Sendable {
         try mapErrors { try store.writer.write(body) }
     }
 
+    /// Runs `body` in a deferred transaction: a consistent snapshot, like GRDB's `read`, but not in GRDB's read-only
+    /// mode, whose `PRAGMA query_only` makes SQLite expire every prepared statement of the connection, so every
+    /// cached statement would compile again after each read.
     func read<T>(_ body: (Database) throws -> T) throws(NotesError) -> T {
-        try mapErrors { try store.writer.read(body) }
+        try mapErrors { try store.writer.write(body) }
     }
 
     // MARK: - Local commands

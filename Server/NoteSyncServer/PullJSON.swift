@@ -65,7 +65,7 @@ enum PullJSON {
     /// Appends JSON to a byte buffer.
     struct Writer: JSONByteWriting {
         let keys: Keys
-        var bytes: [UInt8] = []
+        let bytes = JSONBytes()
         /// The last formatted time: notes of one push share it.
         var lastTime: (Int64, [UInt8])?
 
@@ -92,7 +92,7 @@ enum PullJSON {
             bytes += keys.hasMore
             bool(result.hasMore)
             bytes.append(UInt8(ascii: "}"))
-            return Data(bytes)
+            return bytes.takeData()
         }
 
         mutating func note(_ note: StoredNote) {

@@ -31,7 +31,7 @@ enum PushJSON {
 
     /// The JSON of a ``PushResponse``: what `WireJSON.encoder()` writes, in a fixed key order (a test compares them).
     static func encode(_ response: PushResponse) -> Data {
-        var writer = Writer()
+        let writer = Writer()
         var estimate = 16
         for result in response.results { estimate += 160 + (result.text?.utf8.count ?? 0) + (result.error?.message.utf8.count ?? 0) }
         writer.bytes.reserveCapacity(estimate)
@@ -41,14 +41,14 @@ enum PushJSON {
             writer.result(result)
         }
         writer.raw("]}")
-        return Data(writer.bytes)
+        return writer.bytes.takeData()
     }
 
     struct Writer: JSONByteWriting {
-        var bytes: [UInt8] = []
+        let bytes = JSONBytes()
 
         /// In the order of `ChangeResult`'s coding keys, absent optionals left out, as `JSONEncoder` writes them.
-        mutating func result(_ result: ChangeResult) {
+        func result(_ result: ChangeResult) {
             raw(#"{"clientID":"#)
             quotedInteger(result.clientID.rawValue)
             raw(#","editID":"#)

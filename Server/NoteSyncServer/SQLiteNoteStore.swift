@@ -24,6 +24,11 @@ public final class SQLiteNoteStore: NoteStore {
     public let backendName = "sqlite"
 
     private let writer: any DatabaseWriter
+    /// Whether reads run as transactions on the writer (the in-memory `DatabaseQueue`): GRDB's read-only mode on a
+    /// queue toggles `PRAGMA query_only`, and SQLite expires every prepared statement of the connection after a flag
+    /// pragma, so each read would make every cached statement compile again. A pool reads on its own read-only
+    /// connections and needs no such thing.
+    private let readsOnWriter: Bool
     /// Removed on close (temporary stores only).
     private let temporaryDirectory: URL?
     private let isClosed = Atomic<Bool>(false)
@@ -33,6 +38,7 @@ public final class SQLiteNoteStore: NoteStore {
 
     private init(writer: any DatabaseWriter, temporaryDirectory: URL?) throws {
         self.writer = writer
+        self.readsOnWriter = writer is DatabaseQueue
         self.temporaryDirectory = temporaryDirectory
         try Self.migrator.migrate(writer)
     }
@@ -152,7 +158,7 @@ public final class SQLiteNoteStore: NoteStore {
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
-            return try await writer.read(body)
+            return readsOnWriter ? try await writer.write(body) : try await writer.read(body)
         } catch {
             throw Self.mapped(error)
         }

@@ -134,6 +134,42 @@ struct PullJSONTests {
             #expect(fastObject == referenceObject, "seed \(seed)")
         }
     }
+
+    @Test func byteBufferGrowsKeepsEveryByteAndHandsItsMemoryToData() {
+        for seed in propertySeeds(50) {
+            var rng = SplitMix64(seed: seed)
+            let bytes = JSONBytes(capacity: 1)
+            var expected: [UInt8] = []
+            for _ in 0..<Int(rng.next() % 400) {
+                let chunk = (0..<Int(rng.next() % 300)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                switch rng.next() % 3 {
+                case 0: for byte in chunk { bytes.append(byte) }
+                case 1: bytes += chunk
+                default: chunk.withUnsafeBytes { bytes.append(contentsOf: $0) }
+                }
+                expected += chunk
+            }
+            #expect(bytes.count == expected.count, "seed \(seed)")
+            let data = bytes.takeData()
+            #expect(Array(data) == expected, "seed \(seed)")
+            #expect(bytes.count == 0 && bytes.takeData().isEmpty, "seed \(seed)")
+            bytes.append(7)
+            #expect(Array(bytes.takeData()) == [7], "seed \(seed)")
+            #expect(Array(data) == expected, "seed \(seed): the taken Data must not share the reused buffer")
+        }
+    }
+
+    @Test func largePagesMatchJSONEncoder() throws {
+        let notes = (1...600).map { index in
+            StoredNote(
+                accountID: id(1), serverID: id(Int64(index) << 22), clientID: id(Int64(index) << 23), origin: id(99),
+                version: Int64(index), text: String(repeating: "line \(index) \"quoted\"\n", count: index % 40),
+                deleted: index % 7 == 0, conflictOf: index % 5 == 0 ? id(3) : nil, changeSeq: Int64(index), createdAt: 0,
+                updatedAt: testEpoch + Int64(index / 100))
+        }
+        let result = SyncService.PullResult(notes: notes, cursor: SyncCursor(sequence: 600), hasMore: false)
+        #expect(try JSONDecoder().decode(PullResponse.self, from: PullJSON.encode(result)) == result.response)
+    }
 }
 
 @Suite("Push JSON")
