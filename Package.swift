@@ -117,6 +117,7 @@ let package = Package(
             name: "NotesClientTests",
             dependencies: [
                 "NotesClient", "NotesCommand", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -129,11 +129,21 @@ public final class NotesClient: Sendable {
         try mapErrors { try store.writer.write(body) }
     }
 
-    /// Runs `body` in a deferred transaction: a consistent snapshot, like GRDB's `read`, but not in GRDB's read-only
-    /// mode, whose `PRAGMA query_only` makes SQLite expire every prepared statement of the connection, so every
-    /// cached statement would compile again after each read.
+    /// Runs `body` in a deferred transaction: a consistent snapshot that takes no write lock (another `notes`
+    /// process may be syncing), like GRDB's `read`, but not in GRDB's read-only mode, whose `PRAGMA query_only`
+    /// makes SQLite expire every prepared statement of the connection, so every cached statement would compile
+    /// again after each read. (Not `write`: GRDB begins those `IMMEDIATE`, which takes the write lock.)
     func read<T>(_ body: (Database) throws -> T) throws(NotesError) -> T {
-        try mapErrors { try store.writer.write(body) }
+        try mapErrors {
+            try store.writer.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.deferred) {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+        }
     }
 
     // MARK: - Local commands

@@ -51,12 +51,6 @@ final class JSONBytes {
         bytes.withUnsafeBytes { append(contentsOf: $0) }
     }
 
-    func append(contentsOf text: String.UTF8View) {
-        if text.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil {
-            for byte in text { append(byte) }
-        }
-    }
-
     static func += (bytes: JSONBytes, more: [UInt8]) {
         bytes.append(contentsOf: more)
     }
@@ -92,7 +86,7 @@ extension JSONByteWriting {
         if value < 0 {
             bytes.append(UInt8(ascii: "-"))
             if value == .min {
-                bytes.append(contentsOf: "9223372036854775808".utf8)
+                raw("9223372036854775808")
                 return
             }
         }

@@ -24,10 +24,10 @@ public final class SQLiteNoteStore: NoteStore {
     public let backendName = "sqlite"
 
     private let writer: any DatabaseWriter
-    /// Whether reads run as transactions on the writer (the in-memory `DatabaseQueue`): GRDB's read-only mode on a
-    /// queue toggles `PRAGMA query_only`, and SQLite expires every prepared statement of the connection after a flag
-    /// pragma, so each read would make every cached statement compile again. A pool reads on its own read-only
-    /// connections and needs no such thing.
+    /// Whether reads run as deferred transactions on the writer (the in-memory `DatabaseQueue`): GRDB's read-only
+    /// mode on a queue toggles `PRAGMA query_only`, and SQLite expires every prepared statement of the connection
+    /// after a flag pragma, so each read would make every cached statement compile again. A pool reads on its own
+    /// read-only connections and needs no such thing.
     private let readsOnWriter: Bool
     /// Removed on close (temporary stores only).
     private let temporaryDirectory: URL?
@@ -158,7 +158,15 @@ public final class SQLiteNoteStore: NoteStore {
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
-            return readsOnWriter ? try await writer.write(body) : try await writer.read(body)
+            guard readsOnWriter else { return try await writer.read(body) }
+            return try await writer.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.deferred) {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
         } catch {
             throw Self.mapped(error)
         }

@@ -159,6 +159,15 @@ struct PullJSONTests {
         }
     }
 
+    @Test func integersIncludingTheSmallestAreWrittenInFull() {
+        let writer = PushJSON.Writer()
+        for value: Int64 in [0, 7, -5, .max, .min] {
+            writer.integer(value)
+            writer.raw(",")
+        }
+        #expect(String(decoding: writer.bytes.takeData(), as: UTF8.self) == "0,7,-5,9223372036854775807,-9223372036854775808,")
+    }
+
     @Test func largePagesMatchJSONEncoder() throws {
         let notes = (1...600).map { index in
             StoredNote(

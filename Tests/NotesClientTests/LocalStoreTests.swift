@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import MiniFlake
 import NoteSyncProtocol
 import NotesClient
@@ -162,6 +163,22 @@ struct LocalStoreTests {
             let note = try device(home: home).add("kept")
             let reopened = try device(seed: 9, home: home)
             #expect(try reopened.note(note.id) == note)
+        }
+    }
+
+    @Test func readsTakeNoWriteLockWhileAnotherProcessWrites() async throws {
+        try await withTemporaryDirectory { home in
+            let client = try device(home: home)
+            let note = try client.add("kept")
+            // Another process (a `notes sync`, say) holding the write lock: reads must not wait for it (WAL readers
+            // never do), which a read that began an IMMEDIATE transaction would, then fail after the busy timeout.
+            let other = try DatabaseQueue(path: home.appendingPathComponent("notes.sqlite").path)
+            try other.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                defer { try? db.execute(sql: "ROLLBACK") }
+                #expect(try client.note(note.id).text == "kept")
+                #expect(try client.notes().map(\.id) == [note.id])
+            }
         }
     }
 
