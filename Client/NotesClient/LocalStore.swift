@@ -97,6 +97,24 @@ struct LocalStore: Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("v2-account-bases") { db in
+            // The base texts of the accounts this installation is not signed in to (see
+            // `NotesClient.switchBases`): signing back in to one pushes its notes with that account's bases, so an
+            // edit made meanwhile fast-forwards or merges instead of becoming a conflict copy.
+            try db.execute(
+                sql: """
+                    ALTER TABLE settings ADD COLUMN base_server_url TEXT;
+                    UPDATE settings SET base_server_url = server_url WHERE base_account_id IS NOT NULL;
+                    CREATE TABLE account_bases (
+                        server_url TEXT NOT NULL,
+                        account_id INTEGER NOT NULL,
+                        note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+                        base_text TEXT NOT NULL,
+                        PRIMARY KEY (server_url, account_id, note_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX account_bases_note ON account_bases(note_id);
+                    """)
+        }
         return migrator
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import MiniFlake
 import NoteSyncProtocol
 import NoteSyncServer
@@ -211,6 +212,57 @@ struct SyncTests {
         #expect(try await serverTexts(server, "bob") == ["four, offline", "one", "two"])
         #expect(try await serverTexts(server, "alice", seed: 31337) == ["one", "two"])
         #expect(try a.account()?.username == "bob")
+    }
+
+    /// A note carried to another account and edited there comes back with the first account's base text: the
+    /// server merges the edit with what changed meanwhile. Without a base it would be a conflict copy; with the other
+    /// account's base (the text the edit was made on there) the merge would drop the edit's new line.
+    @Test func signingBackInMergesAnEditMadeInAnotherAccount() async throws {
+        try await withTemporaryDirectory { home in
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1, home: home)
+        let other = try makeDevice(server.transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signIn(other, "alice")
+        let note = try a.add("one\ntwo\nthree")
+        try await a.syncOK()
+        try await other.syncOK()
+
+        // a carries the note to bob and edits it there.
+        try await a.signOut()
+        try await signUp(a, "bob")
+        try a.edit(note.id, text: "one\ntwo\nthree\nfour, added in bob")
+        #expect(try await a.syncOK().updated == 1)
+        // Meanwhile alice's other device edits another line.
+        let onOther = try #require(try other.notes().first { $0.clientID == note.clientID })
+        try other.edit(onOther.id, text: "ONE\ntwo\nthree")
+        try await other.syncOK()
+
+        try await a.signOut()
+        let backToAlice = try await signIn(a, "alice").sync.get()
+        #expect(backToAlice.merged == 1 && backToAlice.conflicts == 0)
+        try await other.syncOK()
+        let merged = "ONE\ntwo\nthree\nfour, added in bob"
+        #expect(try a.texts() == [merged] && other.texts() == [merged])
+        #expect(try await serverTexts(server, "alice") == [merged])
+
+        // Back in bob, bob's base is current: the merged text fast-forwards bob's note, nothing is duplicated.
+        try await a.signOut()
+        let backToBob = try await signIn(a, "bob").sync.get()
+        #expect(backToBob.conflicts == 0 && backToBob.created == 0 && backToBob.reconciled == 1)
+        #expect(try await serverTexts(server, "bob") == [merged])
+
+        // The bases set aside are alice's, one per note; a wipe forgets them with the notes.
+        let database = try DatabaseQueue(path: home.appendingPathComponent("notes.sqlite").path)
+        let aliceID = try #require(try await server.store.account(byUsername: "alice")).id
+        let saved = try await database.read { db in
+            try Row.fetchAll(db, sql: "SELECT account_id, base_text FROM account_bases").map { ($0[0] as Int64, $0[1] as String) }
+        }
+        #expect(saved.count == 1 && saved.first?.0 == aliceID.rawValue && saved.first?.1 == merged)
+        try await a.signOut(wipe: true)
+        #expect(try a.allNotes().isEmpty)
+        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM account_bases") } == 0)
+        }
     }
 
     @Test func aLostAnswerIsReplayedNotDuplicated() async throws {
