@@ -24,11 +24,14 @@ public final class SQLiteNoteStore: NoteStore {
     public let backendName = "sqlite"
 
     private let writer: any DatabaseWriter
-    /// Whether reads run as deferred transactions on the writer (the in-memory `DatabaseQueue`): GRDB's read-only
-    /// mode on a queue toggles `PRAGMA query_only`, and SQLite expires every prepared statement of the connection
-    /// after a flag pragma, so each read would make every cached statement compile again. A pool reads on its own
-    /// read-only connections and needs no such thing.
-    private let readsOnWriter: Bool
+    /// Whether this is the in-memory `DatabaseQueue` (tests, the simulation), which differs in two ways:
+    /// - Reads run as deferred transactions on the writer: GRDB's read-only mode on a queue toggles
+    ///   `PRAGMA query_only`, and SQLite expires every prepared statement of the connection after a flag pragma, so
+    ///   each read would make every cached statement compile again. A pool reads on its own read-only connections.
+    /// - Reads and writes run on the calling thread (GRDB's synchronous API) instead of hopping to the queue's
+    ///   thread and back: with no file, a transaction is a few microseconds of CPU, less than the two thread
+    ///   wake-ups of a hop, and nothing waits on I/O. The on-disk pool keeps the asynchronous API.
+    private let inMemoryQueue: Bool
     /// Removed on close (temporary stores only).
     private let temporaryDirectory: URL?
     private let isClosed = Atomic<Bool>(false)
@@ -38,7 +41,7 @@ public final class SQLiteNoteStore: NoteStore {
 
     private init(writer: any DatabaseWriter, temporaryDirectory: URL?) throws {
         self.writer = writer
-        self.readsOnWriter = writer is DatabaseQueue
+        self.inMemoryQueue = writer is DatabaseQueue
         self.temporaryDirectory = temporaryDirectory
         try Self.migrator.migrate(writer)
     }
@@ -158,25 +161,36 @@ public final class SQLiteNoteStore: NoteStore {
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
-            guard readsOnWriter else { return try await writer.read(body) }
-            return try await writer.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.deferred) {
-                    result = try body(db)
-                    return .commit
-                }
-                return result!
-            }
+            guard inMemoryQueue else { return try await writer.read(body) }
+            return try readInline(body)
         } catch {
             throw Self.mapped(error)
         }
+    }
+
+    /// A read of the in-memory queue, on the calling thread (see ``inMemoryQueue``).
+    private func readInline<T>(_ body: (Database) throws -> T) throws -> T {
+        try writer.writeWithoutTransaction { db in
+            var result: T?
+            try db.inTransaction(.deferred) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
+    }
+
+    /// A write transaction of the in-memory queue, on the calling thread (see ``inMemoryQueue``).
+    private func writeInline<T>(_ body: (Database) throws -> T) throws -> T {
+        try writer.write(body)
     }
 
     /// Runs a write transaction, mapping closed/busy states to ``NoteStoreError``.
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
-            return try await writer.write(body)
+            guard inMemoryQueue else { return try await writer.write(body) }
+            return try writeInline(body)
         } catch {
             throw Self.mapped(error)
         }
