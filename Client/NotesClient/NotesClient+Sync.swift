@@ -91,7 +91,6 @@ extension NotesClient {
         _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
-        let encoder = WireJSON.encoder()
         for _ in 0..<Self.maxPushRounds {
             let entries = try write { db in try prepareOutbox(db) }
             if entries.isEmpty { return }
@@ -106,7 +105,7 @@ extension NotesClient {
                         (entry, APIErrorBody(code: .noteTooLarge, message: "The note is larger than the server's limit of \(limits.maxNoteBytes) bytes.")))
                     continue
                 }
-                let json = (try? encoder.encode(entry.change)) ?? Data()
+                let json = entry.change.encodedJSON()
                 if json.count + Self.pushEnvelopeBytes > limits.maxBodyBytes {
                     refused.append(
                         (entry, APIErrorBody(code: .bodyTooLarge, message: "The note does not fit in one request to this server.")))

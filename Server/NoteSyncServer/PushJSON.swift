@@ -91,12 +91,11 @@ enum PushJSON {
         }
     }
 
-    /// A strict reader of the common push shape (RFC 8259 grammar); every method returns nil to give up.
+    /// A reader of the common push shape; every method returns nil to give up.
     struct Parser {
-        let bytes: UnsafeRawBufferPointer
-        var index = 0
+        var reader: JSONByteReader
 
-        init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+        init(_ bytes: UnsafeRawBufferPointer) { reader = JSONByteReader(bytes) }
 
         mutating func pushRequest() -> PushRequest? {
             skipWhitespace()
@@ -122,8 +121,7 @@ enum PushJSON {
             }
             skipWhitespace()
             guard consume(UInt8(ascii: "}")) else { return nil }
-            skipWhitespace()
-            return index == bytes.count ? PushRequest(changes: changes) : nil
+            return reader.atEnd() ? PushRequest(changes: changes) : nil
         }
 
         /// The keys of the two objects, read without allocating.
@@ -174,182 +172,23 @@ enum PushJSON {
                 deleted: deleted ?? false, baseVersion: baseVersion, baseText: baseText)
         }
 
-        // MARK: Tokens
+        // MARK: Tokens (the shared reader)
 
-        mutating func skipWhitespace() {
-            while index < bytes.count {
-                switch bytes[index] {
-                case 0x20, 0x09, 0x0A, 0x0D: index += 1
-                default: return
-                }
-            }
-        }
-
-        mutating func consume(_ byte: UInt8) -> Bool {
-            guard index < bytes.count, bytes[index] == byte else { return false }
-            index += 1
-            return true
-        }
-
-        mutating func consume(_ literal: StaticString) -> Bool {
-            let count = literal.utf8CodeUnitCount
-            guard bytes.count - index >= count else { return false }
-            for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] { return false }
-            index += count
-            return true
-        }
-
-        mutating func null() -> Bool { consume("null") }
-
-        mutating func bool() -> Bool? {
-            if consume("true") { return true }
-            if consume("false") { return false }
-            return nil
-        }
-
-        /// A key with no escapes, one of ``Key``.
-        mutating func key() -> Key? {
-            guard consume(UInt8(ascii: "\"")) else { return nil }
-            let start = index
-            while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
-                if bytes[index] == UInt8(ascii: "\\") || bytes[index] < 0x20 { return nil }
-                index += 1
-            }
-            guard index < bytes.count else { return nil }
-            let name = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-            index += 1
-            return Key(name)
-        }
-
-        /// An ID as the wire sends it: a decimal string of a positive 64-bit value (leading zeros allowed, as
-        /// `FlakeID`'s decoder allows them).
-        mutating func id() -> FlakeID? {
-            guard consume(UInt8(ascii: "\"")) else { return nil }
-            var value: Int64 = 0
-            var digits = 0
-            while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
-                let byte = bytes[index]
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-                let (sum, o2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
-                guard !o1, !o2 else { return nil }
-                value = sum
-                digits += 1
-                index += 1
-            }
-            guard index < bytes.count, digits > 0, value > 0 else { return nil }
-            index += 1
-            return try? FlakeID(validating: value)
-        }
-
-        /// A JSON integer in Int64's range, without fraction or exponent.
-        mutating func integer() -> Int64? {
-            let negative = consume(UInt8(ascii: "-"))
-            guard index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") else { return nil }
-            if bytes[index] == UInt8(ascii: "0"), index + 1 < bytes.count,
-                bytes[index + 1] >= UInt8(ascii: "0"), bytes[index + 1] <= UInt8(ascii: "9")
-            {
-                return nil  // a leading zero is not JSON
-            }
-            var value: Int64 = 0
-            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-                let digit = Int64(bytes[index] - UInt8(ascii: "0"))
-                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-                let (next, o2) = negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
-                guard !o1, !o2 else { return nil }
-                value = next
-                index += 1
-            }
-            if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
-                return nil
-            }
-            if negative, value == 0 { return nil }  // "-0": rare, let JSONDecoder decide
-            return value
-        }
-
-        /// A JSON string; its UTF-8 must be valid, and escapes must not leave a lone surrogate.
-        mutating func string() -> String? {
-            guard consume(UInt8(ascii: "\"")) else { return nil }
-            let start = index
-            while index < bytes.count {
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") {
-                    let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-                    index += 1
-                    return text
-                }
-                if byte == UInt8(ascii: "\\") { break }
-                if byte < 0x20 { return nil }
-                index += 1
-            }
-            guard index < bytes.count else { return nil }
-            // Escapes: copy what came before, then decode the rest byte by byte.
-            var decoded = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
-            while index < bytes.count {
-                let byte = bytes[index]
-                index += 1
-                switch byte {
-                case UInt8(ascii: "\""):
-                    return String(validating: decoded, as: UTF8.self)
-                case UInt8(ascii: "\\"):
-                    guard index < bytes.count else { return nil }
-                    let escape = bytes[index]
-                    index += 1
-                    switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded.append(escape)
-                    case UInt8(ascii: "b"): decoded.append(0x08)
-                    case UInt8(ascii: "f"): decoded.append(0x0C)
-                    case UInt8(ascii: "n"): decoded.append(0x0A)
-                    case UInt8(ascii: "r"): decoded.append(0x0D)
-                    case UInt8(ascii: "t"): decoded.append(0x09)
-                    case UInt8(ascii: "u"):
-                        guard let unit = hex4() else { return nil }
-                        var scalar = UInt32(unit)
-                        if (0xD800..<0xDC00).contains(unit) {
-                            guard consume("\\u"), let low = hex4(), (0xDC00..<0xE000).contains(low) else { return nil }
-                            scalar = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
-                        } else if (0xDC00..<0xE000).contains(unit) {
-                            return nil
-                        }
-                        guard let value = Unicode.Scalar(scalar) else { return nil }
-                        decoded.append(contentsOf: UTF8.encode(value)!)
-                    default:
-                        return nil
-                    }
-                default:
-                    if byte < 0x20 { return nil }
-                    decoded.append(byte)
-                }
-            }
-            return nil
-        }
-
-        mutating func hex4() -> UInt16? {
-            guard bytes.count - index >= 4 else { return nil }
-            var value: UInt16 = 0
-            for _ in 0..<4 {
-                let byte = bytes[index]
-                let digit: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                default: return nil
-                }
-                value = value << 4 | UInt16(digit)
-                index += 1
-            }
-            return value
-        }
+        mutating func skipWhitespace() { reader.skipWhitespace() }
+        mutating func consume(_ byte: UInt8) -> Bool { reader.consume(byte) }
+        mutating func null() -> Bool { reader.null() }
+        mutating func bool() -> Bool? { reader.bool() }
+        mutating func key() -> Key? { reader.rawKey().flatMap(Key.init) }
+        mutating func id() -> FlakeID? { reader.id() }
+        mutating func integer() -> Int64? { reader.integer() }
+        mutating func string() -> String? { reader.string() }
     }
 }
 
 extension PushJSON.Parser.Key {
     /// The key spelt by `name` (the wire names of ``PushRequest`` and ``NoteChange``).
     init?(_ name: UnsafeRawBufferPointer) {
-        func equals(_ literal: StaticString) -> Bool {
-            name.count == literal.utf8CodeUnitCount && memcmp(name.baseAddress!, literal.utf8Start, name.count) == 0
-        }
+        func equals(_ literal: StaticString) -> Bool { JSONByteReader.equals(name, literal) }
         switch name.count {
         case 4: if equals("text") { self = .text } else { return nil }
         case 6: if equals("origin") { self = .origin } else if equals("editID") { self = .editID } else { return nil }

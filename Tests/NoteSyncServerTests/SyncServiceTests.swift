@@ -129,6 +129,14 @@ struct PullJSONTests {
             }
             // Same JSON object as JSONEncoder's (key order aside).
             let reference = try WireJSON.encoder().encode(result.response)
+            // The client's hand-written decoder reads both without falling back, to the same value.
+            for body in [fast, reference] {
+                let client = try #require(PullResponse.fast(body), "seed \(seed): \(String(decoding: body, as: UTF8.self))")
+                #expect(client == result.response, "seed \(seed)")
+                for (a, b) in zip(client.changes, result.response.changes) {
+                    #expect(Array(a.text.utf8) == Array(b.text.utf8), "seed \(seed)")
+                }
+            }
             let fastObject = try JSONSerialization.jsonObject(with: fast) as? NSDictionary
             let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
             #expect(fastObject == referenceObject, "seed \(seed)")
@@ -299,6 +307,100 @@ struct PushJSONTests {
             #expect(fastObject != nil && fastObject == referenceObject, "seed \(seed)")
             #expect(fast.count == reference.count, "seed \(seed):\n\(String(decoding: fast, as: UTF8.self))\n\(String(decoding: reference, as: UTF8.self))")
             #expect(try JSONDecoder().decode(PushResponse.self, from: fast) == response, "seed \(seed)")
+            // The client's hand-written decoder reads both without falling back, to the same value.
+            for body in [fast, reference] {
+                #expect(PushResponse.fast(body) == response, "seed \(seed): \(String(decoding: body, as: UTF8.self))")
+            }
         }
     }
 }
+
+/// The client's side of the hot bodies (`ClientJSON.swift` in the wire module): push changes written by hand,
+/// push and pull answers read by hand with `JSONDecoder` behind.
+@Suite("Client JSON")
+struct ClientJSONTests {
+    @Test func changesAreWrittenAsJSONEncoderWritesThem() throws {
+        for seed in propertySeeds(300) {
+            var rng = SplitMix64(seed: seed)
+            for change in PushJSONTests.randomRequest(&rng).changes {
+                let fast = change.encodedJSON()
+                let reference = try WireJSON.encoder().encode(change)
+                let fastObject = try JSONSerialization.jsonObject(with: fast) as? NSDictionary
+                let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
+                #expect(fastObject != nil && fastObject == referenceObject, "seed \(seed)")
+                #expect(fast.count == reference.count, "seed \(seed): \(String(decoding: fast, as: UTF8.self))")
+                let back = try JSONDecoder().decode(NoteChange.self, from: fast)
+                #expect(back == change && Array(back.text.utf8) == Array(change.text.utf8), "seed \(seed)")
+            }
+        }
+    }
+
+    /// Answers valid and not: the fast path never accepts what JSONDecoder refuses and never decodes another
+    /// value; what it gives up on (a newer server's extra field, say) `decode` still reads through JSONDecoder.
+    static let pushBodies: [String] = [
+        #"{"results":[]}"#, #" { "results" : [ ] } "#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"created","serverID":"9","version":1,"replayed":false}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"created","serverID":null,"version":null,"text":null,"conflict":null,"error":null}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"conflict","serverID":"9","version":3,"text":"a\u00e9\ud83d\ude00\/\n","conflict":{"serverID":"12","clientID":"13"},"replayed":true}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"rejected","error":{"code":"note_too_large","message":"big","field":"changes[0].text"},"replayed":false}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"rejected","error":{"code":"x","message":"m","field":null}}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"rejected","error":{"code":"x"}}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"exploded"}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"created","hint":"new in v2"}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"created"}],"serverTime":"now"}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"created","version":2,"version":3}]}"#,
+        #"{"results":[{"clientID":1,"editID":"5","status":"created"}]}"#,
+        #"{"results":[{"clientID":"0","editID":"5","status":"created"}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"created","version":1.5}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"created","text":"\ud83d"}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"created","conflict":{"serverID":"12"}}]}"#,
+        #"{"results":[{"clientID":"1","status":"created"}]}"#, #"{"results":[{}]}"#, #"{"results":null}"#, #"{"results":[],}"#,
+        #"{"results":[]} x"#, "", "null", "[]", "{}",
+    ]
+    static let pullBodies: [String] = [
+        #"{"changes":[],"cursor":"c0","hasMore":false}"#, #" { "hasMore" : true , "cursor" : "c7" , "changes" : [ ] } "#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x\ny","deleted":false,"updatedAt":"2026-11-23T01:00:00.000Z"}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"","deleted":true,"conflictOf":"4","updatedAt":"t"}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"","deleted":true,"conflictOf":null,"updatedAt":"t"}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"","deleted":true,"updatedAt":"t","owner":"7"}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"deleted":true,"updatedAt":"t"}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"","deleted":"no","updatedAt":"t"}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[],"cursor":"3","hasMore":false}"#, #"{"changes":[],"cursor":"c03","hasMore":false}"#,
+        #"{"changes":[],"cursor":"c1","hasMore":false,"hasMore":true}"#, #"{"changes":[],"cursor":"c1"}"#,
+        #"{"changes":[],"cursor":"c1","hasMore":false,"next":"later"}"#, "", "{}",
+    ]
+
+    @Test func answersAgreeWithJSONDecoder() throws {
+        func check<T: WireFastDecodable & Equatable>(_ type: T.Type, _ bodies: [String]) {
+            var datas = bodies.map { Data($0.utf8) }
+            // Every truncation of the longest body, and invalid UTF-8 inside a text.
+            if let longest = bodies.max(by: { $0.utf8.count < $1.utf8.count }) {
+                for length in 0..<longest.utf8.count { datas.append(Data(longest.utf8.prefix(length))) }
+            }
+            datas.append(Data(#"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":""#.utf8) + Data([0xC3, 0x28]) + Data(#"","deleted":false,"updatedAt":"t"}],"cursor":"c3","hasMore":false}"#.utf8))
+            for body in datas {
+                let text = String(decoding: body, as: UTF8.self)
+                let reference = try? JSONDecoder().decode(T.self, from: body)
+                if let fast = T.fast(body) {
+                    #expect(reference == fast, "fast path accepted what JSONDecoder decodes otherwise: \(text)")
+                }
+                #expect((try? T.decode(body)) == reference, "\(text)")
+            }
+        }
+        check(PushResponse.self, Self.pushBodies)
+        check(PullResponse.self, Self.pullBodies)
+        // A newer server's extra field is read, through JSONDecoder.
+        let newer = Data(Self.pushBodies[9].utf8)
+        #expect(PushResponse.fast(newer) == nil)
+        #expect(try PushResponse.decode(newer).results.first?.status == .created)
+        // The common shapes are read by the fast path.
+        #expect(PushResponse.fast(Data(Self.pushBodies[4].utf8))?.results.first?.text == "aé😀/\n")
+        #expect(PullResponse.fast(Data(Self.pullBodies[1].utf8)) == PullResponse(changes: [], cursor: SyncCursor(sequence: 7), hasMore: true))
+    }
+}
+
+extension WireFastDecodable {
+    /// The fast path alone, on `Data`.
+    static func fast(_ data: Data) -> Self? { data.withUnsafeBytes { fastDecode($0) } }
+}
+

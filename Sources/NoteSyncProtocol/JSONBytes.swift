@@ -1,7 +1,9 @@
 import Foundation
 
-/// Writes JSON values to a byte buffer; the pull and push answers' writers share it.
-protocol JSONByteWriting {
+/// Writes JSON values to a byte buffer: the server's pull and push answers and the client's push changes are
+/// written with it instead of `JSONEncoder` (tests compare the bytes with `JSONEncoder`'s). Inlinable, because the
+/// writers live in other modules and call it once per byte.
+public protocol JSONByteWriting {
     var bytes: JSONBytes { get }
 }
 
@@ -9,19 +11,22 @@ protocol JSONByteWriting {
 ///
 /// A page of 1,000 notes is about 380 KB: building it in an `[UInt8]` and then copying it into `Data` cost a copy
 /// and a fresh set of page faults per pull. A class, so that the writers that share one never free it twice.
-final class JSONBytes {
-    private var start: UnsafeMutableRawPointer?
-    private(set) var count = 0
-    private var capacity = 0
+public final class JSONBytes {
+    @usableFromInline var start: UnsafeMutableRawPointer?
+    @usableFromInline var _count = 0
+    @usableFromInline var capacity = 0
 
-    init(capacity: Int = 256) {
+    /// Bytes written so far.
+    @inlinable public var count: Int { _count }
+
+    public init(capacity: Int = 256) {
         reserveCapacity(capacity)
     }
 
     deinit { free(start) }
 
     /// Makes room for at least `minimum` bytes in all.
-    func reserveCapacity(_ minimum: Int) {
+    @inlinable public func reserveCapacity(_ minimum: Int) {
         guard minimum > capacity else { return }
         let newCapacity = Swift.max(minimum, capacity * 2, 64)
         guard let grown = realloc(start, newCapacity) else { fatalError("out of memory (\(newCapacity) bytes)") }
@@ -29,38 +34,42 @@ final class JSONBytes {
         capacity = newCapacity
     }
 
-    @inline(__always)
-    func append(_ byte: UInt8) {
-        if count == capacity { reserveCapacity(count + 1) }
-        start.unsafelyUnwrapped.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
-        count += 1
+    @inlinable @inline(__always)
+    public func append(_ byte: UInt8) {
+        if _count == capacity { reserveCapacity(_count + 1) }
+        start.unsafelyUnwrapped.storeBytes(of: byte, toByteOffset: _count, as: UInt8.self)
+        _count += 1
     }
 
-    func append(contentsOf buffer: UnsafeRawBufferPointer) {
+    @inlinable
+    public func append(contentsOf buffer: UnsafeRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        if count + buffer.count > capacity { reserveCapacity(count + buffer.count) }
-        (start.unsafelyUnwrapped + count).copyMemory(from: base, byteCount: buffer.count)
-        count += buffer.count
+        if _count + buffer.count > capacity { reserveCapacity(_count + buffer.count) }
+        (start.unsafelyUnwrapped + _count).copyMemory(from: base, byteCount: buffer.count)
+        _count += buffer.count
     }
 
-    func append(contentsOf buffer: UnsafeBufferPointer<UInt8>) {
+    @inlinable
+    public func append(contentsOf buffer: UnsafeBufferPointer<UInt8>) {
         append(contentsOf: UnsafeRawBufferPointer(buffer))
     }
 
-    func append(contentsOf bytes: [UInt8]) {
+    @inlinable
+    public func append(contentsOf bytes: [UInt8]) {
         bytes.withUnsafeBytes { append(contentsOf: $0) }
     }
 
-    static func += (bytes: JSONBytes, more: [UInt8]) {
+    @inlinable
+    public static func += (bytes: JSONBytes, more: [UInt8]) {
         bytes.append(contentsOf: more)
     }
 
     /// The bytes written, as `Data` that owns the memory (no copy); the buffer is empty afterwards.
-    func takeData() -> Data {
-        guard let taken = start, count > 0 else { return Data() }
-        let data = Data(bytesNoCopy: taken, count: count, deallocator: .free)
+    public func takeData() -> Data {
+        guard let taken = start, _count > 0 else { return Data() }
+        let data = Data(bytesNoCopy: taken, count: _count, deallocator: .free)
         start = nil
-        count = 0
+        _count = 0
         capacity = 0
         return data
     }
@@ -68,21 +77,21 @@ final class JSONBytes {
 
 extension JSONByteWriting {
     /// Bytes known to be JSON already (keys, punctuation).
-    func raw(_ text: StaticString) {
+    @inlinable public func raw(_ text: StaticString) {
         bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    func bool(_ value: Bool) {
+    @inlinable public func bool(_ value: Bool) {
         raw(value ? "true" : "false")
     }
 
-    func quotedInteger(_ value: Int64) {
+    @inlinable public func quotedInteger(_ value: Int64) {
         bytes.append(UInt8(ascii: "\""))
         integer(value)
         bytes.append(UInt8(ascii: "\""))
     }
 
-    func integer(_ value: Int64) {
+    @inlinable public func integer(_ value: Int64) {
         if value < 0 {
             bytes.append(UInt8(ascii: "-"))
             if value == .min {
@@ -107,7 +116,7 @@ extension JSONByteWriting {
 
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`, ... or `\u00XX`; everything else
     /// (including non-ASCII UTF-8) as is.
-    func string(_ text: String) {
+    @inlinable public func string(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
