@@ -90,7 +90,8 @@ extension NotesClient {
     /// transaction, forgets the token, the account, the cursor and every server ID and version. Every note stays,
     /// edited or not, with its unsynced changes, which sync at the next sign-in (to this account or another).
     ///
-    /// - Parameter wipe: also delete every local note (unsynced changes are lost).
+    /// - Parameter wipe: also delete every local note (unsynced changes are lost) and the base texts kept for each
+    ///   account.
     /// - Returns: whether the token was revoked, how many notes had unsynced changes, how many were wiped.
     @discardableResult
     public func signOut(wipe: Bool = false) async throws(NotesError) -> SignOutReport {

@@ -202,7 +202,8 @@ struct Logout: AsyncParsableCommand {
         abstract: "Sign out; your notes stay on this device unless --wipe.",
         discussion: """
             Notes with unsynced changes stay on this device and sync at your next sign-in, to this account or \
-            another. --wipe deletes every note from this device too: it asks for confirmation unless --yes, and \
+            another. --wipe deletes every note from this device too, with the last synced texts kept for each account \
+            you signed in to: it asks for confirmation unless --yes, and \
             refuses without a terminal to ask on.
             """)
 
