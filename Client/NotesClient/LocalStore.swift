@@ -103,14 +103,11 @@ struct LocalStore: Sendable {
             // edit made meanwhile fast-forwards or merges instead of becoming a conflict copy.
             try db.execute(
                 sql: """
-                    ALTER TABLE settings ADD COLUMN base_server_url TEXT;
-                    UPDATE settings SET base_server_url = server_url WHERE base_account_id IS NOT NULL;
                     CREATE TABLE account_bases (
-                        server_url TEXT NOT NULL,
                         account_id INTEGER NOT NULL,
                         note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
                         base_text TEXT NOT NULL,
-                        PRIMARY KEY (server_url, account_id, note_id)
+                        PRIMARY KEY (account_id, note_id)
                     ) WITHOUT ROWID;
                     CREATE INDEX account_bases_note ON account_bases(note_id);
                     """)

@@ -57,7 +57,7 @@ extension NotesClient {
                 settings.token != nil && settings.accountID == session.accountID && settings.serverURL == serverText
             if !sameAccount {
                 try Self.forgetAccountState(db)
-                try Self.switchBases(db, server: serverText, account: session.accountID)
+                try Self.switchBases(db, account: session.accountID)
             }
             try db.execute(
                 sql: "UPDATE settings SET server_url = ?, account_id = ?, username = ?, token = ? WHERE id = 1",
@@ -117,42 +117,39 @@ extension NotesClient {
         }
     }
 
-    /// Makes the base texts in `notes` and `outbox` those of `account` on `server`.
+    /// Makes the base texts in `notes` and `outbox` those of `account`.
     ///
     /// A base text is what was last synced with one account: the server merges a pushed edit against it. Against
     /// another account's note it would make that merge drop lines, and without any base every note edited
     /// elsewhere comes back as a conflict copy. So the bases of the account signed in to before are set aside in
     /// `account_bases`, and the new account's are taken back from there (none for an account never signed in to
-    /// here). Nothing changes when the bases already belong to that account. `signOut(wipe: true)` deletes them all.
-    static func switchBases(_ db: Database, server: String, account: FlakeID) throws {
-        let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT base_server_url, base_account_id FROM settings WHERE id = 1"))
-        let oldServer: String? = row?[0]
-        let oldAccount: Int64? = row?[1]
-        if oldServer == server, oldAccount == account.rawValue { return }
+    /// here). Nothing changes when the bases already belong to that account. Accounts are told apart by their
+    /// server-minted ID alone, not by the server URL: several daemons (or names) serve one account, and a device
+    /// that signs out of one and in through another is still in the same account. `signOut(wipe: true)` deletes
+    /// every base.
+    static func switchBases(_ db: Database, account: FlakeID) throws {
+        let oldAccount = try Int64.fetchOne(db.cachedStatement(sql: "SELECT base_account_id FROM settings WHERE id = 1"))
+        if oldAccount == account.rawValue { return }
         if let oldAccount {
-            let key: StatementArguments = [oldServer ?? "", oldAccount]
-            try db.execute(sql: "DELETE FROM account_bases WHERE server_url = ? AND account_id = ?", arguments: key)
+            try db.execute(sql: "DELETE FROM account_bases WHERE account_id = ?", arguments: [oldAccount])
             try db.execute(
                 sql: """
-                    INSERT INTO account_bases (server_url, account_id, note_id, base_text)
-                    SELECT ?, ?, id, base_text FROM notes WHERE base_text IS NOT NULL
+                    INSERT INTO account_bases (account_id, note_id, base_text)
+                    SELECT ?, id, base_text FROM notes WHERE base_text IS NOT NULL
                     """,
-                arguments: key)
+                arguments: [oldAccount])
         }
-        let key: StatementArguments = [server, account.rawValue]
         for table in ["notes", "outbox"] {
             let id = table == "notes" ? "id" : "note_id"
             try db.execute(
                 sql: """
                     UPDATE \(table) SET base_text = (
-                        SELECT base_text FROM account_bases b
-                        WHERE b.server_url = ? AND b.account_id = ? AND b.note_id = \(table).\(id))
+                        SELECT base_text FROM account_bases b WHERE b.account_id = ? AND b.note_id = \(table).\(id))
                     """,
-                arguments: key)
+                arguments: [account.rawValue])
         }
-        try db.execute(sql: "DELETE FROM account_bases WHERE server_url = ? AND account_id = ?", arguments: key)
-        try db.execute(sql: "UPDATE settings SET base_server_url = ?, base_account_id = ? WHERE id = 1", arguments: key)
+        try db.execute(sql: "DELETE FROM account_bases WHERE account_id = ?", arguments: [account.rawValue])
+        try db.execute(sql: "UPDATE settings SET base_account_id = ? WHERE id = 1", arguments: [account.rawValue])
     }
 
     /// Checks and normalizes a server URL: `http(s)://host[:port][/path]`, no trailing slash. Other schemes are

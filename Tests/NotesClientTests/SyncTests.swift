@@ -265,6 +265,22 @@ struct SyncTests {
         }
     }
 
+    /// Several daemons serve one account under different URLs: signing out of one and in through another is the
+    /// same account, so the bases stay and an edit made while signed out fast-forwards (no conflict copy).
+    @Test func signingBackInThroughAnotherURLOfTheSameAccountKeepsTheBases() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        try await signUp(a, "alice")
+        let note = try a.add("one\ntwo")
+        try await a.syncOK()
+        try await a.signOut()
+        try a.edit(note.id, text: "one\ntwo\nthree, edited while signed out")
+        let report = try await a.signIn(server: "http://second-daemon.test", username: "alice", password: "correct horse battery")
+        let sync = try report.sync.get()
+        #expect(sync.conflicts == 0 && sync.created == 0 && sync.reconciled == 1)
+        #expect(try await serverTexts(server, "alice") == ["one\ntwo\nthree, edited while signed out"])
+    }
+
     @Test func aLostAnswerIsReplayedNotDuplicated() async throws {
         let server = try TestServer()
         let dropped = Atomic<Int>(0)
