@@ -110,6 +110,8 @@ struct LocalStore: Sendable {
                         PRIMARY KEY (account_id, note_id)
                     ) WITHOUT ROWID;
                     CREATE INDEX account_bases_note ON account_bases(note_id);
+                    -- Clean live notes without a server ID: left by a sign-in for its first pull to find.
+                    CREATE INDEX notes_unmatched ON notes(id) WHERE server_id IS NULL AND NOT dirty AND NOT deleted;
                     """)
         }
         return migrator

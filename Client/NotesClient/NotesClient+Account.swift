@@ -63,10 +63,16 @@ extension NotesClient {
                 sql: "UPDATE settings SET server_url = ?, account_id = ?, username = ?, token = ? WHERE id = 1",
                 arguments: [serverText, session.accountID.rawValue, session.username, session.token])
             if !sameAccount {
+                // Queue what this account may not have: notes changed since they were last synced with it (or never
+                // synced with it), tombstones, and unacknowledged snapshots. A note whose text is still its base for
+                // this account is not pushed: the sign-in's first pull finds it by (client ID, origin) and brings
+                // the account's version (a later edit, or a delete from another device); if the pull does not
+                // return it, the push that follows sends it after all (see `prepareOutbox`).
                 try db.execute(
                     sql: """
                         UPDATE notes SET dirty = 1, push_error = NULL, push_error_message = NULL
                         WHERE NOT (deleted AND base_text IS NULL AND server_id IS NULL AND id NOT IN (SELECT note_id FROM outbox))
+                        AND (dirty OR deleted OR base_text IS NULL OR text IS NOT base_text OR id IN (SELECT note_id FROM outbox))
                         """)
             }
             return (!sameAccount, settings.token, settings.serverURL)
@@ -79,7 +85,7 @@ extension NotesClient {
         let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: serverText)
         let result: Result<SyncReport, NotesError>
         do {
-            result = .success(try await sync(progress: progress))
+            result = .success(try await sync(progress: progress, pullFirst: reconciling))
         } catch {
             result = .failure(error)
         }

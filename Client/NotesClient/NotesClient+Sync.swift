@@ -28,6 +28,12 @@ extension NotesClient {
     ///   kept); `server_unreachable`, `server_error`, `bad_response`; `storage`. Whatever was committed before
     ///   the error stays committed, and nothing is lost.
     public func sync(progress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(NotesError) -> SyncReport {
+        try await sync(progress: progress, pullFirst: false)
+    }
+
+    /// A sync; with `pullFirst` (the sign-in's), it pulls the whole account before pushing, so that the notes the
+    /// account already has in their local text are found by (client ID, origin) and need no push.
+    func sync(progress: (@Sendable (SyncProgress) -> Void)?, pullFirst: Bool) async throws(NotesError) -> SyncReport {
         let settings = try read { db in try Settings.fetch(db) }
         guard let settings, settings.account != nil, let token = settings.token, let server = settings.serverURL,
             let url = URL(string: server)
@@ -36,7 +42,7 @@ extension NotesClient {
         }
         let connection = connection(to: url, server: server, token: token)
         do {
-            return try await runSync(connection, progress: progress)
+            return try await runSync(connection, pullFirst: pullFirst, progress: progress)
         } catch {
             if error.code == .signedOutByServer {
                 _ = try? write { db in
@@ -55,12 +61,13 @@ extension NotesClient {
             jitter: { [self] in self.random.withLock { generator in Double.random(in: 0...1, using: &generator) } })
     }
 
-    private func runSync(_ connection: ServerConnection, progress: (@Sendable (SyncProgress) -> Void)?) async throws(NotesError)
-        -> SyncReport
-    {
+    private func runSync(
+        _ connection: ServerConnection, pullFirst: Bool, progress: (@Sendable (SyncProgress) -> Void)?
+    ) async throws(NotesError) -> SyncReport {
         var report = SyncReport()
         let info = try await connection.call(.info, ServerInfo.self)
         let limits = Self.sanitized(info.limits)
+        if pullFirst { try await pull(connection, limits: limits, report: &report, progress: progress) }
         try await push(connection, limits: limits, report: &report, progress: progress)
         try await pull(connection, limits: limits, report: &report, progress: progress)
         let now = now
@@ -197,7 +204,13 @@ extension NotesClient {
 
     /// Creates snapshots for dirty notes that have none (one new edit ID each) and returns the whole outbox,
     /// oldest edit first. Never-synced tombstones are marked clean instead: they have nothing to tell a server.
+    /// Live notes that are clean but have no server ID are queued first: a sign-in left them for its pull to find,
+    /// and the account did not return them (its pull was interrupted, or the server lost them), so they are pushed
+    /// by (client ID, origin) and the server reconciles or creates them.
     private func prepareOutbox(_ db: Database) throws -> [OutboxEntry] {
+        try db.cachedStatement(
+            sql: "UPDATE notes SET dirty = 1 WHERE server_id IS NULL AND NOT dirty AND NOT deleted"
+        ).execute()
         try db.cachedStatement(
             sql: """
                 UPDATE notes SET dirty = 0 WHERE dirty AND deleted AND base_text IS NULL AND server_id IS NULL

@@ -249,7 +249,7 @@ struct SyncTests {
         // Back in bob, bob's base is current: the merged text fast-forwards bob's note, nothing is duplicated.
         try await a.signOut()
         let backToBob = try await signIn(a, "bob").sync.get()
-        #expect(backToBob.conflicts == 0 && backToBob.created == 0 && backToBob.reconciled == 1)
+        #expect(backToBob.conflicts == 0 && backToBob.created == 0 && backToBob.updated == 1)
         #expect(try await serverTexts(server, "bob") == [merged])
 
         // The bases set aside are alice's, one per note; a wipe forgets them with the notes.
@@ -277,8 +277,46 @@ struct SyncTests {
         try a.edit(note.id, text: "one\ntwo\nthree, edited while signed out")
         let report = try await a.signIn(server: "http://second-daemon.test", username: "alice", password: "correct horse battery")
         let sync = try report.sync.get()
-        #expect(sync.conflicts == 0 && sync.created == 0 && sync.reconciled == 1)
+        #expect(sync.conflicts == 0 && sync.created == 0 && sync.updated == 1)
         #expect(try await serverTexts(server, "alice") == ["one\ntwo\nthree, edited while signed out"])
+    }
+
+    /// A sign-in pulls before it pushes: notes unchanged since they were last synced with the account are found by
+    /// (client ID, origin) and take the account's version, so nothing is pushed, and a note another device deleted
+    /// meanwhile stays deleted (re-pushing it would have restored it).
+    @Test func signingBackInPushesOnlyWhatChangedAndKeepsDeletesFromElsewhere() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        let b = try makeDevice(server.transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+        for index in 0..<3 { try a.add("note \(index)") }
+        try await a.syncOK()
+        try await b.syncOK()
+        try await a.signOut()
+
+        let onB = try b.notes().sorted { $0.text < $1.text }
+        try b.delete(onB[0].id)
+        try b.edit(onB[1].id, text: "note 1, edited on b")
+        try await b.syncOK()
+
+        let report = try await signIn(a, "alice").sync.get()
+        #expect(report.pushed == 0 && report.created == 0 && report.conflicts == 0)
+        let expected = ["note 1, edited on b", "note 2"]
+        #expect(try a.texts() == expected)
+        #expect(try await serverTexts(server, "alice") == expected)
+        let live = try a.notes()
+        #expect(live.allSatisfy { $0.serverID != nil && !$0.isDirty })
+
+        // A note the account never saw (made in bob, no base for alice) is pushed and created.
+        try await a.signOut()
+        try await signUp(a, "bob")
+        try a.add("made in bob")
+        try await a.syncOK()
+        try await a.signOut()
+        let back = try await signIn(a, "alice").sync.get()
+        #expect(back.created == 1 && back.conflicts == 0)
+        #expect(try await serverTexts(server, "alice") == ["made in bob", "note 1, edited on b", "note 2"])
     }
 
     @Test func aLostAnswerIsReplayedNotDuplicated() async throws {
