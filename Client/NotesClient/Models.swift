@@ -192,6 +192,10 @@ public struct SyncReport: Sendable, Equatable {
     public var replayed = 0
     /// Records received from the pull.
     public var pulled = 0
+    /// Pulled records of notes this device had without their server ID, found by (client ID, origin): after a
+    /// sign-in, the notes the account already holds (no duplicate; the rest of the duplicates the server's
+    /// reconciliation avoids, counted in ``reconciled``).
+    public var matched = 0
     /// Pulled records that added a note here or changed one (the rest were already up to date, e.g. this
     /// device's own pushes coming back).
     public var applied = 0

@@ -376,7 +376,9 @@ extension NotesClient {
             }
             report.requests += 1
             let now = now
-            report.applied += try write { db in try Self.apply(page, in: db, now: now) }
+            let (applied, matched) = try write { db in try Self.apply(page, in: db, now: now) }
+            report.applied += applied
+            report.matched += matched
             report.pulled += page.changes.count
             done += page.changes.count
             progress?(SyncProgress(phase: .pulling, done: done, total: nil))
@@ -389,12 +391,20 @@ extension NotesClient {
     }
 
     /// Applies one pull page and stores its cursor, in one transaction. Returns how many local notes it added or
-    /// changed (records of notes already up to date, such as this device's own pushes, change nothing).
-    private static func apply(_ page: PullResponse, in db: Database, now: Int64) throws -> Int {
+    /// changed (records of notes already up to date, such as this device's own pushes, change nothing), and how
+    /// many of them had no server ID here and were found by (client ID, origin).
+    private static func apply(_ page: PullResponse, in db: Database, now: Int64) throws -> (applied: Int, matched: Int) {
         var applied = 0
+        var matched = 0
         let columns = "id, dirty, server_id, text, deleted, updated_at, server_version, base_text, is_conflict, conflict_of_server_id, push_error"
-        let byServerID = try db.cachedStatement(sql: "SELECT \(columns) FROM notes WHERE server_id = ?")
-        let byClientID = try db.cachedStatement(sql: "SELECT \(columns) FROM notes WHERE client_id = ? AND origin = ?")
+        // The local note with the record's server ID, else the one with its (client ID, origin): one statement,
+        // whose first arm is read first, so a server ID match wins.
+        let lookup = try db.cachedStatement(
+            sql: """
+                SELECT \(columns) FROM notes WHERE server_id = ?
+                UNION ALL SELECT \(columns) FROM notes WHERE client_id = ? AND origin = ?
+                LIMIT 1
+                """)
         let take = try db.cachedStatement(
             sql: """
                 UPDATE notes SET server_id = ?, server_version = ?, text = ?, deleted = ?, base_text = ?, is_conflict = ?,
@@ -411,10 +421,9 @@ extension NotesClient {
         for record in page.changes {
             let serverID = record.serverID.rawValue
             let changedAt = WireTime.parse(record.updatedAt) ?? now
-            let row =
-                try Row.fetchOne(byServerID, arguments: [serverID])
-                ?? Row.fetchOne(byClientID, arguments: [record.clientID.rawValue, record.origin.rawValue])
-            guard let row else {
+            // Read in place from the statement (no copy of the row); every value is read before the next statement.
+            let rows = try Row.fetchCursor(lookup, arguments: [serverID, record.clientID.rawValue, record.origin.rawValue])
+            guard let row = try rows.next() else {
                 try insert.execute(arguments: [
                     record.clientID.rawValue, record.origin.rawValue, serverID, record.version, record.text, record.deleted,
                     record.text, record.conflictOf != nil, record.conflictOf?.rawValue, record.clientID.unixMilliseconds,
@@ -426,6 +435,7 @@ extension NotesClient {
             let id: Int64 = row[0]
             let dirty: Bool = row[1]
             let localServerID: Int64? = row[2]
+            if localServerID == nil { matched += 1 }
             if dirty {
                 // Local changes wait to be pushed: keep their base so the server merges them; learn the ID only.
                 if localServerID != serverID { try adopt.execute(arguments: [serverID, id]) }
@@ -448,7 +458,7 @@ extension NotesClient {
             ])
         }
         try db.cachedStatement(sql: "UPDATE settings SET cursor = ? WHERE id = 1").execute(arguments: [page.cursor.text])
-        return applied
+        return (applied, matched)
     }
 
     // MARK: - Account state

@@ -14,6 +14,7 @@ struct SyncOutput: Encodable {
     var pushed: Int
     var created: Int
     var reconciled: Int
+    var matched: Int
     var updated: Int
     var unchanged: Int
     var merged: Int
@@ -30,6 +31,7 @@ struct SyncOutput: Encodable {
         pushed = report.pushed
         created = report.created
         reconciled = report.reconciled
+        matched = report.matched
         updated = report.updated
         unchanged = report.unchanged
         merged = report.merged
@@ -63,7 +65,8 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
     if report.conflicts > 0 { details.append(plural(report.conflicts, "conflict")) }
     let sent = report.pushed == 0 ? "nothing to send" : "sent " + plural(report.pushed, "change") + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")
     let received = report.applied == 0 ? "nothing new from the server" : plural(report.applied, "note") + " added or changed from the server"
-    Console.out("Synced: \(sent); \(received).")
+    let found = report.matched == 0 ? "" : "; " + plural(report.matched, "note") + " of this device already on the server"
+    Console.out("Synced: \(sent); \(received)\(found).")
     if report.conflicts > 0 {
         Console.warn("\(plural(report.conflicts, "note")) changed on another device too: the other text was kept as a conflict copy; see `notes conflicts`.")
     }

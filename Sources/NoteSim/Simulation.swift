@@ -48,6 +48,8 @@ public struct SimSummary: Sendable, Equatable {
     /// Live conflict copies at the end with the same text as another live copy of the same note.
     public var repeatedCopies = 0
     public var merges = 0
+    /// Notes a sign-in found again instead of duplicating: by its pull (client ID and origin) or by the server's
+    /// reconciliation of a push.
     public var reconciled = 0
     public var replayed = 0
     public var restarts = 0
@@ -344,7 +346,7 @@ public final class Simulation {
     func record(_ report: SyncReport, device: SimDevice) {
         summary.conflicts += report.conflicts
         summary.merges += report.merged
-        summary.reconciled += report.reconciled
+        summary.reconciled += report.reconciled + report.matched
         summary.replayed += report.replayed
         if report.conflicts > 0 { note(device.index, .conflict, "\(report.conflicts) conflict copies") }
         if report.merged > 0 { note(device.index, .merge, "\(report.merged) merged") }

@@ -121,7 +121,7 @@ struct NotesEndToEndTests {
             let viewer = try NotesDevice("viewer")
             defer { a.remove(); b.remove(); viewer.remove() }
             try await signUp(a, server, "alice")
-            let count = 8000
+            let count = 20_000
             try await NotesE2EHTTP.signIn(server.url, username: "alice").seed(count, prefix: "seeded")
 
             // Killed while pulling (the sign-in's first sync).
@@ -133,12 +133,13 @@ struct NotesEndToEndTests {
             var status = try await b.status()
             #expect(status.notes == count && status.pending == 0)
 
-            // Killed while pushing every note again (sign-in after sign-out reconciles them all).
+            // Killed while the sign-in after a sign-out pulls the account to find its notes again: the notes the pull
+            // had not reached yet have no server ID, and the next sync pushes them by client ID (reconciled).
             expectSuccess(try await b.run(["add", "one more"]))
             expectSuccess(try await b.run(["logout"]))
-            let pushing = try await b.runKilling(
-                ["login", "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n", when: "sending changes")
-            #expect(pushing.killed, "the sync finished before it could be killed: \(pushing)")
+            let finding = try await b.runKilling(
+                ["login", "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n", when: "receiving changes")
+            #expect(finding.killed, "the sync finished before it could be killed: \(finding)")
             expectSuccess(try await b.run(["sync"]))
             status = try await b.status()
             #expect(status.notes == count + 1 && status.pending == 0 && status.conflicts == 0)

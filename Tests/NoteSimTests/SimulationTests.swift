@@ -29,7 +29,7 @@ import Glibc
         }
         // The schedule really exercises what it claims to.
         #expect(total.syncs > 0 && total.signIns > 0 && total.signOuts > 0 && total.faults > 0)
-        #expect(total.reconciled > 0, "re-pushes after sign-in were reconciled")
+        #expect(total.reconciled > 0, "notes were found again after sign-in (by the pull or the server's reconciliation)")
     }
 
     @Test func moreDevicesAndAccountsWithHeavyFaults() async throws {
