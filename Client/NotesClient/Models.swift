@@ -193,8 +193,8 @@ public struct SyncReport: Sendable, Equatable {
     /// Records received from the pull.
     public var pulled = 0
     /// Pulled records of notes this device had without their server ID, found by (client ID, origin): after a
-    /// sign-in, the notes the account already holds (no duplicate; the rest of the duplicates the server's
-    /// reconciliation avoids, counted in ``reconciled``).
+    /// sign-in, the notes the account already holds. Like ``reconciled`` (found by the server when pushed), each is
+    /// a duplicate avoided.
     public var matched = 0
     /// Pulled records that added a note here or changed one (the rest were already up to date, e.g. this
     /// device's own pushes coming back).
