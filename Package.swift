@@ -45,12 +45,15 @@ let package = Package(
         ),
         .executableTarget(name: "miniflake", dependencies: ["MiniFlakeCommand"], path: "Sources/miniflake", swiftSettings: swiftSettings),
         .target(name: "NoteSyncProtocol", dependencies: ["MiniFlake"], path: "Sources/NoteSyncProtocol", swiftSettings: swiftSettings),
+        .target(
+            name: "SQLiteSupport", dependencies: [.product(name: "GRDB", package: "GRDB.swift")], path: "Sources/SQLiteSupport",
+            swiftSettings: swiftSettings),
 
         // Server.
         .target(
             name: "NoteSyncServer",
             dependencies: [
-                "MiniFlake", "NoteSyncProtocol",
+                "MiniFlake", "NoteSyncProtocol", "SQLiteSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -69,7 +72,7 @@ let package = Package(
         .target(
             name: "NotesClient",
             dependencies: [
-                "MiniFlake", "NoteSyncProtocol",
+                "MiniFlake", "NoteSyncProtocol", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Client/NotesClient",
@@ -116,7 +119,7 @@ let package = Package(
         .testTarget(
             name: "NotesClientTests",
             dependencies: [
-                "NotesClient", "NotesCommand", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake",
+                "NotesClient", "NotesCommand", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import MiniFlake
 import NoteSyncProtocol
+import SQLiteSupport
 import Synchronization
 
 /// The FlakeNotes client: a local note store that works offline, and the engine that syncs it with a server.
@@ -125,25 +126,15 @@ public final class NotesClient: Sendable {
 
     var now: Int64 { environment.clock.unixMilliseconds() }
 
+    /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`: another `notes` process waits for the lock).
     func write<T>(_ body: (Database) throws -> T) throws(NotesError) -> T {
-        try mapErrors { try store.writer.write(body) }
+        try mapErrors { try store.writer.immediateTransaction(body) }
     }
 
     /// Runs `body` in a deferred transaction: a consistent snapshot that takes no write lock (another `notes`
-    /// process may be syncing), like GRDB's `read`, but not in GRDB's read-only mode, whose `PRAGMA query_only`
-    /// makes SQLite expire every prepared statement of the connection, so every cached statement would compile
-    /// again after each read. (Not `write`: GRDB begins those `IMMEDIATE`, which takes the write lock.)
+    /// process may be syncing). See `DatabaseWriter.deferredTransaction` for why not GRDB's `read`.
     func read<T>(_ body: (Database) throws -> T) throws(NotesError) -> T {
-        try mapErrors {
-            try store.writer.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.deferred) {
-                    result = try body(db)
-                    return .commit
-                }
-                return result!
-            }
-        }
+        try mapErrors { try store.writer.deferredTransaction(body) }
     }
 
     // MARK: - Local commands

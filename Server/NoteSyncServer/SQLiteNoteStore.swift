@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import MiniFlake
 import NoteSyncProtocol
+import SQLiteSupport
 import Synchronization
 
 /// The SQLite ``NoteStore`` (GRDB, the system's SQLite).
@@ -168,21 +169,15 @@ public final class SQLiteNoteStore: NoteStore {
         }
     }
 
-    /// A read of the in-memory queue, on the calling thread (see ``inMemoryQueue``).
+    /// A read of the in-memory queue, on the calling thread (see ``inMemoryQueue``), in a deferred transaction
+    /// rather than GRDB's read-only mode (see `DatabaseWriter.deferredTransaction`).
     private func readInline<T>(_ body: (Database) throws -> T) throws -> T {
-        try writer.writeWithoutTransaction { db in
-            var result: T?
-            try db.inTransaction(.deferred) {
-                result = try body(db)
-                return .commit
-            }
-            return result!
-        }
+        try writer.deferredTransaction(body)
     }
 
     /// A write transaction of the in-memory queue, on the calling thread (see ``inMemoryQueue``).
     private func writeInline<T>(_ body: (Database) throws -> T) throws -> T {
-        try writer.write(body)
+        try writer.immediateTransaction(body)
     }
 
     /// Runs a write transaction, mapping closed/busy states to ``NoteStoreError``.

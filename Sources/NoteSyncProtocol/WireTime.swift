@@ -2,6 +2,40 @@
 public enum WireTime {
     /// Formats Unix milliseconds exactly (no Foundation formatter: fast and locale-free).
     public static func format(unixMilliseconds ms: Int64) -> String {
+        let (year, month, day, msOfDay) = civil(ms)
+        guard (0...9999).contains(year) else {
+            return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(msOfDay / 3_600_000, 2)):"
+                + "\(pad(msOfDay / 60_000 % 60, 2)):\(pad(msOfDay / 1000 % 60, 2)).\(pad(msOfDay % 1000, 3))Z"
+        }
+        // The common case, written straight into the string's 24 bytes.
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            func put(_ value: Int64, at offset: Int, width: Int) {
+                var value = value
+                for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[i] = UInt8(truncatingIfNeeded: 48 + value % 10)
+                    value /= 10
+                }
+            }
+            put(year, at: 0, width: 4)
+            buffer[4] = 45  // -
+            put(month, at: 5, width: 2)
+            buffer[7] = 45
+            put(day, at: 8, width: 2)
+            buffer[10] = 84  // T
+            put(msOfDay / 3_600_000, at: 11, width: 2)
+            buffer[13] = 58  // :
+            put(msOfDay / 60_000 % 60, at: 14, width: 2)
+            buffer[16] = 58
+            put(msOfDay / 1000 % 60, at: 17, width: 2)
+            buffer[19] = 46  // .
+            put(msOfDay % 1000, at: 20, width: 3)
+            buffer[23] = 90  // Z
+            return 24
+        }
+    }
+
+    /// The proleptic Gregorian date of Unix milliseconds, and the milliseconds into that day (UTC).
+    static func civil(_ ms: Int64) -> (year: Int64, month: Int64, day: Int64, msOfDay: Int64) {
         let (daysRaw, msOfDayRaw) = ms.quotientAndRemainder(dividingBy: 86_400_000)
         var days = daysRaw
         var msOfDay = msOfDayRaw
@@ -16,16 +50,16 @@ public enum WireTime {
         let day = doy - (153 * mp + 2) / 5 + 1
         let month = mp < 10 ? mp + 3 : mp - 9
         let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        let hour = msOfDay / 3_600_000
-        let minute = msOfDay / 60_000 % 60
-        let second = msOfDay / 1000 % 60
-        let milli = msOfDay % 1000
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(milli, 3))Z"
+        return (year, month, day, msOfDay)
     }
 
     /// Parses the form ``format(unixMilliseconds:)`` writes; nil for anything else.
     public static func parse(_ text: String) -> Int64? {
-        let u = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    private static func parse(utf8 u: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard u.count == 24, u[4] == 45, u[7] == 45, u[10] == 84, u[13] == 58, u[16] == 58, u[19] == 46, u[23] == 90
         else { return nil }
         func num(_ from: Int, _ count: Int) -> Int64? {
@@ -49,7 +83,9 @@ public enum WireTime {
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
         let days = era * 146_097 + doe - 719_468
         let result = ((days * 24 + h) * 60 + mi) * 60_000 + s * 1000 + ms
-        return format(unixMilliseconds: result) == text ? result : nil
+        // Rejects days past the month's end (2026-02-30 would otherwise be March 2).
+        let back = civil(result)
+        return back.year == y && back.month == mo && back.day == d ? result : nil
     }
 
     private static func pad(_ value: Int64, _ width: Int) -> String {

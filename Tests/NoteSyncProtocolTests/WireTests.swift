@@ -93,6 +93,10 @@ import Testing
         #expect(WireTime.format(unixMilliseconds: 1_519_862_400_000) == "2018-03-01T00:00:00.000Z")
         #expect(WireTime.format(unixMilliseconds: 951_782_400_123) == "2000-02-29T00:00:00.123Z")
         #expect(WireTime.format(unixMilliseconds: 1_519_862_400_000 + (1 << 41) - 1) == "2087-11-05T15:47:35.551Z")
+        // Past the four-digit years the fast path writes.
+        #expect(WireTime.format(unixMilliseconds: 253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+        #expect(WireTime.format(unixMilliseconds: 253_402_300_800_000) == "10000-01-01T00:00:00.000Z")
+        #expect(WireTime.format(unixMilliseconds: -62_167_219_200_000) == "0000-01-01T00:00:00.000Z")
     }
 
     @Test func wireTimeMatchesFoundationAndRoundTrips() {
