@@ -115,8 +115,14 @@ public struct NoteSimCommand: AsyncParsableCommand {
         let seeds = replayed == nil ? range : range.lowerBound...range.lowerBound
         let (accounts, devices, steps, faults, server, report) = (accounts, devices, steps, faults, server, report)
         let results: [(seed: UInt64, outcome: SimOutcome)]
+        var progress = SweepProgress(total: seeds.count, started: .now)
         do {
-            results = try await Sweep.run(seeds, jobs: resolvedJobs) { seed in
+            results = try await Sweep.run(
+                seeds, jobs: resolvedJobs,
+                finished: { _, outcome in
+                    if let line = progress.finished(outcome, at: .now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+                }
+            ) { seed in
                 let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults)
                 let schedule = replayed ?? ScheduleGenerator.generate(parameters)
                 let tag = server == nil ? "" : "\(seed)-\(UInt32.random(in: 0...UInt32.max))"

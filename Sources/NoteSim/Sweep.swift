@@ -8,11 +8,13 @@ public enum Sweep {
     ///   - seeds: the seeds, in order.
     ///   - jobs: how many run at once (at least 1).
     ///   - run: one seed's run; it must not share mutable state with other seeds' runs.
+    ///   - finished: called as each seed's run ends (in the order they end, one call at a time), e.g. for progress.
     /// - Returns: every seed's outcome up to and including the lowest failing seed (all of them when none failed),
     ///   in seed order.
     /// - Throws: the first error a run throws (a setup failure); runs still in flight are cancelled.
     public static func run(
-        _ seeds: ClosedRange<UInt64>, jobs: Int, _ run: @escaping @Sendable (UInt64) async throws -> SimOutcome
+        _ seeds: ClosedRange<UInt64>, jobs: Int, finished: (UInt64, SimOutcome) -> Void = { _, _ in },
+        _ run: @escaping @Sendable (UInt64) async throws -> SimOutcome
     ) async throws -> [(seed: UInt64, outcome: SimOutcome)] {
         try await withThrowingTaskGroup(of: (UInt64, SimOutcome).self) { group in
             var pending = seeds.makeIterator()
@@ -26,6 +28,7 @@ public enum Sweep {
             for _ in 0..<max(1, jobs) { startNext() }
             while let (seed, outcome) = try await group.next() {
                 results[seed] = outcome
+                finished(seed, outcome)
                 if outcome.violation != nil { lowestFailure = min(lowestFailure ?? seed, seed) }
                 startNext()
             }

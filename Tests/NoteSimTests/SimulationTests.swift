@@ -232,6 +232,38 @@ import Glibc
         #expect(failing.last?.outcome.violation?.detail == "seed 7")
     }
 
+    @Test func tellsEveryFinishedSeedOnce() async throws {
+        let seen = try await confirmation(expectedCount: 20) { finished in
+            var seen: [UInt64] = []
+            _ = try await Sweep.run(1...20, jobs: 3, finished: { seed, _ in seen.append(seed); finished() }) { seed in
+                Self.outcome(failing: false, seed: seed)
+            }
+            return seen
+        }
+        #expect(seen.sorted() == Array(1...20))
+    }
+
+    @Test func progressPrintsAtMostEveryIntervalWithAnEstimate() {
+        let start = ContinuousClock.now
+        var progress = SweepProgress(total: 100, started: start, interval: .seconds(30))
+        let fine = Self.outcome(failing: false, seed: 1)
+        // A sweep that ends within the interval prints nothing.
+        #expect(progress.finished(fine, at: start + .seconds(10)) == nil)
+        #expect(progress.finished(fine, at: start + .seconds(29)) == nil)
+        // 3 of 100 seeds in 40 s: 97 × 40 / 3 s left.
+        #expect(
+            progress.finished(fine, at: start + .seconds(40))
+                == "notes-sim: 3 of 100 seeds done, no violation, 40 s elapsed, about 21 min 33 s left")
+        #expect(progress.finished(fine, at: start + .seconds(60)) == nil)  // 20 s after the last line
+        let line = progress.finished(Self.outcome(failing: true, seed: 5), at: start + .seconds(71))
+        #expect(line?.contains("5 of 100 seeds done, 1 seed with a violation") == true)
+        // The last seed prints nothing: the summary follows.
+        for seed in 6...99 { _ = progress.finished(fine, at: start + .seconds(Int64(seed) * 100)) }
+        #expect(progress.finished(fine, at: start + .seconds(20_000)) == nil)
+        #expect(SweepProgress.format(3_780) == "1 h 03 min")
+        #expect(SweepProgress.format(59.4) == "59 s")
+    }
+
     @Test func aParallelSweepOfRealRunsMatchesTheSequentialOne() async throws {
         func summaries(jobs: Int) async throws -> [SimSummary] {
             try await Sweep.run(1...6, jobs: jobs) { seed in
