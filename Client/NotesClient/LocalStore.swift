@@ -229,6 +229,11 @@ struct OutboxEntry: Sendable {
             baseVersion: baseVersion, baseText: baseText)
     }
 
+    /// The whole outbox in push order: conflict copies first, then oldest edit first.
+    ///
+    /// Copies go first because a note carried into another account may have lost a line to a conflict copy (the
+    /// conflict gave the note the other side's text). Pushed in this order, the account's change sequence holds the
+    /// copy before the note's new text, so no pull that stops between them shows the line gone from every note.
     static func fetchAll(_ db: Database) throws -> [OutboxEntry] {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
@@ -236,7 +241,7 @@ struct OutboxEntry: Sendable {
                     SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
                     n.client_id, n.origin
                     FROM outbox o JOIN notes n ON n.id = o.note_id
-                    ORDER BY o.edit_id
+                    ORDER BY n.is_conflict DESC, o.edit_id
                     """))
         var entries: [OutboxEntry] = []
         while let row = try rows.next() {

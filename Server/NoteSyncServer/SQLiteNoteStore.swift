@@ -65,7 +65,8 @@ public final class SQLiteNoteStore: NoteStore {
         try self.init(writer: pool, temporaryDirectory: temporaryDirectory)
     }
 
-    /// A store in a fresh temporary directory (a real WAL pool), removed on ``close()``. For tests.
+    /// A store in a fresh temporary directory (a real WAL pool), removed on ``close()`` or when the store is released.
+    /// For tests.
     public static func temporary() throws -> SQLiteNoteStore {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("notesyncd-\(UUID().uuidString)", isDirectory: true)
@@ -463,6 +464,14 @@ public final class SQLiteNoteStore: NoteStore {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         try writer.close()
         if let temporaryDirectory {
+            try? FileManager.default.removeItem(at: temporaryDirectory)
+        }
+    }
+
+    /// A temporary store dropped without ``close()`` (a test that ended early) still removes its directory.
+    deinit {
+        if let temporaryDirectory, !isClosed.load(ordering: .acquiring) {
+            try? writer.close()
             try? FileManager.default.removeItem(at: temporaryDirectory)
         }
     }

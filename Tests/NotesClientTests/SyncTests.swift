@@ -193,6 +193,44 @@ struct SyncTests {
         #expect(Set(live.compactMap(\.serverID)).count == live.count && live.allSatisfy { !$0.isDirty })
     }
 
+    /// Found by the 10,000-seed sweep (seed 2531): a device carried into another account a note whose text a
+    /// conflict had replaced, and the conflict copy holding the text it replaced. The note's change went first, so a
+    /// device of that account whose pull stopped between the two (then signed out) held neither: its own line was
+    /// gone from it. Copies are pushed first, so every pulled prefix of the account keeps the text somewhere.
+    @Test func aConflictCopyIsCarriedBeforeTheNoteItWasSplitFrom() async throws {
+        let server = try TestServer()
+        let a = try makeDevice(server.transport, seed: 1)
+        let x = try makeDevice(server.transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signUp(x, "bob")
+        let note = try x.add("title\nbody")
+        try await x.syncOK()
+        // The note reaches alice too, and both accounts edit the same line.
+        try await x.signOut()
+        try await signIn(x, "alice")
+        try await a.syncOK()
+        let onA = try #require(try a.notes().first { $0.clientID == note.clientID })
+        try a.edit(onA.id, text: "title\nbody by alice")
+        try await a.syncOK()
+        try await x.signOut()
+        try await signIn(x, "bob")
+        try x.edit(note.id, text: "title\nbody by bob")
+        try await x.syncOK()
+        // Back in alice: a conflict. The note takes alice's text; bob's line lives on in a copy.
+        try await x.signOut()
+        let report = try await signIn(x, "alice").sync.get()
+        #expect(report.conflicts == 1)
+        #expect(try x.texts() == ["title\nbody by alice", "title\nbody by bob"])
+        // Carried into bob: the note's text changes there (bob's line leaves it) and the copy arrives with that line.
+        try await x.signOut()
+        try await signIn(x, "bob")
+        let bob = try #require(try x.account()).accountID
+        let changes = try await server.store.pull(accountID: bob, after: 0, limit: 100).notes.map(\.text)
+        let copy = try #require(changes.firstIndex(of: "title\nbody by bob"))
+        let original = try #require(changes.firstIndex(of: "title\nbody by alice"))
+        #expect(copy < original, "bob's change order: \(changes)")
+    }
+
     @Test func signingInToASecondAccountCreatesTheNotesThereAndLeavesTheFirstAlone() async throws {
         let server = try TestServer()
         let a = try makeDevice(server.transport, seed: 1)
