@@ -202,9 +202,9 @@ extension NotesClient {
         return response
     }
 
-    /// Creates snapshots for dirty notes that have none (one new edit ID each) and returns the whole outbox,
-    /// oldest edit first. Never-synced tombstones are marked clean instead: they have nothing to tell a server.
-    /// Live notes that are clean but have no server ID are queued first: a sign-in left them for its pull to find,
+    /// Creates snapshots for dirty notes that have none (one new edit ID each) and returns the whole outbox in push
+    /// order (see `OutboxEntry.fetchAll`). Never-synced tombstones are marked clean instead: they have nothing to tell
+    /// a server. Live notes that are clean but have no server ID are queued first: a sign-in left them for its pull to find,
     /// and the account did not return them (its pull was interrupted, or the server lost them), so they are pushed
     /// by (client ID, origin) and the server reconciles or creates them.
     private func prepareOutbox(_ db: Database) throws -> [OutboxEntry] {

@@ -75,12 +75,11 @@ struct ServerConnection: Sendable {
         _ endpoint: Endpoint, _ type: Response.Type, query: [(String, String)] = [], body: Data? = nil, attempts: Int? = nil
     ) async throws(NotesError) -> Response {
         let response = try await exchange(endpoint, query: query, body: body, attempts: attempts)
-        if let fast = Response.self as? any WireFastDecodable.Type,
-            let value = response.body.withUnsafeBytes({ fast.fastDecode($0) }) as? Response
-        {
-            return value  // push and pull answers: the hand-written decoder of their common shape
-        }
         do {
+            // Push and pull answers: the hand-written decoder of their common shape, `JSONDecoder` behind it.
+            if let fast = Response.self as? any WireFastDecodable.Type, let value = try fast.decode(response.body) as? Response {
+                return value
+            }
             return try WireJSON.decoder().decode(type, from: response.body)
         } catch {
             throw NotesError.badResponse("\(endpoint.method.rawValue) \(endpoint.path) returned \(Self.preview(response.body))")

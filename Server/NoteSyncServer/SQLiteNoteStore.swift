@@ -164,21 +164,10 @@ public final class SQLiteNoteStore: NoteStore {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
             guard inMemoryQueue else { return try await writer.read(body) }
-            return try readInline(body)
+            return try writer.deferredTransaction(body)  // on the calling thread (see `inMemoryQueue`)
         } catch {
             throw Self.mapped(error)
         }
-    }
-
-    /// A read of the in-memory queue, on the calling thread (see ``inMemoryQueue``), in a deferred transaction
-    /// rather than GRDB's read-only mode (see `DatabaseWriter.deferredTransaction`).
-    private func readInline<T>(_ body: (Database) throws -> T) throws -> T {
-        try writer.deferredTransaction(body)
-    }
-
-    /// A write transaction of the in-memory queue, on the calling thread (see ``inMemoryQueue``).
-    private func writeInline<T>(_ body: (Database) throws -> T) throws -> T {
-        try writer.immediateTransaction(body)
     }
 
     /// Runs a write transaction, mapping closed/busy states to ``NoteStoreError``.
@@ -186,7 +175,7 @@ public final class SQLiteNoteStore: NoteStore {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
             guard inMemoryQueue else { return try await writer.write(body) }
-            return try writeInline(body)
+            return try writer.immediateTransaction(body)  // on the calling thread (see `inMemoryQueue`)
         } catch {
             throw Self.mapped(error)
         }
