@@ -86,18 +86,30 @@ let package = Package(
         ),
         .executableTarget(name: "notes", dependencies: ["NotesCommand"], path: "Client/notes", swiftSettings: swiftSettings),
 
+        // Test support: the in-process server, the transports, the process runner and the daemon launcher, shared
+        // by the test targets and the simulation.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+
         // Simulation.
         .target(
             name: "NoteSim",
             dependencies: [
-                "MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient",
+                "MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient", "TestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Sources/NoteSim",
+            path: "Simulation/NoteSim",
             swiftSettings: swiftSettings
         ),
-        .executableTarget(name: "notes-sim", dependencies: ["NoteSim"], path: "Sources/notes-sim", swiftSettings: swiftSettings),
+        .executableTarget(name: "notes-sim", dependencies: ["NoteSim"], path: "Simulation/notes-sim", swiftSettings: swiftSettings),
 
         // Tests.
         .testTarget(name: "MiniFlakeTests", dependencies: ["MiniFlake", "MiniFlakeCommand"], path: "Tests/MiniFlakeTests", swiftSettings: swiftSettings),
@@ -110,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "NoteSyncServerTests",
             dependencies: [
-                "NoteSyncServer", "NoteSyncProtocol", "MiniFlake",
+                "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             path: "Tests/NoteSyncServerTests",
@@ -119,7 +131,7 @@ let package = Package(
         .testTarget(
             name: "NotesClientTests",
             dependencies: [
-                "NotesClient", "NotesCommand", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "SQLiteSupport",
+                "NotesClient", "NotesCommand", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "SQLiteSupport", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -128,11 +140,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "NoteSimTests", dependencies: ["NoteSim", "MiniFlake", "NoteSyncProtocol", "NotesClient"], path: "Tests/NoteSimTests",
+            name: "NoteSimTests", dependencies: ["NoteSim", "MiniFlake", "NoteSyncProtocol", "NotesClient", "TestSupport"], path: "Tests/NoteSimTests",
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["NoteSyncProtocol", "MiniFlake"],
+            dependencies: ["NoteSyncProtocol", "MiniFlake", "NotesClient", "TestSupport"],
             path: "Tests/EndToEndTests",
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -22,8 +23,8 @@ struct NoteSimEndToEndTests {
         // the ephemeral range, so that nothing else takes it while the daemon is down.
         var started: NotesE2EServer?
         var failures: [String] = []
-        for port in NotesE2E.restartablePorts() where started == nil {
-            do { started = try NotesE2EServer(port: port, extraArguments: Self.limits) } catch { failures.append("\(port): \(error)") }
+        for port in DaemonProcess.restartablePorts() where started == nil {
+            do { started = try await NotesE2EServer.start(port: port, extraArguments: Self.limits) } catch { failures.append("\(port): \(error)") }
         }
         let server = try #require(started, "no port worked: \(failures)")
         let pidFile = server.directory.appendingPathComponent("daemon.pid")
@@ -34,7 +35,7 @@ struct NoteSimEndToEndTests {
             }
             server.stop()
         }
-        try "\(server.process.processIdentifier)\n".write(to: pidFile, atomically: true, encoding: .utf8)
+        try "\(server.daemon.child.pid)\n".write(to: pidFile, atomically: true, encoding: .utf8)
         let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
         let log = server.directory.appendingPathComponent("restarts.log")
         let script = server.directory.appendingPathComponent("restart.sh")
@@ -84,32 +85,16 @@ struct NoteSimEndToEndTests {
     /// Runs `notes-sim` with its output in files (a daemon started by a restart could hold a pipe open), killing
     /// it if it outlives ``hangGuard``.
     static func runSimulation(_ arguments: [String]) async throws -> NotesRun {
-        try await NotesE2E.blocking {
-            let scratch = try NotesE2E.temporaryDirectory("sim")
-            defer { try? FileManager.default.removeItem(at: scratch) }
-            let outputFile = scratch.appendingPathComponent("stdout")
-            let errorFile = scratch.appendingPathComponent("stderr")
-            _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-            _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-            let process = Process()
-            process.executableURL = NotesE2E.simBinary
-            process.arguments = arguments
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = try FileHandle(forWritingTo: outputFile)
-            process.standardError = try FileHandle(forWritingTo: errorFile)
-            let exited = DispatchSemaphore(value: 0)
-            process.terminationHandler = { _ in exited.signal() }
-            try process.run()
-            var hung = false
-            if exited.wait(timeout: .now() + hangGuard) == .timedOut {
-                hung = true
-                kill(process.processIdentifier, SIGKILL)
-                exited.wait()
-            }
-            let stdout = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
-            var stderr = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
-            if hung { stderr = "KILLED: still running after \(Int(hangGuard)) s\n" + stderr }
-            return NotesRun(status: hung ? -1 : process.terminationStatus, stdout: stdout, stderr: String(stderr.suffix(4000)))
-        }
+        let scratch = try NotesE2E.temporaryDirectory("sim")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let outputFile = scratch.appendingPathComponent("stdout")
+        let errorFile = scratch.appendingPathComponent("stderr")
+        let child = try Subprocess.spawn(
+            NotesE2E.simBinary.path, arguments, stdout: .file(outputFile.path), stderr: .file(errorFile.path))
+        let status = await child.waitForExit(timeLimit: .seconds(hangGuard))
+        let stdout = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+        var stderr = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+        if status == .timedOut { stderr = "KILLED: still running after \(Int(hangGuard)) s\n" + stderr }
+        return NotesRun(status: status == .timedOut ? -1 : status.code, stdout: stdout, stderr: String(stderr.suffix(4000)))
     }
 }

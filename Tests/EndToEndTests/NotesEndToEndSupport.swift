@@ -2,6 +2,7 @@ import Foundation
 import MiniFlake
 import NoteSyncProtocol
 import Testing
+import TestSupport
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -15,32 +16,12 @@ import Darwin
 
 /// Helpers for the `notes` end-to-end tests: the real `notesyncd` and `notes` binaries, run as processes.
 enum NotesE2E {
-    /// The package root (this file is `Tests/EndToEndTests/<name>.swift`).
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-
-    /// Where the built products are: `$FLAKENOTES_BIN_DIR` (what `scripts/test.sh` sets), else
-    /// `$NOTES_E2E_BIN_DIR`, else beside the test bundle, else `.build/debug`.
-    static let binDirectory: URL = {
-        for variable in ["FLAKENOTES_BIN_DIR", "NOTES_E2E_BIN_DIR"] {
-            if let directory = ProcessInfo.processInfo.environment[variable], !directory.isEmpty {
-                return URL(fileURLWithPath: directory)
-            }
-        }
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        if FileManager.default.isExecutableFile(atPath: beside.appendingPathComponent("notes").path) { return beside }
-        return packageRoot.appendingPathComponent(".build/debug")
-    }()
-
-    static var notesBinary: URL { binDirectory.appendingPathComponent("notes") }
-    static var daemonBinary: URL { binDirectory.appendingPathComponent("notesyncd") }
-    static var simBinary: URL { binDirectory.appendingPathComponent("notes-sim") }
+    static var notesBinary: URL { Binaries.notes }
+    static var daemonBinary: URL { Binaries.notesyncd }
+    static var simBinary: URL { Binaries.notesSim }
 
     /// Whether both binaries are built (`swift build` builds them; `swift test` does too).
-    static var binariesExist: Bool {
-        FileManager.default.isExecutableFile(atPath: notesBinary.path)
-            && FileManager.default.isExecutableFile(atPath: daemonBinary.path)
-    }
+    static var binariesExist: Bool { Binaries.exist(Binaries.notes, Binaries.notesyncd) }
 
     static let password = "correct horse battery"
 
@@ -59,86 +40,43 @@ enum NotesE2E {
     }
 
     /// A fresh temporary directory.
-    static func temporaryDirectory(_ label: String) throws -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notes-e2e-\(label)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory
-    }
-
-    /// Ports to try for a daemon that will be restarted on the same port, in random order: below the kernel's
-    /// ephemeral range, so that while the daemon is down no port-0 listener and no outgoing connection of another
-    /// test can take its port.
-    static func restartablePorts(count: Int = 20) -> [Int] {
-        var low = 32768
-        if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
-            let first = text.split(whereSeparator: \.isWhitespace).first.flatMap({ Int($0) })
-        {
-            low = first
-        }
-        let range = 10_000..<max(10_001, low)
-        return (0..<count).map { _ in Int.random(in: range) }
-    }
+    static func temporaryDirectory(_ label: String) throws -> URL { try makeTemporaryDirectory("e2e-\(label)") }
 
     /// Runs blocking work off the cooperative thread pool.
     static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
-        }
+        try await Subprocess.blocking(work)
     }
 }
 
-/// A running `notesyncd` on a free port with its own data directory; stopped (SIGTERM) by ``stop()``.
-final class NotesE2EServer: @unchecked Sendable {
-    let process = Process()
+/// A running `notesyncd` with its own data directory; stopped (SIGTERM) and its directory removed by ``stop()``.
+final class NotesE2EServer: Sendable {
+    let daemon: DaemonProcess
     let directory: URL
-    let url: String
+    var url: String { daemon.url }
 
-    /// Starts the daemon on `port` (0: any free one) and waits for its `notesyncd listening on http://HOST:PORT`
-    /// line (no sleeping).
-    init(port: Int = 0, extraArguments: [String] = []) throws {
-        directory = try NotesE2E.temporaryDirectory("server")
-        process.executableURL = NotesE2E.daemonBinary
-        process.arguments =
-            ["--port", "\(port)", "--data-dir", directory.appendingPathComponent("data").path, "--bcrypt-cost", "4"] + extraArguments
-        let output = Pipe()
-        process.standardOutput = output
-        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("stderr.log").path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: directory.appendingPathComponent("stderr.log"))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let reader = output.fileHandleForReading
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while true {
-            let count = read(reader.fileDescriptor, &byte, 1)
-            guard count == 1 else {
-                let log = (try? String(contentsOf: directory.appendingPathComponent("stderr.log"), encoding: .utf8)) ?? ""
-                throw NotesE2EError("notesyncd exited before listening: \(log.suffix(500))")
-            }
-            if byte == UInt8(ascii: "\n") {
-                let text = String(decoding: line, as: UTF8.self)
-                if let range = text.range(of: "notesyncd listening on ") {
-                    url = String(text[range.upperBound...]).trimmingCharacters(in: .whitespaces)
-                    break
-                }
-                line.removeAll()
-            } else {
-                line.append(byte)
-            }
-        }
-        // Keep draining stdout so the daemon never blocks on a full pipe.
-        let fd = reader.fileDescriptor
-        Thread.detachNewThread {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while read(fd, &buffer, buffer.count) > 0 {}
+    private init(daemon: DaemonProcess, directory: URL) {
+        self.daemon = daemon
+        self.directory = directory
+    }
+
+    /// Starts the daemon on `port` (0: any free one) and returns once it listens.
+    static func start(port: Int = 0, extraArguments: [String] = []) async throws -> NotesE2EServer {
+        let directory = try NotesE2E.temporaryDirectory("server")
+        do {
+            let daemon = try await DaemonProcess.start(
+                ["--port", "\(port)", "--data-dir", directory.appendingPathComponent("data").path] + extraArguments,
+                log: directory.appendingPathComponent("stderr.log"))
+            return NotesE2EServer(daemon: daemon, directory: directory)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
         }
     }
 
+    /// SIGTERM, waits for the exit (blocking: it runs in `defer`), removes the data directory.
     func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        daemon.child.signal(SIGTERM)
+        _ = daemon.child.waitBlocking()
         try? FileManager.default.removeItem(at: directory)
     }
 }

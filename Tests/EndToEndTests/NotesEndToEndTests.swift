@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The real `notes` binary against the real `notesyncd`, one `--home` per simulated device.
 @Suite("notes end to end", .serialized, .enabled(if: NotesE2E.binariesExist, "build notes and notesyncd first (swift build)"))
 struct NotesEndToEndTests {
     /// Runs `body` with a fresh server, stopped afterwards.
     func withServer(_ body: (NotesE2EServer) async throws -> Void) async throws {
-        let server = try NotesE2EServer()
+        let server = try await NotesE2EServer.start()
         defer { server.stop() }
         try await body(server)
     }

@@ -2,6 +2,7 @@ import Foundation
 import MiniFlake
 import NoteSyncProtocol
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -29,9 +30,9 @@ struct ScaleOutEndToEndTests {
     /// Two daemons, two devices on different daemons, sign-out and sign-in with the re-push landing on the other
     /// daemon: one set of notes, converged, no duplicates, and the daemons mint with different instance numbers.
     @Test func devicesOnTwoDaemonsConvergeAndReconcileAcrossThem() async throws {
-        let database = try ScaleOut.freshDatabase()
-        let one = try ScaleOut.daemon(database)
-        let two = try ScaleOut.daemon(database)
+        let database = try await ScaleOut.freshDatabase()
+        let one = try await ScaleOut.daemon(database)
+        let two = try await ScaleOut.daemon(database)
         defer { one.stop(); two.stop() }
         try await ScaleOut.signUp(one.url, "alice")
         let oneSession = try await NotesE2EHTTP.signIn(one.url, username: "alice")
@@ -72,9 +73,9 @@ struct ScaleOutEndToEndTests {
     /// The same notes pushed to one account through both daemons at once, many times, with new edit IDs (a device
     /// re-pushing after sign-in) and with the same ones (a retry landing on the other daemon).
     @Test func samePushesThroughBothDaemonsAtOnceMakeNoDuplicate() async throws {
-        let database = try ScaleOut.freshDatabase()
-        let one = try ScaleOut.daemon(database)
-        let two = try ScaleOut.daemon(database)
+        let database = try await ScaleOut.freshDatabase()
+        let one = try await ScaleOut.daemon(database)
+        let two = try await ScaleOut.daemon(database)
         defer { one.stop(); two.stop() }
         try await ScaleOut.signUp(one.url, "alice")
         let viaOne = try await NotesE2EHTTP.signIn(one.url, username: "alice")
@@ -114,9 +115,9 @@ struct ScaleOutEndToEndTests {
     /// A daemon killed with SIGKILL in the middle of a stream of pushes: every acknowledged note is there through
     /// the other daemon; its instance number stays leased until the lease expires, then a new daemon takes it.
     @Test func aKilledDaemonLosesNoAcknowledgedWriteAndItsNumberIsTakenAfterExpiry() async throws {
-        let database = try ScaleOut.freshDatabase()
-        let victim = try ScaleOut.daemon(database)
-        let survivor = try ScaleOut.daemon(database)
+        let database = try await ScaleOut.freshDatabase()
+        let victim = try await ScaleOut.daemon(database)
+        let survivor = try await ScaleOut.daemon(database)
         defer { victim.stop(); survivor.stop() }
         try await ScaleOut.signUp(survivor.url, "alice")
         let victimSession = try await NotesE2EHTTP.signIn(victim.url, username: "alice")
@@ -141,8 +142,7 @@ struct ScaleOutEndToEndTests {
         // Kill once some pushes were acknowledged (bounded wait on an observable, not a sleep for a race).
         let deadline = ContinuousClock.now + .seconds(60)
         while acknowledged.withLock({ $0.count }) < 200, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        kill(victim.process.processIdentifier, SIGKILL)
-        victim.process.waitUntilExit()
+        await victim.daemon.kill9()
         _ = await pusher.result
         let acked = Set(acknowledged.withLock { $0 })
         #expect(acked.count >= 200)
@@ -160,18 +160,18 @@ struct ScaleOutEndToEndTests {
         #expect(acked.isSubset(of: stored), "\(acked.subtracting(stored).count) acknowledged notes lost")
 
         // The dead daemon's number is still leased: a new daemon gets another one.
-        let early = try ScaleOut.daemon(database)
+        let early = try await ScaleOut.daemon(database)
         defer { early.stop() }
         let earlyInstance = try await ScaleOut.instance(early.url)
         #expect(earlyInstance != victimInstance)
         // Once the lease has expired (bounded wait, polling the lease table), the next daemon takes the number.
         let expiry = ContinuousClock.now + .seconds(30)
-        while try ScaleOut.psql(database, "SELECT count(*) FROM instance_leases WHERE instance = \(victimInstance) AND expires_at > now()") != "0",
+        while try await ScaleOut.psql(database, "SELECT count(*) FROM instance_leases WHERE instance = \(victimInstance) AND expires_at > now()") != "0",
             ContinuousClock.now < expiry
         {
             try await Task.sleep(for: .milliseconds(200))
         }
-        let late = try ScaleOut.daemon(database)
+        let late = try await ScaleOut.daemon(database)
         defer { late.stop() }
         #expect(try await ScaleOut.instance(late.url) == victimInstance)
         // And the new holder of the number never repeats an ID the dead one stored.
@@ -194,12 +194,12 @@ extension ScaleOutEndToEndTests {
     /// faults, and restarts that kill both daemons with SIGKILL and start them again (each leasing a new number
     /// while the dead ones' leases run out).
     @Test func notesSimAgainstTwoDaemonsWithRestarts() async throws {
-        let simulator = NotesE2E.binDirectory.appendingPathComponent("notes-sim")
+        let simulator = Binaries.notesSim
         try #require(FileManager.default.isExecutableFile(atPath: simulator.path), "build notes-sim first")
-        let database = try ScaleOut.freshDatabase()
+        let database = try await ScaleOut.freshDatabase()
         let directory = try NotesE2E.temporaryDirectory("sim-scaleout")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let ports = try (0..<2).map { _ in try ScaleOut.freePort() }
+        let ports = try (0..<2).map { _ in try DaemonProcess.freePort() }
         // One script starts (or restarts) both daemons: SIGKILL what runs, start again, wait for the listening lines.
         let script = directory.appendingPathComponent("restart.sh")
         var lines = ["#!/bin/sh", "cd '\(directory.path)'"]
@@ -247,49 +247,11 @@ extension ScaleOutEndToEndTests {
 
 /// Helpers for the scale-out tests.
 enum ScaleOut {
-    /// A port that was free a moment ago on 127.0.0.1.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw NotesE2EError("cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// Runs a program to completion (posix_spawn and waitpid, on a thread of its own); returns its exit status and
-    /// its standard output and error together.
-    ///
-    /// Not `Process`: the restart script leaves daemons running in the background, and `Process` did not report the
-    /// script's exit while they held descriptors it had inherited. The output goes to a file for the same reason.
+    /// Runs a program to completion; returns its exit status (128 + signal when killed) and its standard output and
+    /// error together.
     static func run(_ program: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await NotesE2E.blocking {
-            let directory = try NotesE2E.temporaryDirectory("run")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let file = directory.appendingPathComponent("output").path
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-            let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
-            defer { for pointer in argv { free(pointer) } }
-            var pid: pid_t = 0
-            let spawned = posix_spawn(&pid, program, &actions, nil, argv, environ)
-            guard spawned == 0 else { throw NotesE2EError("cannot start \(program): error \(spawned)") }
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            let exited = (status & 0x7f) == 0
-            let code = exited ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-            return (code, (try? String(contentsOfFile: file, encoding: .utf8)) ?? "")
-        }
+        let (status, output) = try await Subprocess.run(program, arguments)
+        return (status.code, output)
     }
 
     static let baseURL: String? = {
@@ -299,30 +261,20 @@ enum ScaleOut {
 
     /// Runs `psql URL -Atc SQL` and returns its trimmed output.
     @discardableResult
-    static func psql(_ url: String, _ sql: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["psql", url, "-v", "ON_ERROR_STOP=1", "-Atc", sql]
+    static func psql(_ url: String, _ sql: String) async throws -> String {
         var environment = ProcessInfo.processInfo.environment
         environment["PGSSLMODE"] = "disable"
-        process.environment = environment
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw NotesE2EError("psql failed: \(errorText)") }
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let (status, output) = try await Subprocess.run(
+            "/usr/bin/env", ["psql", url, "-v", "ON_ERROR_STOP=1", "-Atc", sql], environment: environment)
+        guard status == .exited(0) else { throw NotesE2EError("psql failed (\(status)): \(output)") }
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// A new, empty database on the test server; returns its URL.
-    static func freshDatabase() throws -> String {
+    static func freshDatabase() async throws -> String {
         let base = try #require(baseURL)
         let name = "e2e_" + String(UInt64.random(in: .min ... .max), radix: 16)
-        try psql(base, "CREATE DATABASE \(name)")
+        try await psql(base, "CREATE DATABASE \(name)")
         var components = try #require(URLComponents(string: base))
         components.path = "/\(name)"
         return try #require(components.string)
@@ -330,8 +282,8 @@ enum ScaleOut {
 
     /// A daemon on `database` with a 3-second instance lease (short, so that the kill test sees one expire; long
     /// enough that a renewal delayed by a loaded machine does not fence the daemon's minting).
-    static func daemon(_ database: String) throws -> NotesE2EServer {
-        try NotesE2EServer(extraArguments: ["--database", database, "--instance-lease-seconds", "3"])
+    static func daemon(_ database: String) async throws -> NotesE2EServer {
+        try await NotesE2EServer.start(extraArguments: ["--database", database, "--instance-lease-seconds", "3"])
     }
 
     static func signUp(_ url: String, _ username: String) async throws {
@@ -346,17 +298,5 @@ enum ScaleOut {
         let (status, data) = try await NotesE2EHTTP(baseURL: url).send(.signIn, body: body)
         guard status == 200 else { throw NotesE2EError("probe sign-in failed: \(status)") }
         return try WireJSON.decoder().decode(SignInResponse.self, from: data).sessionID.instance
-    }
-}
-
-/// A mutex-protected value shared by concurrent tasks.
-final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

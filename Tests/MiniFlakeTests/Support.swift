@@ -1,4 +1,5 @@
 import Foundation
+import MiniFlake
 import Synchronization
 import Testing
 
@@ -7,23 +8,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// A seeded random generator (SplitMix64), so a failing property test can be replayed from the seed it prints.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z &>> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z &>> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z &>> 31)
-    }
-}
 
 /// The seed for property tests: `MINIFLAKE_TEST_SEED` when set (to replay a failure), else a fresh one.
 func propertySeed() -> UInt64 {

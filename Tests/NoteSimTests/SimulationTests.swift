@@ -3,6 +3,7 @@ import MiniFlake
 import NoteSyncProtocol
 import NotesClient
 import Testing
+import TestSupport
 
 @testable import NoteSim
 
@@ -184,31 +185,6 @@ import Glibc
         #expect(!html.contains("<script"))
         #expect(!html.contains("http://") && !html.contains("https://"))
         #expect(html.contains("device 1"))
-    }
-}
-
-@Suite struct ShellCommandTests {
-    /// A restart command starts the daemon in the background: the runner must return when the shell exits, while
-    /// what it started still runs, and hand it none of this process's descriptors beyond 0–2.
-    @Test func returnsWhenTheShellExitsWhileWhatItStartedKeepsRunning() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notes-sim-shell-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let pidFile = directory.appendingPathComponent("pid").path
-        // The background process lives 120 s: a runner that waited for it would return only after it died.
-        let outcome = try await ShellCommand.run("sleep 120 & echo $! > '\(pidFile)'", timeLimit: .seconds(600))
-        #expect(outcome == .exited(0))
-        let pid = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
-        defer { kill(pid, SIGKILL) }
-        #expect(kill(pid, 0) == 0, "the background process still runs")
-        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").sorted()
-        #expect(descriptors == ["0", "1", "2"])
-    }
-
-    @Test func reportsTheExitStatusAndKillsACommandPastItsLimit() async throws {
-        #expect(try await ShellCommand.run("exit 3", timeLimit: .seconds(600)) == .exited(3))
-        #expect(try await ShellCommand.run("kill -TERM $$", timeLimit: .seconds(600)) == .signaled(SIGTERM))
-        #expect(try await ShellCommand.run("exec sleep 600", timeLimit: .milliseconds(100)) == .timedOut)
     }
 }
 

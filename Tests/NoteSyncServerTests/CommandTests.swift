@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NoteSyncProtocol
 import Testing
+import TestSupport
 
 @testable import NoteSyncServer
 

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import NoteSyncProtocol
+import TestSupport
 
 @testable import NoteSyncServer
 

@@ -2,6 +2,7 @@ import Foundation
 import MiniFlake
 import NoteSyncProtocol
 import Testing
+import TestSupport
 
 @testable import NoteSyncServer
 

@@ -5,6 +5,7 @@ import Logging
 import MiniFlake
 import NoteSyncProtocol
 import Testing
+import TestSupport
 
 @testable import NoteSyncServer
 

@@ -3,6 +3,7 @@ import MiniFlake
 import NoteSyncProtocol
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import NoteSyncServer
 

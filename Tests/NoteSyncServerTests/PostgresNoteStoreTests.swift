@@ -4,6 +4,7 @@ import NoteSyncProtocol
 import PostgresNIO
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import NoteSyncServer
 

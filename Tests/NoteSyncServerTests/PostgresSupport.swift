@@ -3,6 +3,7 @@ import Logging
 import NoteSyncProtocol
 import PostgresNIO
 import Testing
+import TestSupport
 
 @testable import NoteSyncServer
 

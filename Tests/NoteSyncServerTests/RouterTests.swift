@@ -7,6 +7,7 @@ import NIOCore
 import NoteSyncProtocol
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import NoteSyncServer
 

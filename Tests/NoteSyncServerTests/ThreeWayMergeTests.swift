@@ -1,5 +1,7 @@
 import Foundation
+import MiniFlake
 import Testing
+import TestSupport
 
 @testable import NoteSyncServer
 

@@ -3,6 +3,7 @@ import Foundation
 import MiniFlake
 import NotesClient
 import Testing
+import TestSupport
 
 @testable import NotesCommand
 

@@ -4,6 +4,7 @@ import MiniFlake
 import NoteSyncProtocol
 import NotesClient
 import Testing
+import TestSupport
 
 /// A transport for tests that must never reach a server.
 struct NoNetwork: SyncTransport {

@@ -2,6 +2,7 @@ import Foundation
 import MiniFlake
 import NotesClient
 import Testing
+import TestSupport
 
 @Suite("Short IDs and prefixes")
 struct ShortIDTests {

@@ -6,12 +6,13 @@ import NoteSyncServer
 import NotesClient
 import Synchronization
 import Testing
+import TestSupport
 
 /// The sync engine against the real server code, in process.
 @Suite("Sync with the server library")
 struct SyncTests {
     @Test func twoDevicesEditOfflineThenSync() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         let b = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
@@ -48,7 +49,7 @@ struct SyncTests {
     }
 
     @Test func deletesSyncAndAnEditWinsOverAConcurrentDelete() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         let b = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
@@ -76,7 +77,7 @@ struct SyncTests {
     }
 
     @Test func overlappingEditsMakeAConflictCopyAndLoseNothing() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         let b = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
@@ -105,8 +106,8 @@ struct SyncTests {
     /// pull that would have brought the copy failed, and the device then signed in to another account, carrying
     /// the note with the server's text only: the edit stayed behind in the first account, gone from the device.
     @Test func aConflictCopyIsKeptFromThePushAnswerWhenThePullFails() async throws {
-        let server = try TestServer()
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make()
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(server.transport, seed: 1)
         let b = try makeDevice(transport, seed: 2)
         try await signUp(a, "alice")
@@ -151,7 +152,7 @@ struct SyncTests {
     }
 
     @Test func signOutThenSignInToTheSameAccountMakesNoDuplicates() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         let b = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
@@ -198,7 +199,7 @@ struct SyncTests {
     /// device of that account whose pull stopped between the two (then signed out) held neither: its own line was
     /// gone from it. Copies are pushed first, so every pulled prefix of the account keeps the text somewhere.
     @Test func aConflictCopyIsCarriedBeforeTheNoteItWasSplitFrom() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         let x = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
@@ -232,7 +233,7 @@ struct SyncTests {
     }
 
     @Test func signingInToASecondAccountCreatesTheNotesThereAndLeavesTheFirstAlone() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         try await signUp(a, "alice")
         try a.add("one")
@@ -257,7 +258,7 @@ struct SyncTests {
     /// account's base (the text the edit was made on there) the merge would drop the edit's new line.
     @Test func signingBackInMergesAnEditMadeInAnotherAccount() async throws {
         try await withTemporaryDirectory { home in
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1, home: home)
         let other = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
@@ -306,7 +307,7 @@ struct SyncTests {
     /// Several daemons serve one account under different URLs: signing out of one and in through another is the
     /// same account, so the bases stay and an edit made while signed out fast-forwards (no conflict copy).
     @Test func signingBackInThroughAnotherURLOfTheSameAccountKeepsTheBases() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         try await signUp(a, "alice")
         let note = try a.add("one\ntwo")
@@ -323,7 +324,7 @@ struct SyncTests {
     /// (client ID, origin) and take the account's version, so nothing is pushed, and a note another device deleted
     /// meanwhile stays deleted (re-pushing it would have restored it).
     @Test func signingBackInPushesOnlyWhatChangedAndKeepsDeletesFromElsewhere() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         let b = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
@@ -358,9 +359,9 @@ struct SyncTests {
     }
 
     @Test func aLostAnswerIsReplayedNotDuplicated() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let dropped = Atomic<Int>(0)
-        let transport = ScriptedTransport(server.transport)
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
         try await signUp(a, "alice")
         for index in 0..<3 { try a.add("note \(index)") }
@@ -378,8 +379,8 @@ struct SyncTests {
     }
 
     @Test func aLostAnswerAcrossSyncsWithAnEditInBetween() async throws {
-        let server = try TestServer()
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make()
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1, retry: .none)
         try await signUp(a, "alice")
         let notes = try (0..<3).map { try a.add("note \($0)\nsecond line") }
@@ -397,9 +398,9 @@ struct SyncTests {
     }
 
     @Test func anEditDuringAPushStaysDirtyAndIsPushedNext() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let b = try makeDevice(server.transport, seed: 2)
-        let transport = ScriptedTransport(server.transport)
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
         try await signUp(a, "alice")
         try await signIn(b, "alice")
@@ -428,13 +429,13 @@ struct SyncTests {
     }
 
     @Test func anInterruptedPullResumesFromTheCommittedCursor() async throws {
-        let server = try TestServer(limits: SyncLimits(maxPageSize: 10, defaultPageSize: 10))
+        let server = try TestServer.make(limits: SyncLimits(maxPageSize: 10, defaultPageSize: 10))
         let a = try makeDevice(server.transport, seed: 1)
         try await signUp(a, "alice")
         for index in 0..<25 { try a.add("note \(index)") }
         try await a.syncOK()
 
-        let transport = ScriptedTransport(server.transport)
+        let transport = FaultInjectingTransport(server.transport)
         let pulls = Atomic<Int>(0)
         transport.setPlan { request, _ in
             guard request.path == Endpoint.pull.path else { return nil }
@@ -457,8 +458,8 @@ struct SyncTests {
     }
 
     @Test func anUnknownCursorRestartsThePullFromTheStart() async throws {
-        let server = try TestServer()
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make()
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
         try await signUp(a, "alice")
         try a.add("x")
@@ -475,8 +476,8 @@ struct SyncTests {
     }
 
     @Test func serverFailuresAndGarbageLoseNothing() async throws {
-        let server = try TestServer()
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make()
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
         try await signUp(a, "alice")
         try a.add("precious 1")
@@ -516,8 +517,8 @@ struct SyncTests {
     }
 
     @Test func anUnreachableServerIsRetriedThenReported() async throws {
-        let server = try TestServer()
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make()
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1, retry: RetryPolicy(maxAttempts: 5))
         try await signUp(a, "alice")
         try a.add("offline")
@@ -529,8 +530,8 @@ struct SyncTests {
     }
 
     @Test func aRevokedSessionSignsOutAndKeepsEveryNote() async throws {
-        let server = try TestServer()
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make()
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
         try await signUp(a, "alice")
         try a.add("synced")
@@ -550,8 +551,8 @@ struct SyncTests {
     }
 
     @Test func signOutRevokesTheTokenEvenOfflineItForgets() async throws {
-        let server = try TestServer()
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make()
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
         try await signUp(a, "alice")
         try a.add("kept")
@@ -573,7 +574,7 @@ struct SyncTests {
     }
 
     @Test func wrongPasswordAndTakenUsernameAreClearErrors() async throws {
-        let server = try TestServer()
+        let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
         try await signUp(a, "alice")
         let b = try makeDevice(server.transport, seed: 2)
@@ -594,8 +595,8 @@ struct SyncTests {
     }
 
     @Test func batchesFitTheServerLimits() async throws {
-        let server = try TestServer(limits: SyncLimits(maxBodyBytes: 4096, maxBatchChanges: 7))
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make(limits: SyncLimits(maxBodyBytes: 4096, maxBatchChanges: 7))
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
         try await signUp(a, "alice")
         for index in 0..<30 { try a.add("note \(index) " + String(repeating: "x", count: index * 20)) }
@@ -616,8 +617,8 @@ struct SyncTests {
     }
 
     @Test func refusedChangesAreReportedAndNotResentUntilEdited() async throws {
-        let server = try TestServer(limits: SyncLimits(maxNoteBytes: 100))
-        let transport = ScriptedTransport(server.transport)
+        let server = try TestServer.make(limits: SyncLimits(maxNoteBytes: 100))
+        let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
         try await signUp(a, "alice")
         let big = try a.add(String(repeating: "y", count: 300))
@@ -644,8 +645,8 @@ struct SyncTests {
     @Test(arguments: [UInt64(11), 12, 13])
     func randomHistoriesConverge(seed: UInt64) async throws {
         var random = SplitMix64(seed: seed)
-        let server = try TestServer()
-        let transports = (0..<3).map { _ in ScriptedTransport(server.transport) }
+        let server = try TestServer.make()
+        let transports = (0..<3).map { _ in FaultInjectingTransport(server.transport) }
         let devices = try (0..<3).map { try makeDevice(transports[$0], seed: seed &* 10 &+ UInt64($0)) }
         try await signUp(devices[0], "alice")
         try await signIn(devices[1], "alice")

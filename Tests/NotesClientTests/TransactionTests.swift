@@ -1,6 +1,7 @@
 import GRDB
 import SQLiteSupport
 import Testing
+import TestSupport
 
 /// `Database.transaction`: GRDB's `inTransaction` with cached BEGIN and COMMIT, used by every client transaction and
 /// by the in-memory server store.

@@ -1,3 +1,5 @@
+import MiniFlake
+
 /// One step of a simulation. Steps are plain data, generated up front from the seed, so that any subsequence of
 /// them is again a runnable schedule: that is what lets a failing trace be shortened and replayed. Where a step
 /// names a note it names it by an index that is reduced modulo the notes the device holds when the step runs.

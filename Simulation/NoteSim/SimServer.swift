@@ -4,6 +4,7 @@ import MiniFlake
 import NoteSyncProtocol
 import NoteSyncServer
 import NotesClient
+import TestSupport
 
 /// The server a simulation runs against.
 protocol SimServer: AnyObject {
@@ -30,17 +31,18 @@ extension SimServer {
 
 /// The real server code in this process over an in-memory SQLite store: deterministic and fast, no sockets.
 final class InProcessSimServer: SimServer {
-    let store: SQLiteNoteStore
-    let clock: ManualFlakeClock
-    let inProcess: InProcessTransport
+    let server: InProcessServer
+    var store: any NoteStore { server.store }
     let instance: Int? = 0
-    var transport: any SyncTransport { inProcess }
+    var transport: any SyncTransport { server.transport }
     let url = "http://notesyncd.simulated"
 
     init(clock: ManualFlakeClock) async throws {
-        self.clock = clock
-        store = try SQLiteNoteStore.inMemory()
-        inProcess = InProcessTransport(api: try await Self.makeAPI(store: store, clock: clock))
+        let store = try SQLiteNoteStore.inMemory()
+        server = try InProcessServer(
+            store: store, clock: clock, instance: 0, after: try await store.largestIssuedID(), limits: Self.limits,
+            passwords: Self.simulatedPasswords,
+            logger: Logger(label: "notes-sim.server", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
     /// Small batches and pages, so that the simulation's stores (tens to a few thousand notes) push in several
@@ -48,9 +50,9 @@ final class InProcessSimServer: SimServer {
     /// repeated a page would show. (Over HTTP, pass the daemon `--max-batch` and `--max-page` for the same.)
     static let limits = SyncLimits(maxBatchChanges: 32, maxPageSize: 32, defaultPageSize: 32)
 
-    /// The simulation's stand-in for bcrypt: its accounts' passwords are made up, and bcrypt (even at its minimum cost)
-    /// took a quarter of the simulation's time. Sign-in still checks the password against the stored form; the
-    /// server suites test bcrypt itself.
+    /// The simulation's stand-in for bcrypt: its accounts' passwords are made up, and even bcrypt's minimum cost
+    /// would dominate a run. Sign-in still checks the password against the stored form; the server suites test
+    /// bcrypt itself.
     static let simulatedPasswords = PasswordHashing(
         hash: { "fnv1a:" + String(fnv1a($0), radix: 16) },
         verify: { password, hash in hash == "fnv1a:" + String(fnv1a(password), radix: 16) },
@@ -62,27 +64,16 @@ final class InProcessSimServer: SimServer {
         return value
     }
 
-    /// A fresh service over the store, as a daemon builds at start: its generator continues after the largest ID
-    /// the store holds, so a restart never reissues one.
-    static func makeAPI(store: SQLiteNoteStore, clock: ManualFlakeClock) async throws -> SyncAPI {
-        let logger = Logger(label: "notes-sim.server", factory: { _ in SwiftLogNoOpLogHandler() })
-        let generator = try FlakeGenerator(instance: 0, clock: clock, after: try await store.largestIssuedID())
-        let service = SyncService(
-            store: store, limits: limits, clock: clock, mintID: { try generator.next() }, passwordHashing: simulatedPasswords,
-            logger: logger)
-        return SyncAPI(service: service, logger: logger)
-    }
-
     func changes(accountID: FlakeID, token: String, after cursor: SyncCursor) async throws -> (notes: [NoteRecord], cursor: SyncCursor) {
         let page = try await store.pull(accountID: accountID, after: cursor.sequence, limit: Int.max)
         return (page.notes.map(\.record), page.notes.last.map { SyncCursor(sequence: $0.changeSeq) } ?? cursor)
     }
 
-    func restart() async throws {
-        inProcess.replace(with: try await Self.makeAPI(store: store, clock: clock))
-    }
+    /// A new service over the same store, as a daemon builds at start: its generator continues after the largest
+    /// ID the store holds, so a restart never reissues one.
+    func restart() async throws { try await server.restart() }
 
-    func shutdown() async { try? await store.close() }
+    func shutdown() async { await server.shutdown() }
 }
 
 /// A running `notesyncd` over HTTP (`--server URL`); restarts run `--restart-command` and wait for `/healthz`.

@@ -1,5 +1,7 @@
-/// A small, fast, seedable generator (Steele, Lea and Flood's SplitMix64). Every random choice of the simulation
-/// comes from one of these, so a seed reproduces a run exactly.
+/// A small, fast, seedable random generator (Steele, Lea and Flood's SplitMix64).
+///
+/// Pass it wherever code takes a random generator and a run must be reproducible from a seed: the simulation draws
+/// every choice from one, and property tests print the seed that reproduces a failure. Not for secrets.
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 

@@ -1,0 +1,245 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import NotesClient
+
+/// The invariants the simulation checks.
+public enum Invariant: String, Codable, Sendable, CaseIterable {
+    /// No account holds two notes for one (client ID, origin); no device holds two local notes for one server note.
+    case noDuplicates = "no-duplicates"
+    /// Every note in an account was created there by a device signed in to it, or carried there by a sign-in.
+    case noCrossAccount = "no-cross-account"
+    /// Every edit is in its note's text, merged into it, or in a conflict copy, unless someone who saw it removed it.
+    case noLostEdit = "no-lost-edit"
+    /// After every device syncs twice with no faults, each signed-in device shows exactly its account's notes.
+    case convergence = "convergence"
+    /// A device's pull cursor never moves backward within one sign-in.
+    case cursorMonotonic = "cursor-monotonic"
+    /// A note's server ID never changes once given.
+    case serverIDStable = "server-id-stable"
+    /// Every ID is a valid MiniFlake value (server IDs carry the server's instance number).
+    case validIDs = "valid-ids"
+    /// An operation that must succeed failed (no fault was injected).
+    case unexpectedError = "unexpected-error"
+    /// A push delivered twice is answered the same both times, and the replay writes nothing.
+    case idempotentReplay = "idempotent-replay"
+    /// Pulls from a cursor miss nothing: an account's changes pulled step by step add up to all of its notes.
+    case pullComplete = "pull-complete"
+}
+
+/// An invariant broken at a step.
+public struct Violation: Error, Sendable, Equatable, CustomStringConvertible {
+    public var step: Int
+    public var invariant: Invariant
+    public var detail: String
+    public var description: String { "step \(step): \(invariant.rawValue): \(detail)" }
+}
+
+/// The checks: what must hold after every step (on what the step could have changed) and at quiescence. Each reads
+/// the server's view of the accounts and the devices' stores and compares them with the ``Oracle``.
+extension Simulation {
+    /// The checks that hold after every step, on what the step could have changed: every account's notes changed
+    /// since the checks last read it (one indexed query when none did; after a server restart, the account is read
+    /// whole and must match what was read before); every device the step acted on, read whole (the others' stores
+    /// did not change, so they are checked against the changed server notes only).
+    func checkAfterStep(_ action: SimAction) async throws {
+        var changed: [Int: [NoteRecord]] = [:]
+        for k in accounts.indices {
+            if action == .restartServer {
+                try await rereadAndCompare(account: k)
+            } else {
+                changed[k] = try await readChanges(account: k)
+            }
+        }
+        let acted = Set(action.devicesWhoseStoresChange)
+        for device in devices {
+            if acted.contains(device.index) {
+                try checkDevice(device)
+            } else if let account = device.account, let records = changed[account], !records.isEmpty {
+                try checkUnchangedDevice(device, account: account, against: records)
+            }
+        }
+    }
+
+    /// Everything, from scratch: every account read whole (it must match what was pulled step by step) and
+    /// checked note by note, every device read and checked.
+    func checkEverything() async throws {
+        for k in accounts.indices { try await rereadAndCompare(account: k) }
+        for device in devices { try checkDevice(device) }
+    }
+
+    func fail(_ invariant: Invariant, _ detail: String) -> Violation {
+        Violation(step: step, invariant: invariant, detail: detail)
+    }
+
+    /// Pulls account `k`'s changes since the last read into its view and checks them. Returns them.
+    func readChanges(account k: Int) async throws -> [NoteRecord] {
+        let account = accounts[k]
+        let (records, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: views[k].cursor)
+        views[k].cursor = cursor
+        if !records.isEmpty { try checkServer(account: k, changed: records) }
+        return records
+    }
+
+    /// Reads account `k` whole, after pulling what changed since the last read: both must agree. Then checks every
+    /// note of the account as if first seen.
+    func rereadAndCompare(account k: Int) async throws {
+        _ = try await readChanges(account: k)
+        let account = accounts[k]
+        let (all, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: .start)
+        let whole = Dictionary(all.map { ($0.serverID, $0) }, uniquingKeysWith: { _, last in last })
+        if whole != views[k].byServerID {
+            let missing = views[k].byServerID.keys.filter { whole[$0] == nil }.count
+            let unseen = whole.keys.filter { views[k].byServerID[$0] == nil }.count
+            let differ = whole.filter { serverID, note in views[k].byServerID[serverID].map { $0 != note } ?? false }.count
+            throw fail(
+                .pullComplete,
+                "account \(k): pulled from the start, \(missing) notes pulled step by step are gone, \(unseen) were never pulled, \(differ) differ")
+        }
+        views[k] = AccountView(cursor: cursor)
+        try checkServer(account: k, changed: all)
+    }
+
+    /// Applies changed notes of account `k` to its view, then checks each against the whole view. Notes not changed
+    /// passed these checks already and nothing they depend on can have changed: what a device may carry into an
+    /// account only grows, and notes never leave a view.
+    func checkServer(account k: Int, changed notes: [NoteRecord]) throws {
+        for note in notes {
+            let key = NoteKeyValue(clientID: note.clientID, origin: note.origin)
+            if let previous = views[k].byServerID[note.serverID], previous.key != key,
+                views[k].serverIDByKey[previous.key] == note.serverID
+            {
+                views[k].serverIDByKey[previous.key] = nil
+            }
+            views[k].byServerID[note.serverID] = note
+        }
+        for note in notes {
+            let key = note.key
+            if let other = views[k].serverIDByKey[key], other != note.serverID, views[k].byServerID[other]?.key == key {
+                throw fail(.noDuplicates, "account \(k) holds two notes for client ID \(note.clientID) origin \(note.origin)")
+            }
+            views[k].serverIDByKey[key] = note.serverID
+            if let instance = server.instance, note.serverID.instance != instance {
+                throw fail(.validIDs, "server ID \(note.serverID) has instance \(note.serverID.instance), not \(instance)")
+            }
+            if let previous = oracle.serverIDs[k]?[key], previous != note.serverID {
+                throw fail(.serverIDStable, "account \(k): note \(note.clientID) changed server ID \(previous) → \(note.serverID)")
+            }
+            oracle.serverIDs[k, default: [:]][key] = note.serverID
+            let permitted = oracle.permitted[k]?.contains(key) == true
+            let isCopyOfOwn = note.conflictOf.map { views[k].byServerID[$0] != nil } ?? false
+            if !permitted && !isCopyOfOwn {
+                throw fail(.noCrossAccount, "account \(k) holds note \(note.clientID)/\(note.origin) that no device signed in to it created or carried")
+            }
+            if !note.deleted { oracle.seen(tokens: Lines.tokens(note.text), in: k) }
+        }
+    }
+
+    /// Reads a device's note identities, account and cursor, and checks them all.
+    func checkDevice(_ device: SimDevice) throws {
+        let snapshot = try local(device.index) { try device.client.identities() }
+        device.liveIDs = snapshot.notes.filter { !$0.isDeleted }.map(\.id)
+        device.account = snapshot.account.flatMap { info in accounts.firstIndex { $0.accountID == info.accountID } }
+        var serverIDs: [FlakeID: NoteKeyValue] = [:]
+        var keys = Set<NoteKeyValue>()
+        for note in snapshot.notes {
+            let key = NoteKeyValue(clientID: note.clientID, origin: note.origin)
+            guard keys.insert(key).inserted else {
+                throw fail(.noDuplicates, "device \(device.index) holds two local notes for client ID \(note.clientID) origin \(note.origin)")
+            }
+            if let serverID = note.serverID {
+                guard serverIDs.updateValue(key, forKey: serverID) == nil else {
+                    throw fail(.noDuplicates, "device \(device.index) holds two local notes for server note \(serverID)")
+                }
+            }
+        }
+        device.serverKeys = serverIDs
+        guard let account = device.account else { return }
+        let view = views[account]
+        for note in snapshot.notes {
+            guard let serverID = note.serverID else { continue }
+            let key = NoteKeyValue(clientID: note.clientID, origin: note.origin)
+            guard let stored = view.byServerID[serverID] else {
+                throw fail(.noCrossAccount, "device \(device.index), signed in to account \(account), holds server ID \(serverID), which is not a note of that account")
+            }
+            guard stored.key == key else {
+                throw fail(.serverIDStable, "device \(device.index): server ID \(serverID) is note \(stored.clientID)/\(stored.origin) on the server but \(key.clientID)/\(key.origin) locally")
+            }
+        }
+        // Cursors only move forward within one sign-in.
+        if let text = snapshot.cursor, let cursor = SyncCursor(text: text) {
+            if let last = device.lastCursor, last.account == account, cursor < last.cursor {
+                throw fail(.cursorMonotonic, "device \(device.index): cursor moved back from \(last.cursor) to \(cursor)")
+            }
+            device.lastCursor = (account, cursor)
+        }
+    }
+
+    /// A device the step did not act on: its store is as the checks last read it, so only the account's changed
+    /// notes can break what held (a server note that now names another note than the device's).
+    func checkUnchangedDevice(_ device: SimDevice, account: Int, against changed: [NoteRecord]) throws {
+        for stored in changed {
+            guard let key = device.serverKeys[stored.serverID], key != stored.key else { continue }
+            throw fail(.serverIDStable, "device \(device.index): server ID \(stored.serverID) is note \(stored.clientID)/\(stored.origin) on the server but \(key.clientID)/\(key.origin) locally")
+        }
+    }
+
+    /// Every signed-in device syncs twice with no faults; then convergence and lost edits are checked.
+    func quiesceAndCheck() async throws {
+        note(nil, .sync, "quiescence: every signed-in device syncs twice, no faults")
+        for _ in 0..<2 {
+            for device in devices where try device.client.account() != nil {
+                try await sync(device, faults: [])
+            }
+        }
+        try await checkEverything()
+        var finalTexts: [Int: [NoteRecord]] = [:]
+        var total = 0
+        for k in accounts.indices {
+            let notes = Array(views[k].byServerID.values)
+            finalTexts[k] = notes
+            total += notes.filter { !$0.deleted }.count
+        }
+        summary.notes = total
+        for notes in finalTexts.values {
+            // Not an invariant: a measure of conflict copies that repeat one another (see Docs/PERFORMANCE.md).
+            var copies = Set<String>()
+            for note in notes where !note.deleted {
+                guard let original = note.conflictOf else { continue }
+                if !copies.insert("\(original)\u{0}\(note.text)").inserted { summary.repeatedCopies += 1 }
+            }
+        }
+        // Convergence.
+        for device in devices {
+            guard let account = try accountIndex(of: device), let serverNotes = finalTexts[account] else { continue }
+            let expected = Dictionary(
+                serverNotes.filter { !$0.deleted }.map { (NoteKeyValue(clientID: $0.clientID, origin: $0.origin), $0.text) },
+                uniquingKeysWith: { a, _ in a })
+            let local = try device.client.notes()
+            let actual = Dictionary(local.map { ($0.key, $0.text) }, uniquingKeysWith: { a, _ in a })
+            if actual != expected {
+                let missing = expected.keys.filter { actual[$0] == nil }.count
+                let extra = actual.keys.filter { expected[$0] == nil }.count
+                let differ = expected.keys.filter { actual[$0] != nil && actual[$0] != expected[$0] }.count
+                throw fail(.convergence, "device \(device.index) differs from account \(account): \(missing) missing, \(extra) extra, \(differ) with other text")
+            }
+        }
+        // No lost edit: per account, every token the server ever held is still there unless someone who saw it
+        // removed it; per device, every token it wrote is still on it (or in its account) unless removed.
+        for (k, notes) in finalTexts {
+            let present = Set(notes.filter { !$0.deleted }.flatMap { Lines.tokens($0.text) })
+            for token in oracle.seenOnServer[k] ?? [] where !present.contains(token) && !oracle.legitimatelyRemoved.contains(token) {
+                throw fail(.noLostEdit, "account \(k) lost \(token) (written by device \(oracle.author[token].map(String.init) ?? "?")); nobody who saw it removed it")
+            }
+        }
+        for device in devices {
+            var present = Set(try device.client.notes().flatMap { Lines.tokens($0.text) })
+            if let account = try accountIndex(of: device) {
+                present.formUnion((finalTexts[account] ?? []).filter { !$0.deleted }.flatMap { Lines.tokens($0.text) })
+            }
+            for (token, author) in oracle.author where author == device.index && !present.contains(token) && !oracle.legitimatelyRemoved.contains(token) {
+                throw fail(.noLostEdit, "device \(device.index) lost its own edit \(token); nobody who saw it removed it")
+            }
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import NotesClient
+
+/// The simulation's own record of what happened, against which the server and devices are checked.
+struct Oracle {
+    /// Per account: the notes devices created while signed in to it or carried into it by a sign-in.
+    var permitted: [Int: Set<NoteKeyValue>] = [:]
+    /// Per account: the server ID each note got, which must never change.
+    var serverIDs: [Int: [NoteKeyValue: FlakeID]] = [:]
+    /// The device that wrote each token.
+    var author: [String: Int] = [:]
+    /// Tokens removed by a device that saw them (a line edit or a delete): they may vanish.
+    var legitimatelyRemoved: Set<String> = []
+    /// Per account: every token the server was ever seen holding.
+    var seenOnServer: [Int: Set<String>] = [:]
+
+    mutating func permit(_ key: NoteKeyValue, in account: Int) { permitted[account, default: []].insert(key) }
+    mutating func added(token: String, by device: Int) { author[token] = device }
+    mutating func removed(tokens: [String]) { legitimatelyRemoved.formUnion(tokens) }
+    mutating func seen(tokens: [String], in account: Int) { seenOnServer[account, default: []].formUnion(tokens) }
+}
+
+/// A note's identity in an account.
+struct NoteKeyValue: Hashable {
+    var clientID: FlakeID
+    var origin: FlakeID
+}
+
+/// An account's notes as the checks have pulled them, change by change.
+struct AccountView {
+    /// Where the next read continues.
+    var cursor = SyncCursor.start
+    /// Every note pulled so far, at its latest pulled version.
+    var byServerID: [FlakeID: NoteRecord] = [:]
+    /// The server ID holding each key in `byServerID`.
+    var serverIDByKey: [NoteKeyValue: FlakeID] = [:]
+}
+
+extension NoteRecord {
+    var key: NoteKeyValue { NoteKeyValue(clientID: clientID, origin: origin) }
+}
+
+
+
+extension LocalNote {
+    var key: NoteKeyValue { NoteKeyValue(clientID: clientID, origin: origin) }
+}
+
+/// Simulated note texts: one unique token per line, each line ending in a newline.
+enum Lines {
+    static func split(_ text: String) -> [String] {
+        text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+    }
+    static func join(_ lines: [String]) -> String { lines.map { $0 + "\n" }.joined() }
+    static func tokens(_ text: String) -> [String] { split(text) }
+}
+
+extension Array {
+    subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
+}

@@ -1,0 +1,355 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import NotesClient
+
+/// Counts for the summary line.
+public struct SimSummary: Sendable, Equatable {
+    public var steps = 0
+    public var syncs = 0
+    public var signIns = 0
+    public var signOuts = 0
+    public var faults = 0
+    public var failedOperations = 0
+    public var notes = 0
+    public var conflicts = 0
+    /// Live conflict copies at the end with the same text as another live copy of the same note.
+    public var repeatedCopies = 0
+    public var merges = 0
+    /// Notes a sign-in found again instead of duplicating: by its pull (client ID and origin) or by the server's
+    /// reconciliation of a push.
+    public var reconciled = 0
+    public var replayed = 0
+    public var restarts = 0
+    public var collisions = 0
+    public var clockJumps = 0
+
+    public init() {}
+
+    public mutating func add(_ other: SimSummary) {
+        steps += other.steps; syncs += other.syncs; signIns += other.signIns; signOuts += other.signOuts
+        faults += other.faults; failedOperations += other.failedOperations; notes += other.notes
+        conflicts += other.conflicts; repeatedCopies += other.repeatedCopies; merges += other.merges; reconciled += other.reconciled
+        replayed += other.replayed; restarts += other.restarts; collisions += other.collisions
+        clockJumps += other.clockJumps
+    }
+
+    public var fields: [(String, String)] {
+        [
+            ("steps", "\(steps)"), ("syncs", "\(syncs)"), ("sign-ins", "\(signIns)"), ("sign-outs", "\(signOuts)"),
+            ("faults injected", "\(faults)"), ("operations failed by faults", "\(failedOperations)"),
+            ("server restarts", "\(restarts)"), ("clock jumps", "\(clockJumps)"), ("forced ID collisions", "\(collisions)"),
+            ("notes on the server", "\(notes)"), ("conflict copies", "\(conflicts)"),
+            ("conflict copies repeating another copy's text", "\(repeatedCopies)"), ("merges", "\(merges)"),
+            ("duplicates avoided by reconciliation", "\(reconciled)"), ("replays answered idempotently", "\(replayed)"),
+        ]
+    }
+}
+
+/// The result of one run.
+public struct SimOutcome: Sendable {
+    public var summary: SimSummary
+    public var violation: Violation?
+    public var events: [SimEvent]
+}
+
+/// Where the server runs.
+public enum SimTarget: Sendable, Equatable {
+    /// The server library in this process, over an in-memory store: deterministic, no sockets, no sleeps.
+    case inProcess
+    /// A running `notesyncd`; `restartCommand` (a shell command) restarts it for `restartServer` steps.
+    case http(url: String, restartCommand: String?)
+}
+
+/// One simulation run: sets up accounts and devices, executes a schedule step by step, checks the invariants after
+/// every step and at quiescence.
+public final class Simulation {
+    let parameters: SimParameters
+    let target: SimTarget
+    let recordEvents: Bool
+    let runTag: String
+
+    var server: (any SimServer)!
+    var devices: [SimDevice] = []
+    var accounts: [SimAccount] = []
+    var oracle = Oracle()
+    /// Per account: the server's notes as the checks last read them.
+    var views: [AccountView] = []
+    var summary = SimSummary()
+    var events: [SimEvent] = []
+    var step = 0
+    /// The simulated wall time: every step advances it by one second. Device clocks are this plus their skew.
+    var now: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+    var serverClock: ManualFlakeClock!
+
+    static let password = "simulated-password"
+
+    init(parameters: SimParameters, target: SimTarget, recordEvents: Bool, runTag: String) {
+        self.parameters = parameters
+        self.target = target
+        self.recordEvents = recordEvents
+        self.runTag = runTag
+    }
+
+    /// Runs a schedule and returns what happened. Never throws for a violation: it is in the outcome.
+    public static func run(
+        _ steps: [SimAction], parameters: SimParameters, target: SimTarget = .inProcess, recordEvents: Bool = false,
+        runTag: String = ""
+    ) async throws -> SimOutcome {
+        let simulation = Simulation(parameters: parameters, target: target, recordEvents: recordEvents, runTag: runTag)
+        try await simulation.setUp()
+        var violation: Violation?
+        do {
+            for (index, action) in steps.enumerated() {
+                simulation.step = index
+                try await simulation.execute(action)
+                try await simulation.checkAfterStep(action)
+            }
+            simulation.step = steps.count
+            try await simulation.quiesceAndCheck()
+        } catch let found as Violation {
+            violation = found
+            simulation.note(nil, .violation, found.description)
+        } catch {
+            await simulation.server.shutdown()
+            throw error
+        }
+        await simulation.server.shutdown()
+        simulation.summary.steps = steps.count
+        return SimOutcome(summary: simulation.summary, violation: violation, events: simulation.events)
+    }
+
+    // MARK: - Setup
+
+    func setUp() async throws {
+        serverClock = ManualFlakeClock(unixMilliseconds: now)
+        switch target {
+        case .inProcess:
+            server = try await InProcessSimServer(clock: serverClock)
+        case .http(let url, let restartCommand):
+            server = try HTTPSimServer(url: url, restartCommand: restartCommand)
+        }
+        for k in 0..<max(1, parameters.accounts) {
+            let username = runTag.isEmpty ? "sim-a\(k)" : "sim-\(runTag)-a\(k)"
+            accounts.append(try await SimAccount.create(username: username, password: Self.password, on: server))
+        }
+        var seeds = SplitMix64(seed: parameters.seed ^ 0xD1CE_5EED)
+        for d in 0..<max(1, parameters.devices) {
+            devices.append(try SimDevice(index: d, now: now, server: server, seed: seeds.next()))
+        }
+        views = Array(repeating: AccountView(), count: accounts.count)
+        for device in devices { device.liveIDs = try device.client.identities().notes.filter { !$0.isDeleted }.map(\.id) }
+    }
+
+    // MARK: - Steps
+
+    func note(_ device: Int?, _ kind: SimEvent.Kind, _ detail: String) {
+        if recordEvents { events.append(SimEvent(step: step, device: device, kind: kind, detail: detail)) }
+    }
+
+    func execute(_ action: SimAction) async throws {
+        now += 1000
+        serverClock.set(unixMilliseconds: now)
+        for device in devices { device.clock.set(unixMilliseconds: now + device.skew) }
+        switch action {
+        case .create(let d, let token):
+            guard let device = devices[safe: d] else { return }
+            let note = try local(d) { try device.client.add(token + "\n") }
+            oracle.added(token: token, by: d)
+            if let account = try accountIndex(of: device) { oracle.permit(note.key, in: account) }
+            self.note(d, .create, "\(token) \(note.clientID.base32)")
+
+        case .edit(let d, let index, let op):
+            guard let device = devices[safe: d], let target = try liveNote(d, index: index) else { return }
+            try apply(op, to: target, on: device)
+
+        case .delete(let d, let index):
+            guard let device = devices[safe: d], let target = try liveNote(d, index: index) else { return }
+            oracle.removed(tokens: Lines.tokens(target.text))
+            _ = try local(d) { try device.client.delete(target.id) }
+            note(d, .delete, target.clientID.base32)
+
+        case .sync(let d, let faults):
+            guard let device = devices[safe: d], try device.client.account() != nil else { return }
+            try await sync(device, faults: faults)
+
+        case .signOut(let d, let faults):
+            guard let device = devices[safe: d], try device.client.account() != nil else { return }
+            try await signOut(device, faults: faults)
+
+        case .signIn(let d, let account, let faults):
+            guard let device = devices[safe: d], let target = accounts[safe: account] else { return }
+            if let current = try accountIndex(of: device), current == account {
+                try await sync(device, faults: faults)
+                return
+            }
+            if try device.client.account() != nil { try await signOut(device, faults: []) }
+            try await signIn(device, to: account, target: target, faults: faults)
+
+        case .clockJump(let d, let milliseconds):
+            guard let device = devices[safe: d] else { return }
+            device.skew += milliseconds
+            device.clock.set(unixMilliseconds: now + device.skew)
+            summary.clockJumps += 1
+            note(d, .clockJump, "\(milliseconds > 0 ? "+" : "")\(milliseconds / 1000) s")
+
+        case .concurrentEdit(let a, let b, let index, let firstOp, let secondOp):
+            guard a != b, let first = devices[safe: a], let second = devices[safe: b],
+                let account = try accountIndex(of: first), try accountIndex(of: second) == account
+            else { return }
+            let shared = try first.client.notes().filter { $0.serverID != nil }
+            guard !shared.isEmpty else { return }
+            let mine = shared[index % shared.count]
+            guard let serverID = mine.serverID, let theirs = try second.client.note(serverID: serverID), !theirs.isDeleted
+            else { return }
+            try apply(firstOp, to: mine, on: first)
+            try apply(secondOp, to: theirs, on: second)
+
+        case .collide(let a, let b, let firstToken, let secondToken):
+            guard a != b, let first = devices[safe: a], let second = devices[safe: b] else { return }
+            // Both devices share one flake instance (see SimDevice); set both clocks to one fresh millisecond past
+            // either generator's high-water mark, so both mint the same client ID.
+            let marks = try [first, second].map { try $0.client.status().highWaterMark?.unixMilliseconds ?? 0 }
+            let instant = max(marks.max() ?? 0, first.clock.unixMilliseconds(), second.clock.unixMilliseconds()) + 1000
+            for device in [first, second] {
+                device.skew = instant - now
+                device.clock.set(unixMilliseconds: instant)
+            }
+            let one = try local(a) { try first.client.add(firstToken + "\n") }
+            let two = try local(b) { try second.client.add(secondToken + "\n") }
+            oracle.added(token: firstToken, by: a)
+            oracle.added(token: secondToken, by: b)
+            if let account = try accountIndex(of: first) { oracle.permit(one.key, in: account) }
+            if let account = try accountIndex(of: second) { oracle.permit(two.key, in: account) }
+            if one.clientID == two.clientID { summary.collisions += 1 }
+            note(a, .collide, "\(firstToken) \(one.clientID.base32)")
+            note(b, .collide, "\(secondToken) \(two.clientID.base32)")
+
+        case .restartServer:
+            try await server.restart()
+            summary.restarts += 1
+            note(nil, .restart, "server restarted")
+        }
+    }
+
+    /// The device's live notes in a stable order, and the one an index names.
+    ///
+    /// The identities the checks read after the device's last step are still current (only the device's own steps
+    /// change its store), so only the chosen note is read.
+    func liveNote(_ d: Int, index: Int) throws -> LocalNote? {
+        let live = devices[d].liveIDs
+        guard !live.isEmpty else { return nil }
+        return try devices[d].client.note(live[index % live.count])
+    }
+
+    func apply(_ op: EditOp, to target: LocalNote, on device: SimDevice) throws {
+        var lines = Lines.split(target.text)
+        switch op {
+        case .append(let token):
+            lines.append(token)
+            oracle.added(token: token, by: device.index)
+        case .insert(let at, let token):
+            lines.insert(token, at: at % (lines.count + 1))
+            oracle.added(token: token, by: device.index)
+        case .remove(let at):
+            guard lines.count > 1 else { return }  // the client refuses empty notes: delete them instead
+            oracle.removed(tokens: [lines.remove(at: at % lines.count)])
+        case .replace(let at, let token):
+            guard !lines.isEmpty else { return }
+            let index = at % lines.count
+            oracle.removed(tokens: [lines[index]])
+            lines[index] = token
+            oracle.added(token: token, by: device.index)
+        }
+        _ = try local(device.index) { try device.client.edit(target.id, text: Lines.join(lines)) }
+        note(device.index, .edit, "\(target.clientID.base32): \(op)")
+    }
+
+    /// Runs a local command, which must never fail.
+    func local<T>(_ d: Int, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            throw Violation(step: step, invariant: .unexpectedError, detail: "device \(d): a local command failed: \(error)")
+        }
+    }
+
+    func accountIndex(of device: SimDevice) throws -> Int? {
+        guard let account = try device.client.account() else { return nil }
+        return accounts.firstIndex { $0.accountID == account.accountID }
+    }
+
+    // MARK: - Network operations under faults
+
+    /// Runs a network operation with the step's faults armed. A failure is expected only when a fault was injected.
+    func withFaults<T>(_ device: SimDevice, _ faults: [FaultPlan], _ what: String, _ body: () async throws -> T) async throws -> T? {
+        device.transport.arm(faults)
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+        let (injected, replayMismatch) = device.transport.disarm()
+        summary.faults += injected.count
+        for kind in injected { note(device.index, .fault, "\(what): \(kind.rawValue)") }
+        if let replayMismatch { throw fail(.idempotentReplay, "device \(device.index): \(what): \(replayMismatch)") }
+        switch outcome {
+        case .success(let value):
+            return value
+        case .failure(let error):
+            if let error = error as? NotesError, error.code == .serverUnreachable, !injected.isEmpty {
+                summary.failedOperations += 1
+                note(device.index, .error, "\(what) failed: \(error.message)")
+                return nil
+            }
+            throw Violation(
+                step: step, invariant: .unexpectedError,
+                detail: "device \(device.index): \(what) failed\(injected.isEmpty ? " with no fault injected" : ""): \(error)")
+        }
+    }
+
+    func sync(_ device: SimDevice, faults: [FaultPlan]) async throws {
+        summary.syncs += 1
+        guard let report = try await withFaults(device, faults, "sync", { try await device.client.sync() }) else { return }
+        record(report, device: device)
+    }
+
+    func record(_ report: SyncReport, device: SimDevice) {
+        summary.conflicts += report.conflicts
+        summary.merges += report.merged
+        summary.reconciled += report.reconciled + report.matched
+        summary.replayed += report.replayed
+        if report.conflicts > 0 { note(device.index, .conflict, "\(report.conflicts) conflict copies") }
+        if report.merged > 0 { note(device.index, .merge, "\(report.merged) merged") }
+        note(device.index, .sync, "pushed \(report.pushed), pulled \(report.pulled)")
+        if !report.failures.isEmpty {
+            note(device.index, .error, "rejected: \(report.failures.map(\.error.code))")
+        }
+    }
+
+    func signOut(_ device: SimDevice, faults: [FaultPlan]) async throws {
+        summary.signOuts += 1
+        let report = try await withFaults(device, faults, "sign-out") { try await device.client.signOut() }
+        device.lastCursor = nil
+        note(device.index, .signOut, "pending \(report?.pending ?? -1)")
+    }
+
+    func signIn(_ device: SimDevice, to index: Int, target: SimAccount, faults: [FaultPlan]) async throws {
+        summary.signIns += 1
+        // Everything this device holds may now be carried into the account.
+        for note in try device.client.identities().notes { oracle.permit(NoteKeyValue(clientID: note.clientID, origin: note.origin), in: index) }
+        let report = try await withFaults(device, faults, "sign-in") {
+            try await device.client.signIn(server: server.url, username: target.username, password: Self.password)
+        }
+        device.lastCursor = nil
+        note(device.index, .signIn, target.username)
+        guard let report else { return }
+        switch report.sync {
+        case .success(let sync): record(sync, device: device)
+        case .failure(let error):
+            if error.code == .serverUnreachable && !faults.isEmpty {
+                summary.failedOperations += 1
+                note(device.index, .error, "sign-in sync failed: \(error.message)")
+            } else {
+                throw Violation(step: step, invariant: .unexpectedError, detail: "device \(device.index): sign-in sync failed: \(error)")
+            }
+        }
+    }
+}
