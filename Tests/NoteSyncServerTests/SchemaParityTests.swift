@@ -6,7 +6,8 @@ import Testing
 @testable import NoteSyncServer
 
 /// The SQLite and PostgreSQL schemas are written by hand, once per backend; this reads both back from the databases'
-/// catalogs and checks that they describe the same tables, columns, nullability, primary keys and indexes.
+/// catalogs and checks that they describe the same tables, columns, nullability, primary keys, indexes and foreign
+/// keys.
 @Suite("Schema parity", .enabled(if: TestPostgres.isAvailable, "FLAKENOTES_POSTGRES_URL is not set"))
 struct SchemaParityTests {
     /// Tables only one backend has: each keeps its own migration bookkeeping, and instance leases exist only where
@@ -41,6 +42,7 @@ struct SchemaParityTests {
         // The comparison saw what matters (a catalog query that read nothing would compare equal).
         #expect(sqlite["applied_edits"]?.primaryKey == ["account_id", "edit_id", "client_id", "origin", "pusher"])
         #expect(sqlite["notes"]?.indexes.count == 2)
+        #expect(sqlite["sessions"]?.foreignKeys == [ForeignKey(column: "account_id", table: "accounts", referenced: "id", onDelete: "CASCADE")])
     }
 
     // MARK: - Shapes
@@ -64,12 +66,20 @@ struct SchemaParityTests {
         var description: String { "\(unique ? "UNIQUE " : "")\(name ?? "<constraint>")(\(columns.joined(separator: ", ")))" }
     }
 
+    struct ForeignKey: Hashable {
+        var column: String
+        var table: String
+        var referenced: String
+        var onDelete: String
+    }
+
     struct Table: Equatable {
         /// In declaration order.
-        var columns: [Column]
-        var primaryKey: [String]
+        var columns: [Column] = []
+        var primaryKey: [String] = []
         /// Every index but the primary key's.
-        var indexes: Set<Index>
+        var indexes: Set<Index> = []
+        var foreignKeys: Set<ForeignKey> = []
     }
 
     static func normalized(_ type: String) -> String {
@@ -109,7 +119,9 @@ struct SchemaParityTests {
                     let indexColumns = try String.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [indexName])
                     indexes.insert(Index(name: origin == "c" ? indexName : nil, unique: (index[1] as Int) != 0, columns: indexColumns))
                 }
-                tables[name] = Table(columns: columns, primaryKey: primaryKey, indexes: indexes)
+                let foreignKeys = try Row.fetchAll(db, sql: #"SELECT "from", "table", "to", on_delete FROM pragma_foreign_key_list(?)"#, arguments: [name])
+                    .map { ForeignKey(column: $0[0], table: $0[1], referenced: $0[2], onDelete: $0[3]) }
+                tables[name] = Table(columns: columns, primaryKey: primaryKey, indexes: indexes, foreignKeys: Set(foreignKeys))
             }
             return tables
         }
@@ -130,7 +142,7 @@ struct SchemaParityTests {
             """,
             logger: logger
         ).decode((String, String, String, String).self) {
-            tables[table, default: Table(columns: [], primaryKey: [], indexes: [])].columns.append(
+            tables[table, default: Table()].columns.append(
                 Column(name: column, type: normalized(type), notNull: nullable == "NO")
             )
         }
@@ -171,6 +183,20 @@ struct SchemaParityTests {
             tables[table]?.indexes.insert(
                 Index(name: constraint == nil ? name : nil, unique: definition.hasPrefix("CREATE UNIQUE"), columns: columns)
             )
+        }
+        for try await (table, column, referencedTable, referenced, onDelete) in try await client.query(
+            """
+            SELECT k.table_name::text, k.column_name::text, u.table_name::text, u.column_name::text, r.delete_rule::text
+            FROM information_schema.referential_constraints r
+            JOIN information_schema.key_column_usage k
+              ON k.constraint_schema = r.constraint_schema AND k.constraint_name = r.constraint_name
+            JOIN information_schema.constraint_column_usage u
+              ON u.constraint_schema = r.unique_constraint_schema AND u.constraint_name = r.unique_constraint_name
+            WHERE r.constraint_schema = current_schema()
+            """,
+            logger: logger
+        ).decode((String, String, String, String, String).self) {
+            tables[table]?.foreignKeys.insert(ForeignKey(column: column, table: referencedTable, referenced: referenced, onDelete: onDelete))
         }
         return tables
     }
