@@ -19,21 +19,23 @@ public struct SyncRequestContext: RequestContext, RemoteAddressRequestContext {
     }
 }
 
-/// Builds the HTTP router: one route per ``Endpoint`` (from `Endpoint.allCases`), each handing a ``WireRequest``
-/// to ``SyncAPI/handle(_:contentType:)``, plus a fallback answering unknown paths and methods with JSON 404/405.
+/// Builds the HTTP router: one route per entry of ``SyncAPI/routes`` (one per ``Endpoint``), each calling its own
+/// handler through ``HTTPBridge/respond(to:context:route:api:)``, and a middleware answering what no route matches
+/// with the protocol's JSON 404/405 (``SyncAPI/routeMiss(method:path:requestID:)``).
 public func buildRouter(api: SyncAPI, logger: Logger) -> Router<SyncRequestContext> {
     let router = Router(context: SyncRequestContext.self)
     router.add(middleware: LogRequestsMiddleware(.debug))
-    router.add(middleware: RouteMissMiddleware(api: api))
-    for endpoint in Endpoint.allCases {
-        guard let method = HTTPRequest.Method(endpoint.method.rawValue) else {
-            preconditionFailure("\(endpoint.method.rawValue) is not an HTTP method")
+    for route in api.routes {
+        guard let method = HTTPRequest.Method(route.endpoint.method.rawValue) else {
+            preconditionFailure("\(route.endpoint.method.rawValue) is not an HTTP method")
         }
-        router.on(RouterPath(endpoint.path), method: method) { request, context in
-            await HTTPBridge.respond(to: request, context: context, api: api)
+        router.on(RouterPath(route.endpoint.path), method: method) { request, context in
+            await HTTPBridge.respond(to: request, context: context, route: route, api: api)
         }
     }
-    logger.debug("routes registered", metadata: ["count": "\(Endpoint.allCases.count)"])
+    // Added after the routes, so it wraps only the responder Hummingbird calls when no route matches.
+    router.add(middleware: RouteMissMiddleware(api: api))
+    logger.debug("routes registered", metadata: ["count": "\(api.routes.count)"])
     return router
 }
 
@@ -76,22 +78,22 @@ public func buildApplication(
         store = sqlite
         mintID = { try generator.next() }
     case .postgres(let url):
-        let postgres = PostgresNoteStore(
-            configuration: try PostgresNoteStore.configuration(url: url, maximumConnections: configuration.databaseConnections),
+        let database = PostgresDatabase(
+            configuration: try PostgresDatabase.configuration(url: url, maximumConnections: configuration.databaseConnections),
             logger: logger
         )
-        let lease = InstanceLease(store: postgres, ttl: .seconds(configuration.instanceLeaseSeconds), logger: logger)
-        store = postgres
+        let lease = InstanceLease(database: database, ttl: .seconds(configuration.instanceLeaseSeconds), logger: logger)
+        store = PostgresNoteStore(database: database)
         mintID = { try lease.next() }
         // The pool first (it stops last), then the lease (released after the server has drained).
-        services = [postgres.client, InstanceLeaseService(lease: lease, logger: logger)]
+        services = [database.client, InstanceLeaseService(lease: lease, logger: logger)]
         let shown = configuration.database.description
         prelude = {
             try await withStartupDeadline(.seconds(30), what: "connecting to PostgreSQL at \(shown)") {
-                try await postgres.migrate()
+                try await database.migrate()
                 try await lease.acquire()
             }
-            logger.info("database open", metadata: ["database": "\(shown)", "schema_version": "\(PostgresNoteStore.schemaVersion)"])
+            logger.info("database open", metadata: ["database": "\(shown)", "schema_version": "\(PostgresDatabase.schemaVersion)"])
         }
     }
     let service = SyncService(
@@ -199,59 +201,71 @@ struct PruneService: Service {
 }
 
 /// Answers requests no route matches (unknown path, or a known path with another method) with the protocol's JSON
-/// 404/405, instead of Hummingbird's empty ones.
+/// 404/405 instead of Hummingbird's empty 404 (which its router throws as `HTTPError(.notFound)` for both).
 struct RouteMissMiddleware: RouterMiddleware {
     typealias Context = SyncRequestContext
     let api: SyncAPI
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
-        if Endpoint.matching(method: request.method.rawValue, path: path) == nil {
-            return HTTPBridge.response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: context.id))
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            return HTTPBridge.response(from: api.routeMiss(method: request.method.rawValue, path: request.uri.path, requestID: context.id))
         }
-        return try await next(request, context)
     }
 }
 
 /// Converts between Hummingbird's requests and responses and the protocol's transport-neutral ones.
 enum HTTPBridge {
-    /// Collects the body (at most `maxBodyBytes`), builds a ``WireRequest`` and lets the API answer it.
-    static func respond(to request: Request, context: SyncRequestContext, api: SyncAPI) async -> Response {
+    /// Answers a request Hummingbird routed to `route`: reads the bearer token and the body (at most
+    /// `maxBodyBytes`), then lets ``SyncAPI/respond(_:to:requestID:contentType:)`` answer.
+    static func respond(to request: Request, context: SyncRequestContext, route: SyncAPI.Route, api: SyncAPI) async -> Response {
         let requestID = context.id
         let path = request.uri.path
-        guard let method = HTTPMethodName(rawValue: request.method.rawValue) else {
+        // Hummingbird's router skips empty path components (`/v1/info/` reaches `/v1/info`); protocol paths are exact.
+        guard path == route.endpoint.path else {
             return response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: requestID))
         }
         var bearerToken: String?
         if let authorization = request.headers[.authorization] {
             guard let token = bearer(from: authorization) else {
-                return response(from: api.malformedAuthorization(requestID: requestID))
+                return response(from: SyncError.malformedAuthorization.response(requestID: requestID))
             }
             bearerToken = token
         }
-        let maxBody = api.limits.maxBodyBytes
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maxBody {
-            return response(from: api.bodyTooLarge(requestID: requestID))
-        }
-        var body: Data?
+        let body: Data?
         do {
-            let buffer = try await request.body.collect(upTo: maxBody)
-            if buffer.readableBytes > 0 { body = Data(buffer.readableBytesView) }
-        } catch is NIOTooManyBytesError {
-            return response(from: api.bodyTooLarge(requestID: requestID))
+            body = try await collectBody(of: request, limit: api.limits.maxBodyBytes)
         } catch {
-            let failure = SyncError(.invalidJSON, "The body could not be read.", underlying: error)
-            return response(from: failure.response(requestID: requestID))
+            return response(from: error.response(requestID: requestID))
         }
         var query: [(String, String)] = []
         for (name, value) in request.uri.queryParameters {
             query.append((String(name), String(value)))
         }
         let wire = WireRequest(
-            method: method, path: path, query: query, bearerToken: bearerToken, body: body,
+            method: route.endpoint.method, path: path, query: query, bearerToken: bearerToken, body: body,
             remoteAddress: context.remoteAddress?.ipAddress, requestID: requestID
         )
-        return response(from: await api.handle(wire, contentType: request.headers[.contentType]))
+        return response(from: await api.respond(route, to: wire, requestID: requestID, contentType: request.headers[.contentType]))
+    }
+
+    /// The request's body (nil when empty), at most `limit` bytes: a declared `Content-Length` over the limit is
+    /// refused before reading, and reading stops at the limit.
+    ///
+    /// - Throws: `body_too_large`, or `invalid_json` when the body cannot be read.
+    static func collectBody(of request: Request, limit: Int) async throws(SyncError) -> Data? {
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            throw SyncError.bodyTooLarge(limit: limit)
+        }
+        do {
+            let buffer = try await request.body.collect(upTo: limit)
+            return buffer.readableBytes > 0 ? Data(buffer.readableBytesView) : nil
+        } catch is NIOTooManyBytesError {
+            throw SyncError.bodyTooLarge(limit: limit)
+        } catch {
+            throw SyncError(.invalidJSON, "The body could not be read.", underlying: error)
+        }
     }
 
     /// The token of `Bearer <token>` (scheme case-insensitive), or nil when the header is malformed.

@@ -3,10 +3,10 @@ import NoteSyncProtocol
 
 /// Persistent storage for accounts, sessions and notes.
 ///
-/// A store only loads, locks and writes: every decision about a push is made by ``PushPlanner``, which every store
-/// runs unchanged, and every request rule by ``SyncService``. Every query is scoped by account ID; nothing a store
-/// returns for one account ever comes from another. The SQLite store is ``SQLiteNoteStore``; other stores must pass
-/// the same conformance suite (`NoteStoreConformance` in the tests).
+/// A store only locks, loads and writes: every decision about a push is made by ``PushPlanner``, which every store
+/// runs unchanged through ``PushDriver``, and every request rule by ``SyncService``. Every query is scoped by account
+/// ID; nothing a store returns for one account ever comes from another. The stores are ``SQLiteNoteStore`` and ``PostgresNoteStore``;
+/// both pass one conformance suite (`NoteStoreConformance` in the tests), and a test checks that their schemas agree.
 public protocol NoteStore: Sendable {
     /// The backend's name as `GET /healthz` reports it (`sqlite`, `postgres`).
     var backendName: String { get }
@@ -30,10 +30,8 @@ public protocol NoteStore: Sendable {
     /// Applies a push in one transaction, serialized with every other push of the account, and returns one result
     /// per change, in order.
     ///
-    /// The store reads the account's change sequence, loads (in a few batched queries) the applied edits named by
-    /// ``PushPlanner/editIDs(of:)`` and the notes named by ``PushPlanner/keysToLoad(changes:appliedEdits:)``, runs
-    /// ``PushPlanner/plan(_:mintID:)``, writes the plan and commits. When this returns, the accepted changes are
-    /// durable; when it throws, none are.
+    /// The server's stores run ``PushDriver`` (lock the account, load, ``PushPlanner``, write). When this returns, the
+    /// accepted changes are durable; when it throws, none are.
     ///
     /// - Throws: ``NoteStoreError/accountNotFound``, ``NoteStoreError/unavailable(_:)``, or a backend error.
     func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult]
@@ -82,4 +80,9 @@ public enum NoteStoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case .closed: "The store is closed."
         }
     }
+}
+
+/// A stored ID back as a ``FlakeID`` (every stored ID is positive).
+func flake(_ value: Int64) throws -> FlakeID {
+    try FlakeID(validating: value)
 }

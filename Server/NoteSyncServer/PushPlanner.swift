@@ -3,10 +3,10 @@ import NoteSyncProtocol
 
 /// Decides what a push does: pure, deterministic, shared by every ``NoteStore``.
 ///
-/// A store loads the account's current change sequence, the applied edits named by ``editIDs(of:)`` and the notes
-/// named by ``keysToLoad(changes:appliedEdits:)``, calls ``plan(_:mintID:)``, and writes the ``Plan`` in the same
-/// transaction. The planner never reads a clock or a random source: `now` and `mintID` are passed in, and ordering
-/// depends only on versions and the account change sequence, never on device clocks.
+/// ``PushDriver`` runs it for every store: in one transaction it locks the account and reads its change sequence,
+/// loads what ``loadKeys(of:)`` names, calls ``plan(_:mintID:)`` and writes the ``Plan``. The planner never reads a
+/// clock or a random source: `now` and `mintID` are passed in, and ordering depends only on versions and the account
+/// change sequence, never on device clocks.
 ///
 /// Rules, per change in order (an overlay carries notes changed earlier in the same batch):
 /// 1. Validate: text over `maxNoteBytes` → rejected `note_too_large`; the edit ID earlier in the batch → rejected
@@ -73,38 +73,42 @@ public enum PushPlanner {
         public var newSequence: Int64
     }
 
-    /// The distinct edit IDs of a batch: the applied edits a store loads before planning.
-    public static func editIDs(of changes: [NoteChange]) -> [FlakeID] {
-        var seen = Set<FlakeID>()
-        return changes.compactMap { seen.insert($0.editID).inserted ? $0.editID : nil }
-    }
-
-    /// The notes a store loads before planning.
+    /// What a store loads before planning a batch: a function of the changes alone.
+    ///
+    /// A store loads, in the pushing account only:
+    /// - the applied edits with these edit IDs (whoever pushed them and whatever note they named), and the notes
+    ///   those applied edits name (a replay reports its note's current text), found by the database from the edit
+    ///   IDs in the statement that loads the edits or the other notes, so no load waits on another;
+    /// - the notes with these server IDs;
+    /// - the notes with these client IDs (any origin: a note with the same client ID and another origin is loaded
+    ///   too, and the planner ignores it).
+    ///
+    /// The planner ignores any extra note or applied edit, so a store may load a superset (an `IN` list padded with
+    /// repeated values, a note found twice).
     public struct LoadKeys: Sendable, Equatable {
-        /// Server IDs named by the changes or by their applied edits (a replay reports the note's current text).
+        /// The batch's distinct edit IDs, in order of first use.
+        public var editIDs: [FlakeID]
+        /// The distinct server IDs the changes name, in order of first use.
         public var serverIDs: [FlakeID]
-        /// `(clientID, origin)` keys of changes that name no server ID.
-        public var clientKeys: [NoteKey]
+        /// The distinct client IDs of the changes that name no server ID, in order of first use.
+        public var clientIDs: [FlakeID]
     }
 
-    /// The notes to load for a batch: by server ID and by `(clientID, origin)`, all in the pushing account.
-    public static func keysToLoad(changes: [NoteChange], appliedEdits: [AppliedEdit]) -> LoadKeys {
-        var serverIDs: [FlakeID] = []
+    /// What to load for a batch (see ``LoadKeys``).
+    public static func loadKeys(of changes: [NoteChange]) -> LoadKeys {
+        var keys = LoadKeys(editIDs: [], serverIDs: [], clientIDs: [])
+        var seenEditIDs = Set<FlakeID>()
         var seenServerIDs = Set<FlakeID>()
-        var clientKeys: [NoteKey] = []
-        var seenKeys = Set<NoteKey>()
+        var seenClientIDs = Set<FlakeID>()
         for change in changes {
+            if seenEditIDs.insert(change.editID).inserted { keys.editIDs.append(change.editID) }
             if let serverID = change.serverID {
-                if seenServerIDs.insert(serverID).inserted { serverIDs.append(serverID) }
-            } else {
-                let key = NoteKey(clientID: change.clientID, origin: change.origin)
-                if seenKeys.insert(key).inserted { clientKeys.append(key) }
+                if seenServerIDs.insert(serverID).inserted { keys.serverIDs.append(serverID) }
+            } else if seenClientIDs.insert(change.clientID).inserted {
+                keys.clientIDs.append(change.clientID)
             }
         }
-        for edit in appliedEdits {
-            if let serverID = edit.serverID, seenServerIDs.insert(serverID).inserted { serverIDs.append(serverID) }
-        }
-        return LoadKeys(serverIDs: serverIDs, clientKeys: clientKeys)
+        return keys
     }
 
     /// Plans a push. Throws only what `mintID` throws.

@@ -8,7 +8,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public enum Database: Sendable, Equatable, CustomStringConvertible {
         /// SQLite in the data directory (`<dataDirectory>/notesyncd.sqlite`).
         case sqlite
-        /// PostgreSQL at a `postgres://` or `postgresql://` URL (see ``PostgresNoteStore/configuration(url:maximumConnections:)``).
+        /// PostgreSQL at a `postgres://` or `postgresql://` URL (see ``PostgresDatabase/configuration(url:maximumConnections:)``).
         case postgres(url: String)
 
         /// Parses `sqlite` (or `sqlite:`), or a `postgres://`/`postgresql://` URL.
@@ -114,7 +114,7 @@ public struct ServerConfiguration: Sendable, Equatable {
             throw ConfigurationError("database connections must be 1...1000, got \(databaseConnections)")
         }
         if case .postgres(let url) = database {
-            _ = try PostgresNoteStore.configuration(url: url, maximumConnections: databaseConnections)
+            _ = try PostgresDatabase.configuration(url: url, maximumConnections: databaseConnections)
         }
     }
 }

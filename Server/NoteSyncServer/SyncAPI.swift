@@ -3,45 +3,90 @@ import Logging
 import NoteSyncProtocol
 import Synchronization
 
-/// The protocol dispatcher: one ``WireRequest`` in, one ``WireResponse`` out.
+/// The protocol's endpoints over a ``SyncService``: one handler per ``Endpoint``, built once, each turning a
+/// ``WireRequest`` into a ``WireResponse``.
 ///
-/// Both the HTTP router (``buildRouter(api:logger:)``) and in-process callers (tests, the simulation) call
-/// ``handle(_:)``, so both paths behave identically. It matches the endpoint (404 `not_found`, 405
-/// `method_not_allowed`), checks the body size (413 `body_too_large`) and media type (415
-/// `unsupported_media_type`), authenticates (401 `unauthorized`), decodes strictly (400 `invalid_json`,
-/// `unknown_field`, `invalid_id`), calls ``SyncService`` and encodes the answer. Every failure is a JSON
-/// ``APIErrorBody`` with its code's status; a 500 `internal` means a server fault and is logged with the request id.
+/// Two adapters reach the same handlers, and each matches an endpoint once and checks the body size once (413
+/// `body_too_large`): the HTTP router (``buildRouter(api:logger:)``) registers one route per entry of ``routes`` and
+/// checks the size while collecting the body; in-process callers (tests, the simulation) call
+/// ``handle(_:contentType:)``, which finds the entry by method and path. Both then call
+/// ``respond(_:to:requestID:contentType:)``: it checks the media type (415 `unsupported_media_type`), authenticates
+/// (401 `unauthorized`) when the endpoint needs it, runs the handler (strict decoding: 400 `invalid_json`,
+/// `unknown_field`, `invalid_id`) and answers every failure with a JSON ``APIErrorBody`` of its code's status. Every
+/// answer carries `X-Request-Id`; a 500 `internal` means a server fault and is logged with the request id. A method
+/// and path with no endpoint are answered by ``routeMiss(method:path:requestID:)`` (404 `not_found`, 405
+/// `method_not_allowed`).
 public struct SyncAPI: Sendable {
     /// The rules behind the endpoints.
     public let service: SyncService
     let logger: Logger
+    /// One route per endpoint, in `Endpoint.allCases` order.
+    let routes: [Route]
 
     public init(service: SyncService, logger: Logger) {
         self.service = service
         self.logger = logger
+        self.routes = Endpoint.allCases.map { Route(endpoint: $0, handler: Self.handler(for: $0, service: service)) }
     }
 
     /// The limits the API enforces.
     public var limits: SyncLimits { service.limits }
+
+    /// An endpoint and what answers it.
+    struct Route: Sendable {
+        let endpoint: Endpoint
+        let handler: Handler
+    }
+
+    /// What answers an endpoint: a public handler gets the request; an authenticated one also gets the session its
+    /// bearer token stands for.
+    enum Handler: Sendable {
+        case `public`(@Sendable (WireRequest) async throws -> WireResponse)
+        case authenticated(@Sendable (WireRequest, SessionRecord) async throws -> WireResponse)
+    }
+
+    // MARK: - In process
 
     /// Handles a request whose media type is unknown (in-process callers always send JSON).
     public func handle(_ request: WireRequest) async -> WireResponse {
         await handle(request, contentType: nil)
     }
 
-    /// Handles a request.
+    /// Handles a request: finds its endpoint, checks the body size, then ``respond(_:to:requestID:contentType:)``.
     ///
     /// - Parameter contentType: The request's `Content-Type` header, if any. A POST with a non-empty body must send
     ///   `application/json` (parameters such as `charset=utf-8` allowed) or none.
     public func handle(_ request: WireRequest, contentType: String?) async -> WireResponse {
         let requestID = request.requestID ?? Self.makeRequestID()
-        var logger = self.logger
-        logger[metadataKey: "request_id"] = .string(requestID)
-        guard let endpoint = Endpoint.matching(method: request.method.rawValue, path: request.path) else {
+        guard let route = routes.first(where: { $0.endpoint.path == request.path && $0.endpoint.method == request.method })
+        else {
             return routeMiss(method: request.method.rawValue, path: request.path, requestID: requestID)
         }
+        if let body = request.body, body.count > limits.maxBodyBytes {
+            return SyncError.bodyTooLarge(limit: limits.maxBodyBytes).response(requestID: requestID)
+        }
+        return await respond(route, to: request, requestID: requestID, contentType: contentType)
+    }
+
+    // MARK: - Both adapters
+
+    /// Answers a request for `route` whose body is within the limit: media type, authentication, the handler, and
+    /// the error mapping. The answer carries `X-Request-Id: requestID`.
+    func respond(_ route: Route, to request: WireRequest, requestID: String, contentType: String?) async -> WireResponse {
+        let endpoint = route.endpoint
+        var logger = self.logger
+        logger[metadataKey: "request_id"] = .string(requestID)
         do {
-            var response = try await dispatch(endpoint, request, contentType: contentType, logger: logger)
+            if endpoint.method == .post, let body = request.body, !body.isEmpty, let contentType, !Self.isJSON(contentType) {
+                throw SyncError(.unsupportedMediaType, "The body must be application/json, not \(contentType).")
+            }
+            var response: WireResponse
+            switch route.handler {
+            case .public(let handle):
+                response = try await handle(request)
+            case .authenticated(let handle):
+                response = try await handle(request, try await service.authenticate(bearerToken: request.bearerToken))
+            }
             response.headers[ProtocolHeader.requestID] = requestID
             logger.debug("request", metadata: ["endpoint": "\(endpoint.rawValue)", "status": "\(response.status)"])
             return response
@@ -73,56 +118,48 @@ public struct SyncAPI: Sendable {
         return error.response(requestID: requestID)
     }
 
-    /// The answer for a body over `maxBodyBytes` (the router stops reading at the limit).
-    public func bodyTooLarge(requestID: String?) -> WireResponse {
-        SyncError(.bodyTooLarge, "The body is larger than \(limits.maxBodyBytes) bytes.").response(requestID: requestID)
-    }
+    // MARK: - Handlers
 
-    /// The answer for a malformed `Authorization` header.
-    public func malformedAuthorization(requestID: String?) -> WireResponse {
-        SyncError(.unauthorized, "The Authorization header must be 'Bearer <token>'.").response(requestID: requestID)
-    }
-
-    // MARK: - Dispatch
-
-    private func dispatch(_ endpoint: Endpoint, _ request: WireRequest, contentType: String?, logger: Logger) async throws -> WireResponse {
-        let body = request.body ?? Data()
-        if body.count > limits.maxBodyBytes {
-            throw SyncError(.bodyTooLarge, "The body is larger than \(limits.maxBodyBytes) bytes.")
-        }
-        if endpoint.method == .post, !body.isEmpty, let contentType, !Self.isJSON(contentType) {
-            throw SyncError(.unsupportedMediaType, "The body must be application/json, not \(contentType).")
-        }
-        let session = endpoint.requiresAuthentication ? try await service.authenticate(bearerToken: request.bearerToken) : nil
-
+    /// The handler of `endpoint`: decodes the request, calls the service, encodes the answer.
+    private static func handler(for endpoint: Endpoint, service: SyncService) -> Handler {
         switch endpoint {
         case .health:
-            return try encode(try await service.health(), endpoint)
+            .public { _ in try encode(try await service.health(), endpoint) }
         case .info:
-            return try encode(service.info, endpoint)
+            .public { _ in try encode(service.info, endpoint) }
         case .signUp:
-            let decoded = try WireJSON.decodeRequest(SignUpRequest.self, from: body)
-            return try encode(try await service.signUp(decoded), endpoint)
+            .public { request in
+                let decoded = try WireJSON.decodeRequest(SignUpRequest.self, from: request.body ?? Data())
+                return try encode(try await service.signUp(decoded), endpoint)
+            }
         case .signIn:
-            let decoded = try WireJSON.decodeRequest(SignInRequest.self, from: body)
-            return try encode(try await service.signIn(decoded), endpoint)
+            .public { request in
+                let decoded = try WireJSON.decodeRequest(SignInRequest.self, from: request.body ?? Data())
+                return try encode(try await service.signIn(decoded), endpoint)
+            }
         case .signOut:
-            try await service.signOut(session!)
-            return WireResponse(status: endpoint.successStatus)
+            .authenticated { _, session in
+                try await service.signOut(session)
+                return WireResponse(status: endpoint.successStatus)
+            }
         case .account:
-            return try encode(try await service.account(session!), endpoint)
+            .authenticated { _, session in try encode(try await service.account(session), endpoint) }
         case .push:
-            let decoded = try PushJSON.decodeRequest(body)
-            return WireResponse(status: endpoint.successStatus, body: PushJSON.encode(try await service.push(decoded, session: session!)))
+            .authenticated { request, session in
+                let decoded = try PushJSON.decodeRequest(request.body ?? Data())
+                return WireResponse(status: endpoint.successStatus, body: PushJSON.encode(try await service.push(decoded, session: session)))
+            }
         case .pull:
-            let result = try await service.pull(
-                since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit), session: session!
-            )
-            return WireResponse(status: endpoint.successStatus, body: try PullJSON.encode(result))
+            .authenticated { request, session in
+                let result = try await service.pull(
+                    since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit), session: session
+                )
+                return WireResponse(status: endpoint.successStatus, body: try PullJSON.encode(result))
+            }
         }
     }
 
-    private func encode(_ value: some Encodable, _ endpoint: Endpoint) throws -> WireResponse {
+    private static func encode(_ value: some Encodable, _ endpoint: Endpoint) throws -> WireResponse {
         WireResponse(status: endpoint.successStatus, body: try WireJSON.encoder().encode(value))
     }
 
@@ -138,4 +175,14 @@ public struct SyncAPI: Sendable {
     static func makeRequestID() -> String {
         "local-\(requestCounter.wrappingAdd(1, ordering: .relaxed).newValue)"
     }
+}
+
+extension SyncError {
+    /// A body over the limit (413 `body_too_large`).
+    static func bodyTooLarge(limit: Int) -> SyncError {
+        SyncError(.bodyTooLarge, "The body is larger than \(limit) bytes.")
+    }
+
+    /// An `Authorization` header that is not `Bearer <token>` (401 `unauthorized`).
+    static let malformedAuthorization = SyncError(.unauthorized, "The Authorization header must be 'Bearer <token>'.")
 }

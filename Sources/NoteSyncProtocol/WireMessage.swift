@@ -13,7 +13,7 @@ public struct WireRequest: Sendable, Equatable {
     public var bearerToken: String?
     /// The JSON body, if any.
     public var body: Data?
-    /// The caller's address, for throttling; set by the server side.
+    /// The peer's address, for logs; set by the server side (nil in process).
     public var remoteAddress: String?
     /// The request id for logs; set by the server side.
     public var requestID: String?

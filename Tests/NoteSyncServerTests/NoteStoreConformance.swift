@@ -7,8 +7,9 @@ import TestSupport
 
 @testable import NoteSyncServer
 
-/// The behaviour every ``NoteStore`` must have. A new store (PostgreSQL) calls ``runNoteStoreConformance(_:)`` with
-/// a factory of fresh, empty stores; each check gets its own store and closes it.
+/// The behaviour every ``NoteStore`` must have, as named checks, each run on a fresh, empty store. Each store's suite
+/// runs every check as a test case of its own (`@Test(arguments: NoteStoreConformance.checks.map(\.name))`): SQLite
+/// on disk and in memory in `NoteStoreConformanceTests.sqlite`, PostgreSQL in `PostgresNoteStoreTests.conformance`.
 enum NoteStoreConformance {
     /// A named check over a fresh store.
     struct Check: Sendable {
@@ -303,7 +304,8 @@ enum NoteStoreConformance {
     ]
 }
 
-/// Runs every conformance check, each on a fresh store from `makeStore`.
+/// Runs every conformance check in one test, each on a fresh store from `makeStore`, recording a check that throws
+/// as an issue. The suites run a test case per check instead; only `entryPoint` below calls this.
 func runNoteStoreConformance(_ makeStore: @Sendable () async throws -> any NoteStore) async throws {
     for check in NoteStoreConformance.checks {
         let store = try await makeStore()
@@ -327,7 +329,7 @@ struct NoteStoreConformanceTests {
         try? await store.close()
     }
 
-    /// The entry point other stores use, run once here so it keeps working.
+    /// Every check in one test, through ``runNoteStoreConformance(_:)``.
     @Test func entryPoint() async throws {
         try await runNoteStoreConformance { try SQLiteNoteStore.inMemory() }
     }

@@ -30,7 +30,7 @@ struct PostgresNoteStoreTests {
         }
         #expect(stores.count == 4)
         for store in stores {
-            #expect(try await store.appliedSchemaVersion() == PostgresNoteStore.schemaVersion)
+            #expect(try await store.database.appliedSchemaVersion() == PostgresDatabase.schemaVersion)
             try await store.close()
         }
     }
@@ -38,8 +38,8 @@ struct PostgresNoteStoreTests {
     @Test func refusesASchemaFromANewerRelease() async throws {
         let schema = try await TestPostgres.freshSchema()
         let store = try await TestPostgres.store(schema: schema)
-        try await store.client.execute("INSERT INTO notesyncd_migrations (version) VALUES (999)", logger: TestPostgres.logger)
-        await #expect(throws: ConfigurationError.self) { try await store.migrate() }
+        try await store.database.client.execute("INSERT INTO notesyncd_migrations (version) VALUES (999)", logger: TestPostgres.logger)
+        await #expect(throws: ConfigurationError.self) { try await store.database.migrate() }
         try await store.close()
         await #expect(throws: ConfigurationError.self) { _ = try await TestPostgres.store(schema: schema) }
     }
@@ -132,7 +132,7 @@ struct PostgresNoteStoreTests {
 
     @Test func leasesHandOutDistinctNumbersAndReleaseFreesThem() async throws {
         let store = try await TestPostgres.store()
-        let leases = (0..<3).map { _ in InstanceLease(store: store, ttl: .seconds(30), logger: TestPostgres.logger) }
+        let leases = (0..<3).map { _ in InstanceLease(database: store.database, ttl: .seconds(30), logger: TestPostgres.logger) }
         var numbers: [Int] = []
         for lease in leases { numbers.append(try await lease.acquire()) }
         #expect(numbers == [0, 1, 2])
@@ -142,7 +142,7 @@ struct PostgresNoteStoreTests {
         await leases[1].release()  // twice is fine
         #expect(leases[1].instance == nil)
         #expect(throws: NoteStoreError.self) { try leases[1].next() }
-        let next = InstanceLease(store: store, ttl: .seconds(30), logger: TestPostgres.logger)
+        let next = InstanceLease(database: store.database, ttl: .seconds(30), logger: TestPostgres.logger)
         #expect(try await next.acquire() == 1)
         try await store.close()
     }
@@ -151,7 +151,7 @@ struct PostgresNoteStoreTests {
         let store = try await TestPostgres.store()
         let numbers = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<8 {
-                group.addTask { try await InstanceLease(store: store, ttl: .seconds(30), logger: TestPostgres.logger).acquire() }
+                group.addTask { try await InstanceLease(database: store.database, ttl: .seconds(30), logger: TestPostgres.logger).acquire() }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
@@ -163,10 +163,10 @@ struct PostgresNoteStoreTests {
     /// before then, another daemon takes the number after, and the old holder, back again, leases a new one.
     @Test func anUnrenewedLeaseExpiresFencedAndIsTakenOver() async throws {
         let store = try await TestPostgres.store()
-        let crashed = InstanceLease(store: store, ttl: .seconds(1), logger: TestPostgres.logger)
+        let crashed = InstanceLease(database: store.database, ttl: .seconds(1), logger: TestPostgres.logger)
         #expect(try await crashed.acquire() == 0)
         let minted = try crashed.next()
-        let other = InstanceLease(store: store, ttl: .seconds(30), logger: TestPostgres.logger)
+        let other = InstanceLease(database: store.database, ttl: .seconds(30), logger: TestPostgres.logger)
         #expect(try await other.acquire() == 1, "a live lease is not taken")
         await other.release()
 
@@ -174,7 +174,7 @@ struct PostgresNoteStoreTests {
         let deadline = ContinuousClock.now + .seconds(20)
         var taken: Int?
         while ContinuousClock.now < deadline {
-            let candidate = InstanceLease(store: store, ttl: .seconds(30), logger: TestPostgres.logger)
+            let candidate = InstanceLease(database: store.database, ttl: .seconds(30), logger: TestPostgres.logger)
             let number = try await candidate.acquire()
             if number == 0 {
                 taken = number
@@ -197,7 +197,7 @@ struct PostgresNoteStoreTests {
 
     @Test func renewalKeepsTheNumber() async throws {
         let store = try await TestPostgres.store()
-        let lease = InstanceLease(store: store, ttl: .seconds(1), logger: TestPostgres.logger)
+        let lease = InstanceLease(database: store.database, ttl: .seconds(1), logger: TestPostgres.logger)
         let number = try await lease.acquire()
         for _ in 0..<3 {
             try await Task.sleep(for: .milliseconds(400))
@@ -218,14 +218,14 @@ struct PostgresNoteStoreTests {
 
 @Suite struct PostgresConfigurationTests {
     @Test func parsesURLs() throws {
-        let full = try PostgresNoteStore.configuration(url: "postgresql://us%40er:p%3Ass@db.example:6543/notes?sslmode=disable&search_path=s1")
+        let full = try PostgresDatabase.configuration(url: "postgresql://us%40er:p%3Ass@db.example:6543/notes?sslmode=disable&search_path=s1")
         #expect(full.host == "db.example")
         #expect(full.port == 6543)
         #expect(full.username == "us@er")
         #expect(full.password == "p:ss")
         #expect(full.database == "notes")
         #expect(full.options.additionalStartupParameters.contains { $0 == ("search_path", "s1") })
-        let bare = try PostgresNoteStore.configuration(url: "postgres://me@localhost")
+        let bare = try PostgresDatabase.configuration(url: "postgres://me@localhost")
         #expect(bare.port == 5432)
         #expect(bare.database == nil)
         #expect(bare.password == nil)
@@ -236,12 +236,12 @@ struct PostgresNoteStoreTests {
         "postgres://me@host/db?frobnicate=1", "postgres://me@host:0/db",
     ])
     func rejectsBadURLs(_ url: String) {
-        #expect(throws: ConfigurationError.self) { try PostgresNoteStore.configuration(url: url) }
+        #expect(throws: ConfigurationError.self) { try PostgresDatabase.configuration(url: url) }
     }
 
     @Test func errorsNeverShowThePassword() {
         do {
-            _ = try PostgresNoteStore.configuration(url: "postgres://me:hunter2@/db")
+            _ = try PostgresDatabase.configuration(url: "postgres://me:hunter2@/db")
             Issue.record("expected an error")
         } catch {
             #expect(!error.description.contains("hunter2"))

@@ -29,7 +29,7 @@ enum TestPostgres {
     static func freshSchema() async throws -> String {
         let name = "t_" + String(UInt64.random(in: .min ... .max), radix: 16)
         let client = PostgresClient(
-            configuration: try PostgresNoteStore.configuration(url: try #require(url, "FLAKENOTES_POSTGRES_URL is not set")),
+            configuration: try PostgresDatabase.configuration(url: try #require(url, "FLAKENOTES_POSTGRES_URL is not set")),
             backgroundLogger: logger
         )
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -44,7 +44,7 @@ enum TestPostgres {
     static func store(schema: String? = nil) async throws -> PostgresNoteStore {
         let schema = if let schema { schema } else { try await freshSchema() }
         return try await PostgresNoteStore.connect(
-            PostgresNoteStore.configuration(url: url(schema: schema), maximumConnections: 8), logger: logger
+            PostgresDatabase.configuration(url: url(schema: schema), maximumConnections: 8), logger: logger
         )
     }
 
@@ -52,7 +52,7 @@ enum TestPostgres {
     static func freshDatabaseURL() async throws -> String {
         let base = try #require(url, "FLAKENOTES_POSTGRES_URL is not set")
         let name = "fn_" + String(UInt64.random(in: .min ... .max), radix: 16)
-        let client = PostgresClient(configuration: try PostgresNoteStore.configuration(url: base), backgroundLogger: logger)
+        let client = PostgresClient(configuration: try PostgresDatabase.configuration(url: base), backgroundLogger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             try await client.execute(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)

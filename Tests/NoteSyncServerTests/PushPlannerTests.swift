@@ -18,14 +18,15 @@ struct PlannerHarness {
     var loadEverything = false
 
     mutating func push(_ account: FlakeID, _ changes: [NoteChange], pusher: FlakeID? = nil) -> [ChangeResult] {
-        // Like the store: every applied edit of the account with one of the batch's edit IDs, whoever pushed it.
-        let wanted = Set(PushPlanner.editIDs(of: changes))
+        // Like the stores: every applied edit of the account with one of the batch's edit IDs, whoever pushed it, and
+        // the account's notes named by server ID, by client ID (any origin) or by one of those applied edits.
+        let keys = PushPlanner.loadKeys(of: changes)
+        let wanted = Set(keys.editIDs)
         let edits = (applied[account] ?? []).filter { wanted.contains($0.editID) }
-        let keys = PushPlanner.keysToLoad(changes: changes, appliedEdits: edits)
-        let serverIDs = Set(keys.serverIDs)
-        let clientKeys = Set(keys.clientKeys)
+        let serverIDs = Set(keys.serverIDs).union(edits.compactMap(\.serverID))
+        let clientIDs = Set(keys.clientIDs)
         let loaded = notes.values.filter {
-            loadEverything || ($0.accountID == account && (serverIDs.contains($0.serverID) || clientKeys.contains($0.key)))
+            loadEverything || ($0.accountID == account && (serverIDs.contains($0.serverID) || clientIDs.contains($0.clientID)))
         }
         let plan = try! PushPlanner.plan(
             PushPlanner.Input(

@@ -67,6 +67,14 @@ struct RouterTests {
             // Sessions: POST and DELETE live on different paths.
             let deleteSessions = try await client.execute(uri: Endpoint.signIn.path, method: .delete)
             #expect(deleteSessions.errorCode == .methodNotAllowed)
+            // Paths are exact, though Hummingbird's router skips empty path components.
+            for path in ["/v1/info/", "/v1//info", "/healthz/"] {
+                let response = try await client.execute(uri: path, method: .get)
+                #expect(response.status == .notFound, "\(path)")
+                #expect(response.errorCode == .notFound, "\(path)")
+            }
+            let slashed = try await client.execute(uri: Endpoint.signUp.path + "/", method: .get)
+            #expect(slashed.errorCode == .notFound)
         }
     }
 

@@ -27,7 +27,7 @@ public final class InstanceLease: Sendable {
     public let ttl: Duration
     /// Identifies this daemon process in `instance_leases.holder` (host, process ID and a random part).
     public let holder: String
-    private let store: PostgresNoteStore
+    private let database: PostgresDatabase
     private let logger: Logger
     private let state = Mutex(State())
 
@@ -39,12 +39,12 @@ public final class InstanceLease: Sendable {
         var released = false
     }
 
-    /// A lease for the daemon using `store`, not yet acquired.
+    /// A lease in `database` (migrated), not yet acquired.
     ///
     /// - Parameter ttl: At least one second.
-    public init(store: PostgresNoteStore, ttl: Duration, logger: Logger) {
+    public init(database: PostgresDatabase, ttl: Duration, logger: Logger) {
         precondition(ttl >= .seconds(1), "an instance lease lasts at least a second")
-        self.store = store
+        self.database = database
         self.ttl = ttl
         self.logger = logger
         let host = ProcessInfo.processInfo.hostName
@@ -72,10 +72,76 @@ public final class InstanceLease: Sendable {
     @discardableResult
     public func acquire() async throws -> Int {
         let sentAt = ContinuousClock.now
+        let instance = try await leaseFreeNumber()
+        // Every stored ID, whoever minted it: a new holder of a number never repeats a stored one.
+        let highWaterMark = try await database.largestStoredID()
+        let maker = try FlakeMaker(instance: instance, clock: SystemFlakeClock.coarse, after: highWaterMark)
+        state.withLock { state in
+            state.instance = instance
+            state.maker = maker
+            state.deadline = sentAt + ttl * 0.9
+            state.released = false
+        }
+        logger.info(
+            "instance lease acquired",
+            metadata: [
+                "instance": "\(instance)", "holder": "\(holder)", "ttl_ms": "\(Self.milliseconds(ttl))",
+                "high_water_mark": "\(highWaterMark.map { "\($0)" } ?? "none")",
+            ]
+        )
+        return instance
+    }
+
+    /// Extends the lease. When another daemon took the number (this one was cut off longer than the lease), leases
+    /// a new number. Does nothing before ``acquire()`` or after ``release()``.
+    public func renew() async throws {
+        guard let instance = state.withLock({ $0.released ? nil : $0.instance }) else { return }
+        let sentAt = ContinuousClock.now
+        let renewed = try await extendLease(instance)
+        if renewed {
+            state.withLock { state in
+                if state.instance == instance, !state.released { state.deadline = sentAt + ttl * 0.9 }
+            }
+        } else {
+            logger.error("instance lease lost to another daemon; leasing a new number", metadata: ["instance": "\(instance)"])
+            state.withLock { $0.maker = nil }
+            try await acquire()
+        }
+    }
+
+    /// Stops minting and frees the number at once. Safe to call twice.
+    public func release() async {
+        let instance: Int? = state.withLock { state in
+            defer {
+                state.released = true
+                state.maker = nil
+            }
+            return state.released ? nil : state.instance
+        }
+        guard let instance else { return }
+        do {
+            try await deleteLease(instance)
+            logger.info("instance lease released", metadata: ["instance": "\(instance)"])
+        } catch {
+            logger.warning(
+                "releasing the instance lease failed; it expires on its own",
+                metadata: ["instance": "\(instance)", "error": "\(error)"]
+            )
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    // MARK: - SQL
+
+    /// Inserts (or takes over an expired) lease on the lowest free number, for ``ttl`` from the database's `now()`,
+    /// under a transaction-level advisory lock, and returns the number.
+    private func leaseFreeNumber() async throws -> Int {
         let ttlMilliseconds = Self.milliseconds(ttl)
-        let holder = self.holder
-        let logger = self.logger
-        let instance: Int = try await store.transaction { connection in
+        return try await database.transaction { connection in
             try await connection.execute(
                 "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.notesyncd.instance_leases'))", logger: logger
             )
@@ -103,84 +169,35 @@ public final class InstanceLease: Sendable {
             )
             return free
         }
-        // Every stored ID, whoever minted it: a new holder of a number never repeats a stored one.
-        let highWaterMark = try await store.largestIssuedID()
-        let maker = try FlakeMaker(instance: instance, clock: SystemFlakeClock.coarse, after: highWaterMark)
-        state.withLock { state in
-            state.instance = instance
-            state.maker = maker
-            state.deadline = sentAt + ttl * 0.9
-            state.released = false
-        }
-        logger.info(
-            "instance lease acquired",
-            metadata: [
-                "instance": "\(instance)", "holder": "\(holder)", "ttl_ms": "\(ttlMilliseconds)",
-                "high_water_mark": "\(highWaterMark.map { "\($0)" } ?? "none")",
-            ]
-        )
-        return instance
     }
 
-    /// Extends the lease. When another daemon took the number (this one was cut off longer than the lease), leases
-    /// a new number. Does nothing before ``acquire()`` or after ``release()``.
-    public func renew() async throws {
-        guard let instance = state.withLock({ $0.released ? nil : $0.instance }) else { return }
-        let sentAt = ContinuousClock.now
-        let renewed = try await store.transaction { connection in
+    /// Pushes this holder's lease on `instance` to ``ttl`` from the database's `now()`; false when the number is no
+    /// longer this holder's.
+    private func extendLease(_ instance: Int) async throws -> Bool {
+        try await database.transaction { connection in
             var count = 0
             for try await _ in try await connection.query(
                 """
                 UPDATE instance_leases
-                SET renewed_at = now(), expires_at = now() + \(Self.milliseconds(self.ttl)) * interval '1 millisecond'
-                WHERE instance = \(instance) AND holder = \(self.holder)
+                SET renewed_at = now(), expires_at = now() + \(Self.milliseconds(ttl)) * interval '1 millisecond'
+                WHERE instance = \(instance) AND holder = \(holder)
                 RETURNING instance
                 """,
-                logger: self.logger
+                logger: logger
             ).decode(Int.self) {
                 count += 1
             }
             return count == 1
         }
-        if renewed {
-            state.withLock { state in
-                if state.instance == instance, !state.released { state.deadline = sentAt + ttl * 0.9 }
-            }
-        } else {
-            logger.error("instance lease lost to another daemon; leasing a new number", metadata: ["instance": "\(instance)"])
-            state.withLock { $0.maker = nil }
-            try await acquire()
-        }
     }
 
-    /// Stops minting and frees the number at once. Safe to call twice.
-    public func release() async {
-        let instance: Int? = state.withLock { state in
-            defer {
-                state.released = true
-                state.maker = nil
-            }
-            return state.released ? nil : state.instance
-        }
-        guard let instance else { return }
-        do {
-            try await store.transaction(evenIfClosed: true) { connection in
-                try await connection.execute(
-                    "DELETE FROM instance_leases WHERE instance = \(instance) AND holder = \(self.holder)", logger: self.logger
-                )
-            }
-            logger.info("instance lease released", metadata: ["instance": "\(instance)"])
-        } catch {
-            logger.warning(
-                "releasing the instance lease failed; it expires on its own",
-                metadata: ["instance": "\(instance)", "error": "\(error)"]
+    /// Deletes this holder's lease on `instance`, if it still holds it.
+    private func deleteLease(_ instance: Int) async throws {
+        try await database.transaction { connection in
+            try await connection.execute(
+                "DELETE FROM instance_leases WHERE instance = \(instance) AND holder = \(holder)", logger: logger
             )
         }
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
 

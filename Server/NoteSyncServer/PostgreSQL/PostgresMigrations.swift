@@ -1,0 +1,132 @@
+import PostgresNIO
+
+/// The schema: its migrations and the runner. The tables `instance_leases` (``InstanceLease``) and
+/// `notesyncd_migrations` exist only in PostgreSQL; the others match the SQLite store's (a test compares them).
+extension PostgresDatabase {
+    /// The migrations, in order. Never edit a shipped migration: append a new one.
+    static let migrations: [(version: Int, sql: [String])] = [
+        (
+            1,
+            [
+                """
+                CREATE TABLE accounts (
+                    id BIGINT PRIMARY KEY,
+                    username TEXT NOT NULL UNIQUE,
+                    password_hash TEXT NOT NULL,
+                    change_seq BIGINT NOT NULL DEFAULT 0,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE sessions (
+                    id BIGINT PRIMARY KEY,
+                    account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    token_hash TEXT NOT NULL UNIQUE,
+                    device_name TEXT,
+                    origin BIGINT,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX sessions_by_account ON sessions(account_id)",
+                """
+                CREATE TABLE notes (
+                    server_id BIGINT PRIMARY KEY,
+                    account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    client_id BIGINT NOT NULL,
+                    origin BIGINT NOT NULL,
+                    version BIGINT NOT NULL,
+                    text BYTEA NOT NULL,
+                    deleted BOOLEAN NOT NULL DEFAULT FALSE,
+                    conflict_of BIGINT,
+                    change_seq BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE UNIQUE INDEX notes_by_client_key ON notes(account_id, client_id, origin)",
+                "CREATE UNIQUE INDEX notes_by_change_seq ON notes(account_id, change_seq)",
+                """
+                CREATE TABLE applied_edits (
+                    account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    edit_id BIGINT NOT NULL,
+                    client_id BIGINT NOT NULL,
+                    origin BIGINT NOT NULL,
+                    pusher BIGINT NOT NULL, -- 0 when the pushing installation is unknown (a key column)
+                    status TEXT NOT NULL,
+                    server_id BIGINT,
+                    version BIGINT,
+                    conflict_server_id BIGINT,
+                    conflict_client_id BIGINT,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (account_id, edit_id, client_id, origin, pusher)
+                )
+                """,
+                """
+                CREATE TABLE instance_leases (
+                    instance INTEGER PRIMARY KEY CHECK (instance BETWEEN 0 AND 1023),
+                    holder TEXT NOT NULL,
+                    acquired_at TIMESTAMPTZ NOT NULL,
+                    renewed_at TIMESTAMPTZ NOT NULL,
+                    expires_at TIMESTAMPTZ NOT NULL
+                )
+                """,
+            ]
+        ),
+        (2, ["CREATE INDEX applied_edits_by_age ON applied_edits(created_at)"]),
+    ]
+
+    /// The newest schema version this build knows.
+    public static var schemaVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Brings the schema up to date. Safe when several daemons start at once: the whole migration runs in one
+    /// transaction holding a transaction-level advisory lock (keyed by the schema's name), so one daemon migrates
+    /// and the others wait, then find nothing to do. Refuses a database migrated by a newer notesyncd.
+    public func migrate() async throws {
+        try await transaction { connection in
+            try await connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.notesyncd.migrate'))", logger: self.logger
+            )
+            try await connection.execute(
+                """
+                CREATE TABLE IF NOT EXISTS notesyncd_migrations (
+                    version INTEGER PRIMARY KEY,
+                    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """,
+                logger: self.logger
+            )
+            var applied = Set<Int>()
+            for try await version in try await connection.query("SELECT version FROM notesyncd_migrations", logger: self.logger)
+                .decode(Int.self)
+            {
+                applied.insert(version)
+            }
+            if let newest = applied.max(), newest > Self.schemaVersion {
+                throw ConfigurationError(
+                    "the database schema is at version \(newest), newer than this notesyncd knows (\(Self.schemaVersion)); upgrade notesyncd"
+                )
+            }
+            for migration in Self.migrations where !applied.contains(migration.version) {
+                for statement in migration.sql {
+                    try await connection.execute(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                }
+                try await connection.execute(
+                    "INSERT INTO notesyncd_migrations (version) VALUES (\(migration.version))", logger: self.logger
+                )
+                self.logger.info("database migrated", metadata: ["version": "\(migration.version)"])
+            }
+        }
+    }
+
+    /// The schema version recorded in the database (0 before the first migration).
+    public func appliedSchemaVersion() async throws -> Int {
+        try await run { client in
+            let rows = try await client.query(
+                "SELECT COALESCE(MAX(version), 0) FROM notesyncd_migrations", logger: self.logger
+            )
+            var version = 0
+            for try await value in rows.decode(Int.self) { version = value }
+            return version
+        }
+    }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import Logging
+import MiniFlake
+import NIOCore
+import NoteSyncProtocol
+import PostgresNIO
+import Synchronization
+
+/// The PostgreSQL ``NoteStore`` (postgres-nio), for several daemons sharing one database.
+///
+/// The store runs its statements on a ``PostgresDatabase`` (the daemon's pool, shared with its ``InstanceLease``).
+/// The database must be migrated (``PostgresDatabase/migrate()``) before the store is used; the daemon does it before
+/// the HTTP server starts, and ``connect(_:logger:)`` (tests and tools) does it on open.
+///
+/// Correct under concurrency across daemons:
+/// - **Pushes of one account are serialized** by `SELECT ... FOR UPDATE` on the account row, the first statement of
+///   every push transaction (READ COMMITTED: every later statement sees what the previous holder committed).
+///   Reconciliation by `(account, client ID)` therefore never races, and a retry landing on another daemon finds
+///   the applied edit the first one committed.
+/// - **Change sequences are monotonic in commit order**: a push takes its numbers above the account's sequence
+///   while holding the row lock and commits before releasing it, so a push that commits later never has smaller
+///   numbers; a rolled-back push takes none (no gaps either).
+/// - **A pull is one statement** (the account's sequence joined with its notes), so it reads one snapshot.
+/// - Every statement is scoped by account ID. Note texts are `bytea` (PostgreSQL `text` cannot hold NUL, which a
+///   note may contain). Pushes write with a few set-based statements (`unnest` of arrays), never a query per note
+///   (``PostgresPushTransaction``, run by ``PushDriver``).
+/// - Durability: each push is one transaction committed with PostgreSQL's default `synchronous_commit = on`.
+public final class PostgresNoteStore: NoteStore {
+    public let backendName = "postgres"
+
+    /// Where the store runs its statements.
+    public let database: PostgresDatabase
+    private var logger: Logger { database.logger }
+    private let isClosed = Atomic<Bool>(false)
+
+    /// A store over a migrated database.
+    public init(database: PostgresDatabase) {
+        self.database = database
+    }
+
+    /// Opens a store over a database that runs its own pool, migrated and ready. For tests and tools; ``close()``
+    /// stops the pool.
+    public static func connect(_ configuration: PostgresClient.Configuration, logger: Logger) async throws -> PostgresNoteStore {
+        let database = PostgresDatabase.connect(configuration, logger: logger)
+        do {
+            try await database.migrate()
+        } catch {
+            await database.close()
+            throw error
+        }
+        return PostgresNoteStore(database: database)
+    }
+
+    // MARK: - Access
+
+    /// Runs `body` on the pool (see ``PostgresDatabase/run(_:)``); throws ``NoteStoreError/closed`` once the store is
+    /// closed.
+    private func run<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
+        guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
+        return try await database.run(body)
+    }
+
+    /// Runs `body` in one transaction (see ``PostgresDatabase/transaction(_:)``); throws ``NoteStoreError/closed``
+    /// once the store is closed.
+    private func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
+        return try await database.transaction(body)
+    }
+
+
+    // MARK: - Accounts and sessions
+
+    public func createAccount(_ account: AccountRecord) async throws {
+        do {
+            try await run { client in
+                try await client.execute(
+                    """
+                    INSERT INTO accounts (id, username, password_hash, change_seq, created_at)
+                    VALUES (\(account.id.rawValue), \(account.username), \(account.passwordHash), 0, \(account.createdAt))
+                    """,
+                    logger: self.logger
+                )
+            }
+        } catch where PostgresDatabase.sqlState(error) == "23505" {
+            throw NoteStoreError.usernameTaken
+        }
+    }
+
+    public func account(byUsername username: String) async throws -> AccountRecord? {
+        try await fetchAccount("SELECT id, username, password_hash, created_at FROM accounts WHERE username = \(username)")
+    }
+
+    public func account(byID id: FlakeID) async throws -> AccountRecord? {
+        try await fetchAccount("SELECT id, username, password_hash, created_at FROM accounts WHERE id = \(id.rawValue)")
+    }
+
+    private func fetchAccount(_ query: PostgresQuery) async throws -> AccountRecord? {
+        try await run { client in
+            let rows = try await client.query(query, logger: self.logger)
+            var account: AccountRecord?
+            for try await (id, username, hash, createdAt) in rows.decode((Int64, String, String, Int64).self) {
+                account = AccountRecord(id: try flake(id), username: username, passwordHash: hash, createdAt: createdAt)
+            }
+            return account
+        }
+    }
+
+    public func createSession(_ session: SessionRecord) async throws {
+        try await run { client in
+            try await client.execute(
+                """
+                INSERT INTO sessions (id, account_id, token_hash, device_name, origin, created_at)
+                VALUES (\(session.id.rawValue), \(session.accountID.rawValue), \(session.tokenHash), \(session.deviceName),
+                        \(session.origin?.rawValue), \(session.createdAt))
+                """,
+                logger: self.logger
+            )
+        }
+    }
+
+    public func session(byTokenHash tokenHash: String) async throws -> SessionRecord? {
+        try await run { client in
+            let rows = try await client.query(
+                "SELECT id, account_id, token_hash, device_name, origin, created_at FROM sessions WHERE token_hash = \(tokenHash)",
+                logger: self.logger
+            )
+            var session: SessionRecord?
+            for try await (id, account, hash, device, origin, createdAt) in rows.decode(
+                (Int64, Int64, String, String?, Int64?, Int64).self
+            ) {
+                session = SessionRecord(
+                    id: try flake(id), accountID: try flake(account), tokenHash: hash, deviceName: device,
+                    origin: try origin.map(flake), createdAt: createdAt
+                )
+            }
+            return session
+        }
+    }
+
+    public func deleteSession(id: FlakeID, accountID: FlakeID) async throws {
+        try await run { client in
+            try await client.execute(
+                "DELETE FROM sessions WHERE id = \(id.rawValue) AND account_id = \(accountID.rawValue)", logger: self.logger
+            )
+        }
+    }
+
+    // MARK: - Push
+
+    public func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult] {
+        let logger = self.logger
+        return try await transaction { connection in
+            try await PushDriver.push(
+                PostgresPushTransaction(connection: connection, logger: logger), accountID: accountID, changes: changes,
+                context: context
+            )
+        }
+    }
+
+    // MARK: - Pull
+
+    public func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
+        let account = accountID.rawValue
+        let limit = Int64(max(limit, 0))
+        return try await run { client in
+            // One statement, one snapshot: the account's sequence and the page agree.
+            let rows = try await client.query(
+                """
+                SELECT a.change_seq, n.server_id, n.account_id, n.client_id, n.origin, n.version, n.text, n.deleted,
+                       n.conflict_of, n.change_seq, n.created_at, n.updated_at
+                FROM accounts a
+                LEFT JOIN LATERAL (
+                    SELECT \(unescaped: PostgresRows.noteColumns) FROM notes
+                    WHERE notes.account_id = a.id AND notes.change_seq > \(sequence)
+                    ORDER BY notes.change_seq LIMIT \(limit)
+                ) n ON TRUE
+                WHERE a.id = \(account)
+                ORDER BY n.change_seq
+                """,
+                logger: self.logger
+            )
+            var current: Int64 = 0
+            var notes: [StoredNote] = []
+            for try await row in rows {
+                let (seq, serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt) =
+                    try row.decode(
+                        (Int64, Int64?, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Bool?, Int64?, Int64?, Int64?, Int64?).self
+                    )
+                current = seq
+                guard let serverID, let accountID, let clientID, let origin, let version, let text, let deleted,
+                    let changeSeq, let createdAt, let updatedAt
+                else { continue }
+                notes.append(
+                    try PostgresRows.note((serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt))
+                )
+            }
+            return PullPage(notes: notes, currentSequence: current)
+        }
+    }
+
+    public func currentChangeSequence(accountID: FlakeID) async throws -> Int64 {
+        try await run { client in
+            let rows = try await client.query(
+                "SELECT change_seq FROM accounts WHERE id = \(accountID.rawValue)", logger: self.logger
+            )
+            var sequence: Int64 = 0
+            for try await value in rows.decode(Int64.self) { sequence = value }
+            return sequence
+        }
+    }
+
+    // MARK: - Operations
+
+    public func largestIssuedID() async throws -> FlakeID? {
+        guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
+        return try await database.largestStoredID()
+    }
+
+    public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
+        // Chunks of 5,000 (each statement its own transaction), so no push waits long on them.
+        var total = 0
+        while true {
+            let deleted = try await run { client in
+                var count = 0
+                for try await _ in try await client.query(
+                    """
+                    DELETE FROM applied_edits WHERE ctid IN (
+                        SELECT ctid FROM applied_edits WHERE created_at < \(cutoff) LIMIT 5000)
+                    RETURNING 1
+                    """,
+                    logger: self.logger
+                ) {
+                    count += 1
+                }
+                return count
+            }
+            total += deleted
+            if deleted < 5000 { return total }
+        }
+    }
+
+    public func ping() async throws {
+        try await run { client in
+            try await client.execute("SELECT 1", logger: self.logger)
+        }
+    }
+
+    public func close() async throws {
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        await database.close()
+    }
+}

@@ -1,0 +1,78 @@
+import MiniFlake
+import NoteSyncProtocol
+
+/// Runs a push, the same way for every store: lock the account and read its change sequence, load what the batch
+/// names, plan with ``PushPlanner``, write the plan. Every step goes through one transaction handle, so the whole push
+/// is one transaction: when it returns the accepted changes are durable, and when it throws none are.
+///
+/// The driver is written twice, with identical bodies: once over ``PushTransaction`` (synchronous) and once over
+/// ``AsyncPushTransaction``. Swift has no `reasync`, and the two stores' transactions differ in kind: the SQLite store's
+/// is a synchronous GRDB closure (the in-memory store runs it on the calling thread, with nothing to await), while a
+/// PostgreSQL statement is awaited. One async driver cannot run inside a GRDB transaction, and one synchronous driver
+/// cannot await PostgreSQL; keeping both bodies side by side here, a few lines each, keeps them from drifting.
+enum PushDriver {
+    /// Runs a push through a synchronous transaction (SQLite).
+    ///
+    /// - Throws: ``NoteStoreError/accountNotFound``, what `context.mintID` throws, or a store error.
+    static func push(
+        _ transaction: some PushTransaction, accountID: FlakeID, changes: [NoteChange], context: PushContext
+    ) throws -> [ChangeResult] {
+        guard let sequence = try transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
+        let loaded = try transaction.load(PushPlanner.loadKeys(of: changes), accountID: accountID)
+        let plan = try PushPlanner.plan(.init(accountID, changes, loaded, sequence, context), mintID: context.mintID)
+        try transaction.write(plan, accountID: accountID)
+        return plan.results
+    }
+
+    /// Runs a push through an asynchronous transaction (PostgreSQL). The body is the synchronous one's, with `await`.
+    ///
+    /// - Throws: ``NoteStoreError/accountNotFound``, what `context.mintID` throws, or a store error.
+    static func push(
+        _ transaction: some AsyncPushTransaction, accountID: FlakeID, changes: [NoteChange], context: PushContext
+    ) async throws -> [ChangeResult] {
+        guard let sequence = try await transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
+        let loaded = try await transaction.load(PushPlanner.loadKeys(of: changes), accountID: accountID)
+        let plan = try PushPlanner.plan(.init(accountID, changes, loaded, sequence, context), mintID: context.mintID)
+        try await transaction.write(plan, accountID: accountID)
+        return plan.results
+    }
+}
+
+/// A store's part of a push, inside one of its transactions: it locks, loads and writes; ``PushDriver`` runs the
+/// steps in order and ``PushPlanner`` decides. Every statement is scoped by the account ID.
+protocol PushTransaction {
+    /// Serializes the account's pushes until the transaction ends and returns the account's change sequence, or nil
+    /// when the account does not exist.
+    func lockAccount(_ accountID: FlakeID) throws -> Int64?
+    /// The account's applied edits and notes that `keys` names (see ``PushPlanner/LoadKeys``).
+    func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch
+    /// Writes the plan: its notes (inserted or updated), its new applied edits and, when it wrote a note, the
+    /// account's new change sequence. Writes nothing for a plan that changes nothing.
+    func write(_ plan: PushPlanner.Plan, accountID: FlakeID) throws
+}
+
+/// ``PushTransaction`` for a store whose statements are awaited (PostgreSQL).
+protocol AsyncPushTransaction {
+    /// See ``PushTransaction/lockAccount(_:)``.
+    func lockAccount(_ accountID: FlakeID) async throws -> Int64?
+    /// See ``PushTransaction/load(_:accountID:)``.
+    func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) async throws -> LoadedBatch
+    /// See ``PushTransaction/write(_:accountID:)``.
+    func write(_ plan: PushPlanner.Plan, accountID: FlakeID) async throws
+}
+
+/// What a store loaded for a batch. A note or applied edit may appear twice (found by two keys).
+struct LoadedBatch {
+    var appliedEdits: [AppliedEdit] = []
+    var notes: [StoredNote] = []
+}
+
+extension PushPlanner.Input {
+    /// The planner's input for a batch of `accountID`, from what was loaded under the account's lock.
+    init(_ accountID: FlakeID, _ changes: [NoteChange], _ loaded: LoadedBatch, _ sequence: Int64, _ context: PushContext) {
+        self.init(
+            accountID: accountID, changes: changes, notes: loaded.notes, appliedEdits: loaded.appliedEdits,
+            currentSequence: sequence, limits: context.limits, now: context.now, pusher: context.pusher
+        )
+    }
+}

@@ -1,0 +1,63 @@
+import GRDB
+
+extension SQLiteNoteStore {
+    /// The schema's migrations. Never edit a shipped migration: add a new one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE accounts (
+                        id INTEGER PRIMARY KEY,
+                        username TEXT NOT NULL UNIQUE,
+                        password_hash TEXT NOT NULL,
+                        change_seq INTEGER NOT NULL DEFAULT 0,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE sessions (
+                        id INTEGER PRIMARY KEY,
+                        account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                        token_hash TEXT NOT NULL UNIQUE,
+                        device_name TEXT,
+                        origin INTEGER,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX sessions_by_account ON sessions(account_id);
+                    CREATE TABLE notes (
+                        server_id INTEGER PRIMARY KEY,
+                        account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                        client_id INTEGER NOT NULL,
+                        origin INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        text BLOB,
+                        deleted INTEGER NOT NULL DEFAULT 0,
+                        conflict_of INTEGER,
+                        change_seq INTEGER NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE UNIQUE INDEX notes_by_client_key ON notes(account_id, client_id, origin);
+                    CREATE UNIQUE INDEX notes_by_change_seq ON notes(account_id, change_seq);
+                    CREATE TABLE applied_edits (
+                        account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                        edit_id INTEGER NOT NULL,
+                        client_id INTEGER NOT NULL,
+                        origin INTEGER NOT NULL,
+                        pusher INTEGER NOT NULL, -- 0 when the pushing installation is unknown (a key column)
+                        status TEXT NOT NULL,
+                        server_id INTEGER,
+                        version INTEGER,
+                        conflict_server_id INTEGER,
+                        conflict_client_id INTEGER,
+                        created_at INTEGER NOT NULL,
+                        PRIMARY KEY (account_id, edit_id, client_id, origin, pusher)
+                    ) WITHOUT ROWID;
+                    """
+            )
+        }
+        migrator.registerMigration("v2: applied edits by age") { db in
+            try db.execute(sql: "CREATE INDEX applied_edits_by_age ON applied_edits(created_at)")
+        }
+        return migrator
+    }
+}

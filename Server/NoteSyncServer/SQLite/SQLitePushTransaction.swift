@@ -1,0 +1,132 @@
+import GRDB
+import MiniFlake
+import NoteSyncProtocol
+
+/// The SQLite store's part of a push (see ``PushDriver``), on the connection of one immediate transaction, which
+/// already holds the database's write lock: pushes are serialized by it.
+///
+/// Loads use batched `IN (...)` queries (chunks of at most 500 values, padded to a few fixed sizes so that their
+/// statements stay cached); writes use cached prepared statements.
+struct SQLitePushTransaction: PushTransaction {
+    let db: Database
+
+    func lockAccount(_ accountID: FlakeID) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT change_seq FROM accounts WHERE id = ?"), arguments: [accountID.rawValue])
+    }
+
+    func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch {
+        let account = accountID.rawValue
+        var loaded = LoadedBatch()
+        // The applied edits, each joined with the note it names.
+        try Self.forEachChunk(keys.editIDs.map(\.rawValue)) { chunk in
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT e.edit_id, e.status, e.server_id, e.version, e.conflict_server_id, e.conflict_client_id,
+                           e.created_at, e.client_id, e.origin, e.pusher, \(Self.joinedNoteColumns)
+                    FROM applied_edits e LEFT JOIN notes n ON n.server_id = e.server_id AND +n.account_id = e.account_id
+                    WHERE e.account_id = ? AND e.edit_id IN (\(Self.placeholders(chunk.count)))
+                    """
+            )
+            let rows = try Row.fetchCursor(statement, arguments: StatementArguments([account] + chunk))
+            while let row = try rows.next() {
+                loaded.appliedEdits.append(try SQLiteRows.appliedEdit(row))
+                if !row.hasNull(atIndex: 10) { loaded.notes.append(try SQLiteRows.note(row, at: 10)) }
+            }
+        }
+        try Self.forEachChunk(keys.serverIDs.map(\.rawValue)) { chunk in
+            let statement = try db.cachedStatement(
+                // `+account_id` keeps the planner on rowid lookups (never a scan of the account's change index).
+                sql: "SELECT \(SQLiteRows.noteColumns) FROM notes WHERE +account_id = ? AND server_id IN (\(Self.placeholders(chunk.count)))"
+            )
+            try SQLiteRows.fetchNotes(statement, StatementArguments([account] + chunk), into: &loaded.notes)
+        }
+        try Self.forEachChunk(keys.clientIDs.map(\.rawValue)) { chunk in
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(SQLiteRows.noteColumns) FROM notes WHERE account_id = ? AND client_id IN (\(Self.placeholders(chunk.count)))"
+            )
+            try SQLiteRows.fetchNotes(statement, StatementArguments([account] + chunk), into: &loaded.notes)
+        }
+        return loaded
+    }
+
+    func write(_ plan: PushPlanner.Plan, accountID: FlakeID) throws {
+        let account = accountID.rawValue
+        if !plan.writes.isEmpty {
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO notes (server_id, account_id, client_id, origin, version, text, deleted, conflict_of,
+                                       change_seq, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            )
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?
+                    WHERE server_id = ? AND account_id = ?
+                    """
+            )
+            // New change sequences are all above the account's current one, so the unique
+            // (account_id, change_seq) index never sees a clash.
+            for write in plan.writes {
+                let note = write.note
+                if write.isNew {
+                    try insert.execute(arguments: [
+                        note.serverID.rawValue, account, note.clientID.rawValue, note.origin.rawValue, note.version,
+                        SQLiteRows.textBlob(note.text), note.deleted, note.conflictOf?.rawValue, note.changeSeq,
+                        note.createdAt, note.updatedAt,
+                    ])
+                } else {
+                    try update.execute(arguments: [
+                        note.version, SQLiteRows.textBlob(note.text), note.deleted, note.changeSeq, note.updatedAt,
+                        note.serverID.rawValue, account,
+                    ])
+                }
+            }
+            try db.cachedStatement(sql: "UPDATE accounts SET change_seq = ? WHERE id = ?")
+                .execute(arguments: [plan.newSequence, account])
+        }
+        if !plan.newEdits.isEmpty {
+            let insertEdit = try db.cachedStatement(
+                sql: """
+                    INSERT INTO applied_edits (account_id, edit_id, status, server_id, version, conflict_server_id,
+                                               conflict_client_id, created_at, client_id, origin, pusher)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            )
+            for edit in plan.newEdits {
+                try insertEdit.execute(arguments: [
+                    account, edit.editID.rawValue, edit.status.rawValue, edit.serverID?.rawValue, edit.version,
+                    edit.conflict?.serverID.rawValue, edit.conflict?.clientID.rawValue, edit.createdAt,
+                    edit.noteKey.clientID.rawValue, edit.noteKey.origin.rawValue, edit.pusher?.rawValue ?? 0,
+                ])
+            }
+        }
+    }
+
+    /// ``SQLiteRows/noteColumns`` of the joined table `n`.
+    private static let joinedNoteColumns = SQLiteRows.noteColumns.split(separator: ", ").map { "n.\($0)" }.joined(separator: ", ")
+
+    /// The largest `IN (...)` list one statement takes.
+    static let chunkSize = 500
+    /// List lengths statements are prepared for; a shorter list is padded with its last value (harmless in `IN`).
+    private static let bucketSizes = [1, 2, 4, 8, 16, 32, 64, 128, 256, chunkSize]
+
+    /// Calls `body` with chunks of at most ``chunkSize`` values, each padded to a bucket size.
+    private static func forEachChunk(_ values: [Int64], _ body: ([Int64]) throws -> Void) throws {
+        var start = 0
+        while start < values.count {
+            let end = min(start + chunkSize, values.count)
+            var chunk = Array(values[start..<end])
+            let bucket = bucketSizes.first { $0 >= chunk.count } ?? chunk.count
+            if let last = chunk.last {
+                chunk.append(contentsOf: repeatElement(last, count: bucket - chunk.count))
+            }
+            try body(chunk)
+            start = end
+        }
+    }
+
+    private static func placeholders(_ count: Int) -> String {
+        String(repeating: "?, ", count: max(count - 1, 0)) + "?"
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+import MiniFlake
+import NoteSyncProtocol
+
+/// How the SQLite store reads and writes note and applied-edit rows.
+///
+/// Note texts are stored as UTF-8 BLOBs: binding a Swift string as TEXT stops at the first NUL character, which would
+/// silently truncate a note. The empty text is stored as NULL (an empty blob binds as NULL in SQLite).
+enum SQLiteRows {
+    /// The columns of a note row, in the order ``note(_:at:)`` reads them.
+    static let noteColumns =
+        "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at"
+
+    /// Appends the notes a statement selects (``noteColumns`` first).
+    static func fetchNotes(_ statement: Statement, _ arguments: StatementArguments, into notes: inout [StoredNote]) throws {
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() { notes.append(try note(row, at: 0)) }
+    }
+
+    /// The note in the row's ``noteColumns`` starting at column `offset`.
+    static func note(_ row: Row, at offset: Int) throws -> StoredNote {
+        let conflictOf: Int64? = row[offset + 7]
+        return StoredNote(
+            accountID: try flake(row[offset + 1]), serverID: try flake(row[offset]), clientID: try flake(row[offset + 2]),
+            origin: try flake(row[offset + 3]), version: row[offset + 4], text: try text(row, offset + 5),
+            deleted: row[offset + 6], conflictOf: try conflictOf.map(flake), changeSeq: row[offset + 8],
+            createdAt: row[offset + 9], updatedAt: row[offset + 10]
+        )
+    }
+
+    /// A note text as it is stored.
+    static func textBlob(_ text: String) -> Data {
+        Data(text.utf8)
+    }
+
+    private static func text(_ row: Row, _ index: Int) throws -> String {
+        try row.withUnsafeData(atIndex: index) { data in data.map { String(decoding: $0, as: UTF8.self) } ?? "" }
+    }
+
+    /// The applied edit in the row's first ten columns: `edit_id, status, server_id, version, conflict_server_id,
+    /// conflict_client_id, created_at, client_id, origin, pusher`.
+    static func appliedEdit(_ row: Row) throws -> AppliedEdit {
+        let status: String = row[1]
+        guard let status = ChangeStatus(rawValue: status) else {
+            throw DatabaseError(message: "applied_edits.status holds an unknown status '\(status)'")
+        }
+        let serverID: Int64? = row[2]
+        let conflictServerID: Int64? = row[4]
+        let conflictClientID: Int64? = row[5]
+        var conflict: ConflictCopy?
+        if let conflictServerID, let conflictClientID {
+            conflict = ConflictCopy(serverID: try flake(conflictServerID), clientID: try flake(conflictClientID))
+        }
+        return AppliedEdit(
+            editID: try flake(row[0]), noteKey: NoteKey(clientID: try flake(row[7]), origin: try flake(row[8])),
+            pusher: (row[9] as Int64) == 0 ? nil : try flake(row[9]),
+            status: status, serverID: try serverID.map(flake), version: row[3],
+            conflict: conflict, createdAt: row[6]
+        )
+    }
+}
