@@ -1,0 +1,180 @@
+import GRDB
+import MiniFlake
+import NoteSyncProtocol
+
+// The local commands and the reads: what `NotesClient` runs without a server.
+
+extension LocalStore.Transaction {
+    // MARK: - Local commands
+
+    /// Inserts a new dirty note (revision 1, never synced) and returns it.
+    func insertNote(clientID: FlakeID, origin: FlakeID, text: String, now: Int64) throws -> LocalNote {
+        try db.execute(
+            sql: """
+                INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at)
+                VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?)
+                """,
+            arguments: [clientID.rawValue, origin.rawValue, text, now, now])
+        return LocalNote(
+            id: db.lastInsertedRowID, clientID: clientID, origin: origin, serverID: nil, serverVersion: nil,
+            text: text, isDeleted: false, baseText: nil, revision: 1, isDirty: true, isConflict: false,
+            conflictOf: nil, pushError: nil, createdAt: now, updatedAt: now)
+    }
+
+    /// Gives a note new text, restores it when deleted, bumps its revision and marks it dirty; clears its push
+    /// error (an edit is what makes a refused note pushable again).
+    func replaceText(ofNote id: LocalNote.ID, with text: String, now: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE notes SET text = ?, deleted = 0, revision = revision + 1, dirty = 1, push_error = NULL,
+                push_error_message = NULL, updated_at = ? WHERE id = ?
+                """,
+            arguments: [text, now, id])
+    }
+
+    /// Makes a note a tombstone and bumps its revision; `syncs` says whether the delete is to be pushed (it is
+    /// dirty) or stays local. Clears its push error.
+    func markDeleted(_ id: LocalNote.ID, syncs: Bool, now: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE notes SET deleted = 1, revision = revision + 1, dirty = ?, push_error = NULL,
+                push_error_message = NULL, updated_at = ? WHERE id = ?
+                """,
+            arguments: [syncs, now, id])
+    }
+
+    /// Whether a push snapshot of the note is waiting for its answer.
+    func hasSnapshot(noteID: LocalNote.ID) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM outbox WHERE note_id = ?)"), arguments: [noteID])
+            ?? false
+    }
+
+    // MARK: - Reads
+
+    /// One note by its local ID.
+    ///
+    /// - Throws: `note_not_found`.
+    func note(_ id: LocalNote.ID) throws -> LocalNote {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(noteColumns) FROM notes WHERE id = ?"), arguments: [id]) else {
+            throw NotesError(.noteNotFound, "No note has local ID \(id).")
+        }
+        return try LocalNote(row: row)
+    }
+
+    /// The local note that has `serverID`, if any.
+    func note(serverID: FlakeID) throws -> LocalNote? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(noteColumns) FROM notes WHERE server_id = ?"), arguments: [serverID.rawValue])
+            .map(LocalNote.init(row:))
+    }
+
+    /// Every note, newest change first; tombstones only when `includeDeleted`.
+    func notes(includeDeleted: Bool) throws -> [LocalNote] {
+        let filter = includeDeleted ? "" : "WHERE NOT deleted"
+        return try fetchNotes(sql: "SELECT \(noteColumns) FROM notes \(filter) ORDER BY updated_at DESC, id DESC")
+    }
+
+    /// Every note including tombstones, in local ID order.
+    func allNotes() throws -> [LocalNote] {
+        try fetchNotes(sql: "SELECT \(noteColumns) FROM notes ORDER BY id")
+    }
+
+    /// Live conflict copies, newest change first.
+    func conflicts() throws -> [LocalNote] {
+        try fetchNotes(sql: "SELECT \(noteColumns) FROM notes WHERE is_conflict AND NOT deleted ORDER BY updated_at DESC, id DESC")
+    }
+
+    /// Up to 64 notes whose client ID is in `range`, by client ID then origin.
+    func notes(clientIDsIn range: ClosedRange<Int64>) throws -> [LocalNote] {
+        try fetchNotes(
+            sql: "SELECT \(noteColumns) FROM notes WHERE client_id BETWEEN ? AND ? ORDER BY client_id, origin LIMIT 64",
+            arguments: [range.lowerBound, range.upperBound])
+    }
+
+    private func fetchNotes(sql: String, arguments: StatementArguments = StatementArguments()) throws -> [LocalNote] {
+        let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+        var notes: [LocalNote] = []
+        while let row = try rows.next() { notes.append(try LocalNote(row: row)) }
+        return notes
+    }
+
+    /// What ``NotesClient/listing(includeDeleted:)`` returns, from one scan of the notes table that reads only the
+    /// first 400 characters of each live text.
+    func listing(includeDeleted: Bool) throws -> Listing {
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT id, client_id, origin, CASE WHEN deleted THEN NULL ELSE substr(text, 1, 400) END, deleted, dirty,
+                is_conflict, push_error, updated_at FROM notes
+                """)
+        var keys: [(id: Int64, clientID: FlakeID, origin: FlakeID)] = []
+        var summaries: [NoteSummary] = []
+        while let row = try rows.next() {
+            let key = (id: row[0] as Int64, clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2]))
+            keys.append(key)
+            let deleted: Bool = row[4]
+            guard includeDeleted || !deleted else { continue }
+            let head: String? = row[3]
+            summaries.append(
+                NoteSummary(
+                    id: key.id, clientID: key.clientID, origin: key.origin, title: head.map(NoteSummary.title(of:)) ?? "",
+                    isDeleted: deleted, isDirty: row[5], isConflict: row[6], pushErrorCode: row[7], updatedAt: row[8]))
+        }
+        summaries.sort { $0.updatedAt != $1.updatedAt ? $0.updatedAt > $1.updatedAt : $0.id > $1.id }
+        return Listing(notes: summaries, displayIDs: ShortID.assign(keys))
+    }
+
+    /// Every note's identity (tombstones included, in local ID order), the signed-in account and the pull cursor.
+    func identities() throws -> NoteIdentities {
+        let settings = try Settings.fetch(db)
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT id, client_id, origin, server_id, deleted FROM notes ORDER BY id"))
+        var notes: [NoteIdentity] = []
+        while let row = try rows.next() {
+            notes.append(
+                NoteIdentity(
+                    id: row[0], clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2]),
+                    serverID: try FlakeID(storedIfPresent: row[3]), isDeleted: row[4]))
+        }
+        return NoteIdentities(notes: notes, account: settings?.account, cursor: settings?.cursor)
+    }
+
+    /// Every note's key for ``ShortID/assign(_:)``, sorted by client ID.
+    func displayKeys() throws -> [(id: Int64, clientID: FlakeID, origin: FlakeID)] {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT id, client_id, origin FROM notes ORDER BY client_id"))
+        var keys: [(id: Int64, clientID: FlakeID, origin: FlakeID)] = []
+        while let row = try rows.next() {
+            keys.append((id: row[0], clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2])))
+        }
+        return keys
+    }
+
+    /// What ``ShortID`` needs to show one client ID: the nearest other client IDs below and above it, and how
+    /// many local notes have it.
+    func neighbours(ofClientID clientID: FlakeID) throws -> (before: FlakeID?, after: FlakeID?, twins: Int) {
+        let raw = clientID.rawValue
+        let before = try Int64.fetchOne(
+            db, sql: "SELECT client_id FROM notes WHERE client_id < ? ORDER BY client_id DESC LIMIT 1", arguments: [raw])
+        let after = try Int64.fetchOne(
+            db, sql: "SELECT client_id FROM notes WHERE client_id > ? ORDER BY client_id LIMIT 1", arguments: [raw])
+        let twins = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE client_id = ?"), arguments: [raw]) ?? 1
+        return (try FlakeID(storedIfPresent: before), try FlakeID(storedIfPresent: after), twins)
+    }
+
+    /// The local state in brief.
+    ///
+    /// - Throws: `storage` when the settings row is missing.
+    func status() throws -> NotesStatus {
+        let settings = try requireSettings()
+        let counts = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT COALESCE(SUM(NOT deleted), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(dirty), 0),
+                COALESCE(SUM(push_error IS NOT NULL), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0) FROM notes
+                """)!
+        let inFlight = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox")) ?? 0
+        return NotesStatus(
+            origin: settings.origin, flakeInstance: settings.flakeInstance, highWaterMark: settings.highWaterMark,
+            serverURL: settings.serverURL, account: settings.account, cursor: settings.cursor,
+            lastSyncAt: settings.lastSyncAt, notes: counts[0], deletedNotes: counts[1], pending: counts[2],
+            failed: counts[3], conflicts: counts[4], inFlight: inFlight)
+    }
+}

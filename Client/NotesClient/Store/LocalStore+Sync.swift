@@ -1,0 +1,388 @@
+import GRDB
+import MiniFlake
+import NoteSyncProtocol
+
+// What the sync engine (Sync/) reads and writes. The decisions are the planners'; these methods execute them.
+
+extension LocalStore.Transaction {
+    // MARK: - Outbox
+
+    /// Marks dirty every note ``OutboxPlanner/requeues(_:)`` selects.
+    func requeueUnmatchedNotes() throws {
+        try db.cachedStatement(sql: "UPDATE notes SET dirty = 1 WHERE server_id IS NULL AND NOT dirty AND NOT deleted").execute()
+    }
+
+    /// Marks clean every note ``OutboxPlanner/settles(_:)`` selects.
+    func settleNeverSyncedTombstones() throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE notes SET dirty = 0 WHERE dirty AND deleted AND base_text IS NULL AND server_id IS NULL
+                AND id NOT IN (SELECT note_id FROM outbox)
+                """
+        ).execute()
+    }
+
+    /// Every note ``OutboxPlanner/needsSnapshot(_:)`` selects, in ascending local ID order.
+    func notesNeedingSnapshot() throws -> [OutboxPlanner.DirtyNote] {
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT id, text, deleted, server_version, base_text, server_id, revision FROM notes
+                    WHERE dirty AND push_error IS NULL AND id NOT IN (SELECT note_id FROM outbox) ORDER BY id
+                    """))
+        var notes: [OutboxPlanner.DirtyNote] = []
+        while let row = try rows.next() {
+            notes.append(
+                OutboxPlanner.DirtyNote(
+                    id: row[0], text: row[1], isDeleted: row[2], serverVersion: row[3], baseText: row[4], serverID: row[5],
+                    revision: row[6]))
+        }
+        return notes
+    }
+
+    /// Inserts push snapshots into the outbox.
+    func insertSnapshots(_ snapshots: [OutboxPlanner.Snapshot]) throws {
+        guard !snapshots.isEmpty else { return }
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO outbox (note_id, edit_id, text, deleted, base_version, base_text, server_id, revision)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        for snapshot in snapshots {
+            try insert.execute(arguments: [
+                snapshot.noteID, snapshot.editID.rawValue, snapshot.text, snapshot.deleted, snapshot.baseVersion,
+                snapshot.baseText, snapshot.serverID, snapshot.revision,
+            ])
+        }
+    }
+
+    /// The whole outbox, with each note's identity, in no particular order (see ``OutboxPlanner/pushOrder(_:)``).
+    func outbox() throws -> [OutboxEntry] {
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
+                    n.client_id, n.origin, n.is_conflict
+                    FROM outbox o JOIN notes n ON n.id = o.note_id
+                    """))
+        var entries: [OutboxEntry] = []
+        while let row = try rows.next() {
+            entries.append(
+                OutboxEntry(
+                    noteID: row[0], editID: try FlakeID(stored: row[1]), text: row[2], deleted: row[3],
+                    baseVersion: row[4], baseText: row[5], serverID: try FlakeID(storedIfPresent: row[6]),
+                    revision: row[7], clientID: try FlakeID(stored: row[8]), origin: try FlakeID(stored: row[9]),
+                    isConflict: row[10]))
+        }
+        return entries
+    }
+
+    /// Notes waiting to be pushed: dirty and not refused.
+    func pendingCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL")) ?? 0
+    }
+
+    // MARK: - Push results
+
+    /// Removes a snapshot the server refused, or that no request could carry. Returns false when it was gone
+    /// already (another process applied its answer).
+    func dropSnapshot(editID: FlakeID) throws -> Bool {
+        try db.cachedStatement(sql: "DELETE FROM outbox WHERE edit_id = ?").execute(arguments: [editID.rawValue])
+        return db.changesCount > 0
+    }
+
+    /// ``PushResultPlanner/Refusal/forgetServerID``.
+    func forgetServerID(ofNote id: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE notes SET server_id = NULL, server_version = NULL WHERE id = ?").execute(arguments: [id])
+    }
+
+    /// ``PushResultPlanner/Refusal/forgetServerVersion``.
+    func forgetServerVersion(ofNote id: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE notes SET server_version = NULL WHERE id = ?").execute(arguments: [id])
+    }
+
+    /// ``PushResultPlanner/Refusal/recordError(_:)``: records `error` on the note unless its revision is no longer
+    /// `revision`. Returns whether it did.
+    func recordPushError(_ error: APIErrorBody, onNote id: Int64, revision: Int64) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE notes SET push_error = ?, push_error_message = ? WHERE id = ? AND revision = ?",
+            arguments: [error.code.rawValue, error.message, id, revision])
+        return db.changesCount > 0
+    }
+
+    /// The statements that apply one push answer, prepared once for the batch.
+    func pushResultWriter() throws -> PushResultWriter {
+        try PushResultWriter(db: db)
+    }
+
+    /// Applies a push answer's results, change by change, inside one transaction.
+    struct PushResultWriter {
+        private let db: Database
+        private let takeSnapshot: Statement
+        private let readRevision: Statement
+        private let releaseServerID: Statement
+        private let settle: Statement
+        private let rebase: Statement
+        private let findCopy: Statement
+        private let insertCopy: Statement
+
+        fileprivate init(db: Database) throws {
+            self.db = db
+            takeSnapshot = try db.cachedStatement(sql: "DELETE FROM outbox WHERE edit_id = ?")
+            readRevision = try db.cachedStatement(sql: "SELECT revision FROM notes WHERE id = ?")
+            releaseServerID = try db.cachedStatement(
+                sql: "UPDATE notes SET server_id = NULL, server_version = NULL WHERE server_id = ? AND id != ?")
+            settle = try db.cachedStatement(
+                sql: """
+                    UPDATE notes SET server_id = COALESCE(?, server_id), server_version = ?, text = ?, deleted = ?,
+                    base_text = ?, dirty = 0, push_error = NULL, push_error_message = NULL,
+                    updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE id = ?
+                    """)
+            rebase = try db.cachedStatement(
+                sql: "UPDATE notes SET server_id = ?, server_version = NULL, base_text = ? WHERE id = ?")
+            findCopy = try db.cachedStatement(sql: "SELECT 1 FROM notes WHERE server_id = ? OR (client_id = ? AND origin = ?)")
+            insertCopy = try db.cachedStatement(
+                sql: """
+                    INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
+                    is_conflict, conflict_of_server_id, created_at, updated_at)
+                    VALUES (?, ?, ?, 1, ?, 0, ?, 0, 0, 1, ?, ?, ?)
+                    """)
+        }
+
+        /// Removes the snapshot an answer is for and returns its note's revision; nil when the snapshot was gone
+        /// already (another process applied this answer) or its note is.
+        func takeSnapshot(of entry: OutboxEntry) throws -> Int64? {
+            try takeSnapshot.execute(arguments: [entry.editID.rawValue])
+            guard db.changesCount > 0 else { return nil }
+            return try Int64.fetchOne(readRevision, arguments: [entry.noteID])
+        }
+
+        /// Executes an accepted result's writes on note `noteID`, in the order ``PushResultPlanner/Acceptance``
+        /// lists them.
+        func apply(_ acceptance: PushResultPlanner.Acceptance, toNote noteID: Int64) throws {
+            if let serverID = acceptance.releaseServerID {
+                try releaseServerID.execute(arguments: [serverID, noteID])
+            }
+            if let copy = acceptance.conflictCopy,
+                try Row.fetchOne(findCopy, arguments: [copy.serverID, copy.clientID, copy.origin]) == nil
+            {
+                try insertCopy.execute(arguments: [
+                    copy.clientID, copy.origin, copy.serverID, copy.text, copy.text, copy.conflictOf, copy.createdAt,
+                    copy.updatedAt,
+                ])
+            }
+            switch acceptance.update {
+            case .settle(let state):
+                try settle.execute(arguments: [
+                    state.serverID, state.serverVersion, state.text, state.deleted, state.baseText, state.updatedAt != nil,
+                    state.updatedAt, noteID,
+                ])
+            case .rebase(let serverID, let baseText):
+                try rebase.execute(arguments: [serverID, baseText, noteID])
+            case nil:
+                break
+            }
+        }
+    }
+
+    // MARK: - Pull
+
+    /// The stored pull cursor, nil before the first pull.
+    func cursor() throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT cursor FROM settings WHERE id = 1"))
+    }
+
+    /// Stores the pull cursor.
+    func setCursor(_ cursor: String) throws {
+        try db.cachedStatement(sql: "UPDATE settings SET cursor = ? WHERE id = 1").execute(arguments: [cursor])
+    }
+
+    /// Forgets the pull cursor: the next pull starts from the beginning.
+    func clearCursor() throws {
+        try db.cachedStatement(sql: "UPDATE settings SET cursor = NULL WHERE id = 1").execute()
+    }
+
+    /// The statements that apply one pull page, prepared once for the page.
+    func pullPageWriter() throws -> PullPageWriter {
+        try PullPageWriter(db: db)
+    }
+
+    /// Applies a pull page's records, one by one, inside one transaction.
+    struct PullPageWriter {
+        private let lookup: Statement
+        private let take: Statement
+        private let adopt: Statement
+        private let insert: Statement
+
+        fileprivate init(db: Database) throws {
+            // The local note with the record's server ID, else the one with its (client ID, origin): one statement,
+            // whose first arm is read first, so a server ID match wins.
+            lookup = try db.cachedStatement(
+                sql: """
+                    SELECT \(LookupRow.columns) FROM notes WHERE server_id = ?
+                    UNION ALL SELECT \(LookupRow.columns) FROM notes WHERE client_id = ? AND origin = ?
+                    LIMIT 1
+                    """)
+            take = try db.cachedStatement(
+                sql: """
+                    UPDATE notes SET server_id = ?, server_version = ?, text = ?, deleted = ?, base_text = ?, is_conflict = ?,
+                    conflict_of_server_id = ?, push_error = NULL, push_error_message = NULL, updated_at = ? WHERE id = ?
+                    """)
+            adopt = try db.cachedStatement(sql: "UPDATE notes SET server_id = ? WHERE id = ?")
+            insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
+                    is_conflict, conflict_of_server_id, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)
+                    """)
+        }
+
+        /// Looks up the local note `record` names and hands it to `decide`, read in place from the statement:
+        /// valid only inside `decide`, which must run no other statement.
+        func withLocalNote<T>(matching record: NoteRecord, _ decide: (LookupRow?) -> T) throws -> T {
+            let rows = try Row.fetchCursor(
+                lookup, arguments: [record.serverID.rawValue, record.clientID.rawValue, record.origin.rawValue])
+            return decide(try rows.next().map(LookupRow.init(row:)))
+        }
+
+        /// Executes a ``PullPlanner/Action``.
+        func perform(_ action: PullPlanner.Action) throws {
+            switch action {
+            case .insert(let new):
+                let state = new.state
+                try insert.execute(arguments: [
+                    new.clientID, new.origin, state.serverID, state.version, state.text, state.deleted, state.baseText,
+                    state.isConflict, state.conflictOf, new.createdAt, new.updatedAt,
+                ])
+            case .adoptServerID(let noteID, let serverID):
+                try adopt.execute(arguments: [serverID, noteID])
+            case .take(let noteID, let state, let updatedAt):
+                try take.execute(arguments: [
+                    state.serverID, state.version, state.text, state.deleted, state.baseText, state.isConflict,
+                    state.conflictOf, updatedAt, noteID,
+                ])
+            case .none:
+                break
+            }
+        }
+    }
+
+    /// A row of the pull lookup, read column by column as ``PullPlanner`` asks.
+    struct LookupRow: PullLocalNote {
+        static let columns =
+            "id, dirty, server_id, text, deleted, updated_at, server_version, base_text, is_conflict, conflict_of_server_id, push_error"
+        let row: Row
+        var id: Int64 { row[0] }
+        var isDirty: Bool { row[1] }
+        var serverID: Int64? { row[2] }
+        var text: String { row[3] }
+        var isDeleted: Bool { row[4] }
+        var updatedAt: Int64 { row[5] }
+        var serverVersion: Int64? { row[6] }
+        var baseText: String? { row[7] }
+        var isConflict: Bool { row[8] }
+        var conflictOf: Int64? { row[9] }
+        var pushError: String? { row[10] }
+    }
+
+    // MARK: - Sessions and accounts
+
+    /// Stores a new session (server, account, token); the rest of the account state is untouched.
+    func storeSession(serverURL: String, accountID: FlakeID, username: String, token: String) throws {
+        try db.execute(
+            sql: "UPDATE settings SET server_url = ?, account_id = ?, username = ?, token = ? WHERE id = 1",
+            arguments: [serverURL, accountID.rawValue, username, token])
+    }
+
+    /// Forgets the token when it is still `token` (another process may have signed in meanwhile). Returns whether
+    /// it did.
+    func dropToken(_ token: String) throws -> Bool {
+        try db.cachedStatement(sql: "UPDATE settings SET token = NULL WHERE id = 1 AND token = ?").execute(arguments: [token])
+        return db.changesCount > 0
+    }
+
+    /// Forgets everything that belongs to the account (token, account, cursor, last sync, every server ID and
+    /// version, in notes and snapshots alike) and keeps every note, its base text and every snapshot's edit ID.
+    func forgetAccountState() throws {
+        try db.execute(
+            sql: """
+                UPDATE settings SET account_id = NULL, username = NULL, token = NULL, cursor = NULL, last_sync_at = NULL
+                WHERE id = 1;
+                UPDATE notes SET server_id = NULL, server_version = NULL, conflict_of_server_id = NULL
+                WHERE server_id IS NOT NULL OR server_version IS NOT NULL OR conflict_of_server_id IS NOT NULL;
+                UPDATE outbox SET server_id = NULL, base_version = NULL;
+                """)
+    }
+
+    /// Makes the base texts in `notes` and `outbox` those of `change.takeBack`: sets the current ones aside in
+    /// `account_bases` under `change.setAside` (when not nil), takes the new account's back from there (none for an
+    /// account never signed in to here), and records whose bases the notes now hold.
+    func switchBases(_ change: SignInPlanner.BaseSwitch) throws {
+        if let oldAccount = change.setAside?.rawValue {
+            try db.execute(sql: "DELETE FROM account_bases WHERE account_id = ?", arguments: [oldAccount])
+            try db.execute(
+                sql: """
+                    INSERT INTO account_bases (account_id, note_id, base_text)
+                    SELECT ?, id, base_text FROM notes WHERE base_text IS NOT NULL
+                    """,
+                arguments: [oldAccount])
+        }
+        let account = change.takeBack.rawValue
+        for table in ["notes", "outbox"] {
+            let id = table == "notes" ? "id" : "note_id"
+            try db.execute(
+                sql: """
+                    UPDATE \(table) SET base_text = (
+                        SELECT base_text FROM account_bases b WHERE b.account_id = ? AND b.note_id = \(table).\(id))
+                    """,
+                arguments: [account])
+        }
+        try db.execute(sql: "DELETE FROM account_bases WHERE account_id = ?", arguments: [account])
+        try db.execute(sql: "UPDATE settings SET base_account_id = ? WHERE id = 1", arguments: [account])
+    }
+
+    /// Every note's local ID and what ``SignInPlanner/queues(_:)`` reads of it.
+    func signInQueueStates() throws -> [(id: Int64, state: SignInPlanner.NoteState)] {
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT id, dirty, deleted, base_text IS NOT NULL, server_id IS NOT NULL, text IS NOT base_text,
+                id IN (SELECT note_id FROM outbox) FROM notes
+                """)
+        var states: [(id: Int64, state: SignInPlanner.NoteState)] = []
+        while let row = try rows.next() {
+            states.append(
+                (
+                    id: row[0],
+                    state: SignInPlanner.NoteState(
+                        isDirty: row[1], isDeleted: row[2], hasBaseText: row[3], hasServerID: row[4],
+                        textDiffersFromBase: row[5], hasSnapshot: row[6])
+                ))
+        }
+        return states
+    }
+
+    /// Queues notes for the next push: marks them dirty and clears their push errors.
+    func queueForPush(_ noteIDs: [Int64]) throws {
+        guard !noteIDs.isEmpty else { return }
+        let queue = try db.cachedStatement(sql: "UPDATE notes SET dirty = 1, push_error = NULL, push_error_message = NULL WHERE id = ?")
+        for id in noteIDs { try queue.execute(arguments: [id]) }
+    }
+
+    /// Records when a sync completed.
+    func recordSync(at now: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE settings SET last_sync_at = ? WHERE id = 1").execute(arguments: [now])
+    }
+
+    /// Notes with unsynced changes (refused ones included).
+    func dirtyCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty")) ?? 0
+    }
+
+    /// Deletes every note, snapshot and set-aside base text; returns how many live notes there were.
+    func deleteAllNotes() throws -> Int {
+        let live = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE NOT deleted")) ?? 0
+        try db.execute(sql: "DELETE FROM account_bases; DELETE FROM outbox; DELETE FROM notes;")
+        return live
+    }
+}

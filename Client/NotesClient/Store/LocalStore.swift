@@ -1,0 +1,138 @@
+import Foundation
+import GRDB
+import MiniFlake
+import NoteSyncProtocol
+import SQLiteSupport
+
+/// The local SQLite database: owns the connection, the schema (``migrator``) and every query.
+///
+/// The rest of the client runs one transaction with ``read(_:)`` or ``write(_:)`` and calls the intention-named
+/// methods of the ``Transaction`` it is handed; it never spells SQL. Only the files in `Store/` import GRDB:
+/// `LocalStore+Schema` (migrations), `LocalStore+Rows` (row decoding), `LocalStore+Notes` (local commands and
+/// reads), `LocalStore+Sync` (what the sync engine reads and writes).
+///
+/// Tables:
+/// - `settings`: one row (`id = 1`): installation origin and flake instance, the flake high-water mark, the
+///   remembered server URL, and the account state (account, token, cursor, last sync) forgotten at sign-out.
+/// - `notes`: every local note, live or tombstone; `(client_id, origin)` unique, `server_id` unique.
+/// - `outbox`: at most one in-flight push snapshot per note, re-sent unchanged (same edit ID) until answered.
+/// - `account_bases`: the base texts of the accounts this installation is not signed in to.
+struct LocalStore: Sendable {
+    private let writer: any DatabaseWriter
+
+    /// The database file inside a data directory.
+    static let fileName = "notes.sqlite"
+
+    /// Opens (creating when missing) the database file in `directory`, which must exist, and migrates it.
+    ///
+    /// - Throws: `storage` when the file is not a notes database or is corrupt (or fails otherwise);
+    ///   `data_directory` when it cannot be opened, read or written.
+    static func open(directory: URL) throws(NotesError) -> LocalStore {
+        let file = directory.appendingPathComponent(fileName).path
+        do {
+            var configuration = Configuration()
+            configuration.journalMode = .wal
+            configuration.busyMode = .timeout(10)
+            configuration.label = "notes"
+            configuration.prepareDatabase { db in
+                // Reads map the file instead of copying it page by page: listings of many notes stay fast.
+                try db.execute(sql: "PRAGMA mmap_size = 268435456")
+            }
+            return try LocalStore(writer: DatabaseQueue(path: file, configuration: configuration))
+        } catch let error as DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+                throw NotesError(.storage, "\(file) is not a notes database (or is corrupt).", cause: error.message)
+            case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH, .SQLITE_IOERR:
+                throw NotesError(.dataDirectory, "Cannot open \(file).", cause: error.message ?? error.description)
+            default:
+                throw NotesError(.storage, "Cannot open \(file).", cause: error.message ?? error.description)
+            }
+        } catch {
+            throw NotesError.storage(error)
+        }
+    }
+
+    /// A database that lives in memory only (tests, the simulation).
+    static func inMemory() throws(NotesError) -> LocalStore {
+        try mapErrors {
+            var configuration = Configuration()
+            configuration.label = "notes-memory"
+            return try LocalStore(writer: DatabaseQueue(configuration: configuration))
+        }
+    }
+
+    private init(writer: any DatabaseWriter) throws {
+        self.writer = writer
+        try Self.migrator.migrate(writer)
+    }
+
+    /// Runs `body` in a deferred transaction: a consistent snapshot that takes no write lock (another `notes`
+    /// process may be syncing). Why this and not GRDB's `read`: see `DatabaseWriter.deferredTransaction`
+    /// (SQLiteSupport).
+    ///
+    /// - Throws: what `body` throws when it is a ``NotesError``; any other failure as `storage`.
+    func read<T>(_ body: (Transaction) throws -> T) throws(NotesError) -> T {
+        try mapErrors { try writer.deferredTransaction { db in try body(Transaction(db: db)) } }
+    }
+
+    /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`: another `notes` process waits for the lock), and
+    /// commits it, or rolls it back when `body` throws.
+    ///
+    /// - Throws: what `body` throws when it is a ``NotesError``; any other failure as `storage`.
+    func write<T>(_ body: (Transaction) throws -> T) throws(NotesError) -> T {
+        try mapErrors { try writer.immediateTransaction { db in try body(Transaction(db: db)) } }
+    }
+
+    /// The settings row; on the first open of an installation, creates it with the origin and flake instance
+    /// `makeIdentity` returns (called at most once, inside the creating transaction; what it throws is thrown).
+    func settings(creatingWith makeIdentity: () throws -> (origin: Int64, flakeInstance: Int)) throws(NotesError) -> Settings {
+        try mapErrors {
+            // Read first: only the very first open of an installation needs a write.
+            if let settings = try writer.read({ db in try Settings.fetch(db) }) { return settings }
+            return try writer.write { db -> Settings in
+                if let settings = try Settings.fetch(db) { return settings }
+                let identity = try makeIdentity()
+                try db.execute(
+                    sql: "INSERT INTO settings (id, origin, flake_instance) VALUES (1, ?, ?)",
+                    arguments: [identity.origin, identity.flakeInstance])
+                return try Settings.fetch(db)!
+            }
+        }
+    }
+
+    /// One transaction in progress, handed to the body of ``LocalStore/read(_:)`` or ``LocalStore/write(_:)``.
+    /// Its methods (in the `LocalStore+...` files) are every query the client runs. Do not keep it past the body.
+    struct Transaction {
+        /// The connection, inside the transaction. Only the files in `Store/` use it (the others do not import
+        /// GRDB, so they cannot).
+        let db: Database
+    }
+}
+
+extension LocalStore.Transaction {
+    /// The settings row (nil only before the installation's first open completed).
+    func settings() throws -> Settings? {
+        try Settings.fetch(db)
+    }
+
+    /// The settings row, which every opened store has.
+    ///
+    /// - Throws: `storage` when it is missing.
+    func requireSettings() throws -> Settings {
+        guard let settings = try Settings.fetch(db) else { throw NotesError(.storage, "The settings row is missing.") }
+        return settings
+    }
+
+    /// `count` new IDs from `minter`, in increasing order; persists the new high-water mark in this transaction,
+    /// so the mark is durable exactly when what uses the IDs is. Reads the stored mark first: another process on
+    /// the same data directory may have minted past this one's generator.
+    func mintIDs(_ count: Int, with minter: IDMinter) throws -> [FlakeID] {
+        guard count > 0 else { return [] }
+        let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT flake_high_water FROM settings WHERE id = 1"))
+        let ids = try minter.mint(count, after: stored)
+        try db.cachedStatement(sql: "UPDATE settings SET flake_high_water = ? WHERE id = 1")
+            .execute(arguments: [ids[ids.count - 1].rawValue])
+        return ids
+    }
+}

@@ -1,0 +1,118 @@
+import MiniFlake
+import NoteSyncProtocol
+
+/// What the pull reads of the local note a record names, found by the record's server ID, else by its (client
+/// ID, origin). ``PullPlanner/apply(_:local:now:)`` reads each property at most once, and only those its decision
+/// needs, so the store can hand it the lookup statement's current row, read in place.
+protocol PullLocalNote {
+    var id: Int64 { get }
+    var isDirty: Bool { get }
+    var serverID: Int64? { get }
+    var text: String { get }
+    var isDeleted: Bool { get }
+    var updatedAt: Int64 { get }
+    var serverVersion: Int64? { get }
+    var baseText: String? { get }
+    var isConflict: Bool { get }
+    var conflictOf: Int64? { get }
+    /// The code of the note's push refusal, if any.
+    var pushError: String? { get }
+}
+
+/// Decides what one pulled record does to this device's notes. Pure: a function of values.
+///
+/// The sync engine applies a pull page in one transaction: for each record it looks up the local note (one
+/// statement), executes the ``Action`` that ``apply(_:local:now:)`` returns, and adds up the counters; then it
+/// stores the page's cursor.
+///
+/// Rules:
+/// - No local note: insert the record as a clean note (its base is its text).
+/// - A dirty note (local changes wait to be pushed): keep its text and base so the server merges them; only learn
+///   the server ID when the note lacked it or had another.
+/// - A clean note: take the record (server ID, version, text, deleted, base, conflict fields; push error cleared).
+///   Its time becomes the record's when the text or deleted flag changed, and stays otherwise. A note already
+///   exactly as `take` would write it (a sign-in pulls back every note it just pushed) is not written.
+/// - Counters: `applied` when the record added a note or changed a clean note's text or deleted flag; `matched`
+///   when the note was found without a server ID (by client ID and origin: after a sign-in, a note the account
+///   already holds).
+enum PullPlanner {
+    /// What a record does.
+    enum Action: Sendable, Equatable {
+        /// Insert a new clean note.
+        case insert(NewNote)
+        /// Set the note's server ID, nothing else.
+        case adoptServerID(noteID: Int64, serverID: Int64)
+        /// Overwrite the note with the server's state.
+        case take(noteID: Int64, Pulled, updatedAt: Int64)
+        /// Nothing to write.
+        case none
+    }
+
+    /// The server's state of a note, as this device stores it.
+    struct Pulled: Sendable, Equatable {
+        var serverID: Int64
+        var version: Int64
+        var text: String
+        var deleted: Bool
+        /// The record's text: what was last synced.
+        var baseText: String
+        var isConflict: Bool
+        var conflictOf: Int64?
+    }
+
+    /// A note the pull adds.
+    struct NewNote: Sendable, Equatable {
+        var clientID: Int64
+        var origin: Int64
+        var state: Pulled
+        /// The time in the note's client ID.
+        var createdAt: Int64
+        var updatedAt: Int64
+    }
+
+    /// An action and how it counts in ``SyncReport/applied`` and ``SyncReport/matched``.
+    struct Outcome: Sendable, Equatable {
+        var action: Action
+        var applied: Bool
+        var matched: Bool
+    }
+
+    /// What `record` does given the local note it names (nil: none). `now` stands in for a record time that does
+    /// not parse.
+    static func apply(_ record: NoteRecord, local: (some PullLocalNote)?, now: Int64) -> Outcome {
+        let serverID = record.serverID.rawValue
+        guard let local else {
+            let new = NewNote(
+                clientID: record.clientID.rawValue, origin: record.origin.rawValue, state: pulled(record),
+                createdAt: record.clientID.unixMilliseconds, updatedAt: changedAt(record, now: now))
+            return Outcome(action: .insert(new), applied: true, matched: false)
+        }
+        let id = local.id
+        let localServerID = local.serverID
+        let matched = localServerID == nil
+        if local.isDirty {
+            let action: Action = localServerID != serverID ? .adoptServerID(noteID: id, serverID: serverID) : .none
+            return Outcome(action: action, applied: false, matched: matched)
+        }
+        let changed = local.text != record.text || local.isDeleted != record.deleted
+        if !changed && localServerID == serverID && local.serverVersion == record.version && local.baseText == record.text
+            && local.isConflict == (record.conflictOf != nil) && local.conflictOf == record.conflictOf?.rawValue
+            && local.pushError == nil
+        {
+            return Outcome(action: .none, applied: false, matched: matched)
+        }
+        let updatedAt = changed ? changedAt(record, now: now) : local.updatedAt
+        return Outcome(action: .take(noteID: id, pulled(record), updatedAt: updatedAt), applied: changed, matched: matched)
+    }
+
+    private static func pulled(_ record: NoteRecord) -> Pulled {
+        Pulled(
+            serverID: record.serverID.rawValue, version: record.version, text: record.text, deleted: record.deleted,
+            baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue)
+    }
+
+    /// When the record's note changed, by the server's clock.
+    private static func changedAt(_ record: NoteRecord, now: Int64) -> Int64 {
+        WireTime.parse(record.updatedAt) ?? now
+    }
+}

@@ -1,0 +1,353 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import Synchronization
+
+/// The client's sync engine: the whole conversation with a server and what it does to the local store. The rules
+/// are the planners' in this folder (pure functions of values, each tested without a database); the engine calls
+/// the server, runs each step in a ``LocalStore`` transaction, and hands each planner what it reads.
+///
+/// A sync (``sync(progress:pullFirst:)``):
+/// 1. Read the server's limits (`GET /v1/info`), once per sync.
+/// 2. A sign-in's sync pulls first (step 4), so that the notes the account already has are matched and need no push.
+/// 3. Push rounds, at most ``maxPushRounds``, until no note waits:
+///    1. one transaction: queue, snapshot and order the outbox (``OutboxPlanner``: `prepare`, `snapshots`,
+///       `pushOrder`); edit IDs are minted here, so every snapshot is committed before anything is sent;
+///    2. refuse locally what the server could never take, and batch the rest (``OutboxPlanner``: `plan`; a 413
+///       answer: `whenTooLarge`);
+///    3. send each batch and apply its answer in one transaction (``PushResultPlanner``: `apply`; refusals:
+///       `refusal(for:)`).
+/// 4. Pull from the stored cursor, page by page; each page is applied with its new cursor in one transaction
+///    (``PullPlanner``: `apply` per record), so an interrupted sync resumes where it stopped. An `invalid_cursor`
+///    answer restarts from the beginning, once.
+/// 5. Record the sync time and count the notes still pending.
+///
+/// A sign-in (``signIn(url:server:username:password:progress:)``):
+/// 1. `POST /v1/sign-in`.
+/// 2. One transaction (``SignInPlanner``: `plan`): for another account, forget the account state and switch the
+///    base texts; store the session; for another account, queue what it may not have (``SignInPlanner``:
+///    `queues`).
+/// 3. Revoke the replaced session (best effort).
+/// 4. Sync, pulling first for another account.
+final class SyncEngine: Sendable {
+    let store: LocalStore
+    let minter: IDMinter
+    let environment: NotesEnvironment
+    /// This installation's origin.
+    let origin: FlakeID
+    /// Retry jitter.
+    private let random: Mutex<any RandomNumberGenerator & Sendable>
+
+    /// Push rounds per sync: the first sends everything; later ones pick up notes edited while a push was in
+    /// flight and changes to retry after a recoverable refusal.
+    static let maxPushRounds = 4
+
+    init(
+        store: LocalStore, minter: IDMinter, environment: NotesEnvironment, origin: FlakeID,
+        random: any RandomNumberGenerator & Sendable
+    ) {
+        self.store = store
+        self.minter = minter
+        self.environment = environment
+        self.origin = origin
+        self.random = Mutex(random)
+    }
+
+    private var now: Int64 { environment.clock.unixMilliseconds() }
+
+    /// A conversation with `server` (its normalized URL text), with `token` when signed in.
+    func connection(to url: URL, server: String, token: String?) -> ServerConnection {
+        ServerConnection(
+            transport: environment.transport(url), server: server, token: token, retry: environment.retry,
+            sleep: environment.sleep,
+            jitter: { [self] in self.random.withLock { generator in Double.random(in: 0...1, using: &generator) } })
+    }
+
+    // MARK: - Sync
+
+    /// Syncs with the signed-in account (see ``NotesClient/sync(progress:)``); with `pullFirst`, pulls before
+    /// pushing.
+    ///
+    /// - Throws: `not_signed_in`; `signed_out_by_server` on 401 (the session is forgotten unless another one
+    ///   replaced it meanwhile; notes are kept); the connection's and the store's errors.
+    func sync(progress: (@Sendable (SyncProgress) -> Void)?, pullFirst: Bool) async throws(NotesError) -> SyncReport {
+        let settings = try store.read { tx in try tx.settings() }
+        guard let settings, settings.account != nil, let token = settings.token, let server = settings.serverURL,
+            let url = URL(string: server)
+        else {
+            throw NotesError(.notSignedIn, "Not signed in; sign in with `notes login` first.")
+        }
+        let connection = connection(to: url, server: server, token: token)
+        do {
+            return try await run(connection, pullFirst: pullFirst, progress: progress)
+        } catch {
+            if error.code == .signedOutByServer {
+                _ = try? store.write { tx in
+                    if try tx.dropToken(token) { try tx.forgetAccountState() }
+                }
+            }
+            throw error
+        }
+    }
+
+    private func run(
+        _ connection: ServerConnection, pullFirst: Bool, progress: (@Sendable (SyncProgress) -> Void)?
+    ) async throws(NotesError) -> SyncReport {
+        var report = SyncReport()
+        let info = try await connection.call(.info, ServerInfo.self)
+        let limits = Self.sanitized(info.limits)
+        if pullFirst { try await pull(connection, limits: limits, report: &report, progress: progress) }
+        try await push(connection, limits: limits, report: &report, progress: progress)
+        try await pull(connection, limits: limits, report: &report, progress: progress)
+        let now = now
+        report.pending = try store.write { tx in
+            try tx.recordSync(at: now)
+            return try tx.pendingCount()
+        }
+        return report
+    }
+
+    /// The server's limits, raised to workable minimums.
+    static func sanitized(_ limits: SyncLimits) -> SyncLimits {
+        var limits = limits
+        limits.maxBatchChanges = max(1, limits.maxBatchChanges)
+        limits.maxBodyBytes = max(1024, limits.maxBodyBytes)
+        limits.maxNoteBytes = max(1, limits.maxNoteBytes)
+        limits.maxPageSize = max(1, limits.maxPageSize)
+        return limits
+    }
+
+    // MARK: - Push
+
+    private func push(
+        _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
+        progress: (@Sendable (SyncProgress) -> Void)?
+    ) async throws(NotesError) {
+        for _ in 0..<Self.maxPushRounds {
+            let entries = try store.write { tx in try prepareOutbox(tx) }
+            if entries.isEmpty { return }
+
+            let plan = OutboxPlanner.plan(entries, limits: limits)
+            if !plan.refused.isEmpty {
+                try store.write { tx in
+                    for refused in plan.refused { try refuse(refused, in: tx, report: &report) }
+                }
+            }
+
+            var queue = plan.batches
+            var done = 0
+            progress?(SyncProgress(phase: .pushing, done: 0, total: plan.total))
+            while !queue.isEmpty {
+                let batch = queue.removeFirst()
+                let response: PushResponse
+                do {
+                    response = try await send(batch, over: connection)
+                } catch where error.httpStatus == 413 {
+                    switch OutboxPlanner.whenTooLarge(batch, serverError: error.api) {
+                    case .split(let first, let second):
+                        queue.insert(contentsOf: [first, second], at: 0)
+                    case .refuse(let refused):
+                        try store.write { tx in try refuse(refused, in: tx, report: &report) }
+                        done += 1
+                    }
+                    continue
+                }
+                report.requests += 1
+                let now = now
+                try store.write { tx in try apply(response, to: batch, in: tx, now: now, report: &report) }
+                done += batch.count
+                progress?(SyncProgress(phase: .pushing, done: done, total: plan.total))
+            }
+
+            let waiting = try store.read { tx in try tx.pendingCount() }
+            if waiting == 0 { return }
+        }
+    }
+
+    /// Queues and snapshots what a round pushes, and returns the whole outbox in push order (``OutboxPlanner``).
+    private func prepareOutbox(_ tx: LocalStore.Transaction) throws -> [OutboxEntry] {
+        try tx.requeueUnmatchedNotes()
+        try tx.settleNeverSyncedTombstones()
+        let notes = try tx.notesNeedingSnapshot()
+        let editIDs = try tx.mintIDs(notes.count, with: minter)
+        try tx.insertSnapshots(OutboxPlanner.snapshots(of: notes, editIDs: editIDs))
+        return OutboxPlanner.pushOrder(try tx.outbox())
+    }
+
+    private func send(_ batch: [OutboxPlanner.Prepared], over connection: ServerConnection) async throws(NotesError) -> PushResponse {
+        let response = try await connection.call(.push, PushResponse.self, body: OutboxPlanner.body(of: batch))
+        guard response.results.count == batch.count else {
+            throw NotesError.badResponse("\(response.results.count) push results for \(batch.count) changes")
+        }
+        for (result, item) in zip(response.results, batch)
+        where result.editID != item.entry.editID || result.clientID != item.entry.clientID {
+            throw NotesError.badResponse("a push result names edit \(result.editID), expected \(item.entry.editID)")
+        }
+        return response
+    }
+
+    /// Applies one push answer (``PushResultPlanner``).
+    private func apply(
+        _ response: PushResponse, to batch: [OutboxPlanner.Prepared], in tx: LocalStore.Transaction, now: Int64,
+        report: inout SyncReport
+    ) throws {
+        let writer = try tx.pushResultWriter()
+        for (item, result) in zip(batch, response.results) {
+            let entry = item.entry
+            guard let revision = try writer.takeSnapshot(of: entry) else { continue }
+            switch PushResultPlanner.apply(result, to: entry, localRevision: revision, now: now) {
+            case .accept(let acceptance):
+                report.countAccepted(result)
+                try writer.apply(acceptance, toNote: entry.noteID)
+            case .refuse(let refusal):
+                try record(refusal, of: entry, in: tx, report: &report)
+            }
+        }
+    }
+
+    /// Drops the snapshot of a change no request could carry, and records the refusal.
+    private func refuse(_ refused: OutboxPlanner.Refused, in tx: LocalStore.Transaction, report: inout SyncReport) throws {
+        guard try tx.dropSnapshot(editID: refused.entry.editID) else { return }
+        try record(PushResultPlanner.refusal(for: refused.error), of: refused.entry, in: tx, report: &report)
+    }
+
+    /// Executes a refusal whose snapshot is already removed.
+    private func record(
+        _ refusal: PushResultPlanner.Refusal, of entry: OutboxEntry, in tx: LocalStore.Transaction, report: inout SyncReport
+    ) throws {
+        switch refusal {
+        case .forgetServerID:
+            try tx.forgetServerID(ofNote: entry.noteID)
+        case .forgetServerVersion:
+            try tx.forgetServerVersion(ofNote: entry.noteID)
+        case .recordError(let error):
+            if try tx.recordPushError(error, onNote: entry.noteID, revision: entry.revision) {
+                report.countFailure(of: entry, error: error)
+            }
+        }
+    }
+
+    // MARK: - Pull
+
+    private func pull(
+        _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
+        progress: (@Sendable (SyncProgress) -> Void)?
+    ) async throws(NotesError) {
+        var since = try store.read { tx in try tx.cursor() } ?? SyncCursor.start.text
+        var restarted = false
+        var done = 0
+        progress?(SyncProgress(phase: .pulling, done: 0, total: nil))
+        while true {
+            let page: PullResponse
+            do {
+                page = try await connection.call(
+                    .pull, PullResponse.self,
+                    query: [(PullQuery.since, since), (PullQuery.limit, String(limits.maxPageSize))])
+            } catch where error.api?.code == .invalidCursor && !restarted {
+                // The server does not know our cursor (e.g. it was restored from a backup): start over. Applying
+                // records is idempotent, so this costs only bandwidth.
+                restarted = true
+                since = SyncCursor.start.text
+                try store.write { tx in try tx.clearCursor() }
+                continue
+            }
+            report.requests += 1
+            let now = now
+            let (applied, matched) = try store.write { tx in try apply(page, in: tx, now: now) }
+            report.applied += applied
+            report.matched += matched
+            report.pulled += page.changes.count
+            done += page.changes.count
+            progress?(SyncProgress(phase: .pulling, done: done, total: nil))
+            if !page.hasMore { return }
+            guard page.cursor.text != since || !page.changes.isEmpty else {
+                throw NotesError.badResponse("the pull announced more changes without moving its cursor")
+            }
+            since = page.cursor.text
+        }
+    }
+
+    /// Applies one pull page (``PullPlanner``) and stores its cursor. Returns the page's `applied` and `matched`
+    /// counts.
+    private func apply(_ page: PullResponse, in tx: LocalStore.Transaction, now: Int64) throws -> (applied: Int, matched: Int) {
+        let writer = try tx.pullPageWriter()
+        var applied = 0
+        var matched = 0
+        for record in page.changes {
+            let outcome = try writer.withLocalNote(matching: record) { local in PullPlanner.apply(record, local: local, now: now) }
+            if outcome.applied { applied += 1 }
+            if outcome.matched { matched += 1 }
+            try writer.perform(outcome.action)
+        }
+        try tx.setCursor(page.cursor.text)
+        return (applied, matched)
+    }
+
+    // MARK: - Accounts
+
+    /// Creates an account on the server (no local change).
+    func signUp(url: URL, server: String, username: String, password: String) async throws(NotesError) {
+        _ = try await connection(to: url, server: server, token: nil)
+            .call(.signUp, AccountResponse.self, body: encodeBody(SignUpRequest(username: username, password: password)))
+    }
+
+    /// Signs in to `username`'s account on `server` (its normalized URL text), stores the session, then syncs (see
+    /// ``NotesClient/signIn(server:username:password:progress:)``).
+    func signIn(
+        url: URL, server: String, username: String, password: String, progress: (@Sendable (SyncProgress) -> Void)?
+    ) async throws(NotesError) -> SignInReport {
+        let request = SignInRequest(
+            username: username, password: password,
+            deviceName: String(environment.deviceName.prefix(SignInRequest.maxDeviceNameLength)), origin: origin)
+        let session = try await connection(to: url, server: server, token: nil)
+            .call(.signIn, SignInResponse.self, body: encodeBody(request))
+
+        let plan = try store.write { tx in
+            let settings = try tx.requireSettings()
+            let plan = SignInPlanner.plan(
+                stored: SignInPlanner.Stored(
+                    token: settings.token, accountID: settings.accountID, serverURL: settings.serverURL,
+                    baseAccountID: settings.baseAccountID),
+                accountID: session.accountID, serverURL: server)
+            if plan.reconciling { try tx.forgetAccountState() }
+            if let bases = plan.bases { try tx.switchBases(bases) }
+            try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
+            if plan.reconciling {
+                try tx.queueForPush(try tx.signInQueueStates().filter { SignInPlanner.queues($0.state) }.map(\.id))
+            }
+            return plan
+        }
+        if let replaced = plan.revoke, let oldURL = URL(string: replaced.serverURL) {
+            _ = try? await connection(to: oldURL, server: replaced.serverURL, token: replaced.token).exchange(.signOut, attempts: 1)
+        }
+        let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: server)
+        let result: Result<SyncReport, NotesError>
+        do {
+            result = .success(try await sync(progress: progress, pullFirst: plan.reconciling))
+        } catch {
+            result = .failure(error)
+        }
+        return SignInReport(account: account, reconciling: plan.reconciling, sync: result)
+    }
+
+    /// Signs out (see ``NotesClient/signOut(wipe:)``): revokes the token when the server is reachable, then
+    /// forgets the account state, and with `wipe` deletes every note.
+    func signOut(wipe: Bool) async throws(NotesError) -> SignOutReport {
+        let settings = try store.read { tx in try tx.settings() }
+        var revoked = false
+        if let settings, let token = settings.token, let server = settings.serverURL, let url = URL(string: server) {
+            do {
+                _ = try await connection(to: url, server: server, token: token).exchange(.signOut, attempts: 1)
+                revoked = true
+            } catch {
+                revoked = error.code == .signedOutByServer  // already revoked
+            }
+        }
+        return try store.write { tx in
+            let pending = try tx.dirtyCount()
+            try tx.forgetAccountState()
+            let wiped = wipe ? try tx.deleteAllNotes() : 0
+            return SignOutReport(revoked: revoked, pending: pending, wiped: wiped)
+        }
+    }
+}
