@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(name: "MiniFlakeTests", dependencies: ["MiniFlake", "MiniFlakeCommand"], path: "Tests/MiniFlakeTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "NoteSyncProtocolTests",
-            dependencies: ["NoteSyncProtocol", "MiniFlake", .product(name: "Yams", package: "Yams")],
+            dependencies: ["NoteSyncProtocol", "MiniFlake", "TestSupport", .product(name: "Yams", package: "Yams")],
             path: "Tests/NoteSyncProtocolTests",
             swiftSettings: swiftSettings
         ),

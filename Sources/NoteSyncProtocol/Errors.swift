@@ -99,6 +99,8 @@ public struct APIErrorBody: Codable, Sendable, Equatable, Error, CustomStringCon
     /// The offending field, when one is to blame (e.g. `changes[3].clientID`).
     public var field: String?
 
+    public enum CodingKeys: String, WireKey { case code, message, field }
+
     public init(code: APIErrorCode, message: String, field: String? = nil) {
         self.code = code
         self.message = message

@@ -17,9 +17,9 @@ public struct SignUpRequest: Codable, Sendable, Equatable {
         self.password = password
     }
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case username, password }
+    public enum CodingKeys: String, WireKey { case username, password }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
         password = try c.decode(String.self, forKey: .password)
@@ -56,9 +56,12 @@ public struct SignInRequest: Codable, Sendable, Equatable {
     /// Longest accepted device name, in characters.
     public static let maxDeviceNameLength = 100
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case username, password, deviceName, origin }
+    public enum CodingKeys: String, WireKey {
+        case username, password, deviceName, origin
+        public var isID: Bool { self == .origin }
+    }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
         password = try c.decode(String.self, forKey: .password)
@@ -124,11 +127,12 @@ public struct NoteChange: Codable, Sendable, Equatable {
         self.baseText = baseText
     }
 
-    private enum CodingKeys: String, CodingKey, CaseIterable {
+    public enum CodingKeys: String, WireKey {
         case clientID, origin, serverID, editID, text, deleted, baseVersion, baseText
+        public var isID: Bool { self == .clientID || self == .origin || self == .serverID || self == .editID }
     }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         clientID = try c.decode(FlakeID.self, forKey: .clientID)
         origin = try c.decode(FlakeID.self, forKey: .origin)
@@ -159,9 +163,9 @@ public struct PushRequest: Codable, Sendable, Equatable {
 
     public init(changes: [NoteChange]) { self.changes = changes }
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case changes }
+    public enum CodingKeys: String, WireKey { case changes }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(Set(CodingKeys.allCases.map(\.rawValue)))
+        try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         changes = try c.decode([NoteChange].self, forKey: .changes)
     }
@@ -195,6 +199,8 @@ public enum ChangeStatus: String, Codable, Sendable, CaseIterable {
 public struct ConflictCopy: Codable, Sendable, Equatable {
     public var serverID: FlakeID
     public var clientID: FlakeID
+
+    public enum CodingKeys: String, WireKey { case serverID, clientID }
 
     public init(serverID: FlakeID, clientID: FlakeID) {
         self.serverID = serverID
@@ -235,7 +241,7 @@ public struct ChangeResult: Codable, Sendable, Equatable {
         self.error = error
     }
 
-    private enum CodingKeys: String, CodingKey { case clientID, editID, status, serverID, version, text, conflict, replayed, error }
+    public enum CodingKeys: String, WireKey { case clientID, editID, status, serverID, version, text, conflict, replayed, error }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         clientID = try c.decode(FlakeID.self, forKey: .clientID)
@@ -255,6 +261,8 @@ public struct ChangeResult: Codable, Sendable, Equatable {
 /// the others in the batch.
 public struct PushResponse: Codable, Sendable, Equatable {
     public var results: [ChangeResult]
+
+    public enum CodingKeys: String, WireKey { case results }
     public init(results: [ChangeResult]) { self.results = results }
 }
 
@@ -313,6 +321,8 @@ public struct NoteRecord: Codable, Sendable, Equatable {
     /// Server time of the latest change, ISO 8601 UTC with milliseconds (informational; ordering uses the cursor).
     public var updatedAt: String
 
+    public enum CodingKeys: String, WireKey { case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt }
+
     public init(
         serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String, deleted: Bool,
         conflictOf: FlakeID? = nil, updatedAt: String
@@ -336,6 +346,8 @@ public struct PullResponse: Codable, Sendable, Equatable {
     public var cursor: SyncCursor
     /// More changes are waiting: pull again with `cursor` straight away.
     public var hasMore: Bool
+
+    public enum CodingKeys: String, WireKey { case changes, cursor, hasMore }
 
     public init(changes: [NoteRecord], cursor: SyncCursor, hasMore: Bool) {
         self.changes = changes

@@ -4,9 +4,8 @@ extension Database {
     /// Runs `body` in a transaction of the given kind and commits it, or rolls it back if `body` throws.
     ///
     /// GRDB's `inTransaction` (and so `DatabaseWriter.write`) compiles `BEGIN` and `COMMIT` anew for every transaction,
-    /// through its authorizer; this runs them as cached statements, which measured about 4 % of the simulation's time
-    /// (Docs/PERFORMANCE.md). Call it where GRDB would start the transaction (in `writeWithoutTransaction`), never
-    /// inside another transaction.
+    /// through its authorizer; this runs them as cached statements (Docs/PERFORMANCE.md has the measurement). Call it
+    /// where GRDB would start the transaction (in `writeWithoutTransaction`), never inside another transaction.
     ///
     /// - Throws: What `body` throws (after the rollback), or `SQLITE_ABORT` when SQLite rolled the transaction back on
     ///   its own during `body` (after some I/O, memory or busy errors) and `body` went on anyway.
@@ -28,9 +27,12 @@ extension Database {
 }
 
 extension DatabaseWriter {
-    /// A deferred transaction: a consistent snapshot that takes no write lock until it writes, like GRDB's `read`
-    /// but not in GRDB's read-only mode, whose `PRAGMA query_only` makes SQLite expire every prepared statement of the
-    /// connection (each cached statement would compile again after every read). Blocks the calling thread.
+    /// A deferred transaction: a consistent snapshot that takes no write lock until it writes.
+    ///
+    /// Use it for reads on a `DatabaseQueue` instead of GRDB's `read`: on a queue, `read` runs in read-only mode by
+    /// setting and clearing `PRAGMA query_only`, and SQLite expires every prepared statement of the connection after
+    /// a flag pragma, so every cached statement would compile again after each read. (A `DatabasePool` reads on its
+    /// own read-only connections and has no such cost.) Blocks the calling thread.
     public func deferredTransaction<T>(_ body: (Database) throws -> T) throws -> T {
         try writeWithoutTransaction { db in try db.transaction(.deferred) { try body(db) } }
     }

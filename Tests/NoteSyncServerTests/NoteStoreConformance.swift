@@ -304,20 +304,6 @@ enum NoteStoreConformance {
     ]
 }
 
-/// Runs every conformance check in one test, each on a fresh store from `makeStore`, recording a check that throws
-/// as an issue. The suites run a test case per check instead; only `entryPoint` below calls this.
-func runNoteStoreConformance(_ makeStore: @Sendable () async throws -> any NoteStore) async throws {
-    for check in NoteStoreConformance.checks {
-        let store = try await makeStore()
-        do {
-            try await check.body(store)
-        } catch {
-            Issue.record("conformance check '\(check.name)' threw \(error)")
-        }
-        try? await store.close()
-    }
-}
-
 @Suite("NoteStore conformance")
 struct NoteStoreConformanceTests {
     /// Each check on each SQLite flavour, reported separately.
@@ -327,10 +313,5 @@ struct NoteStoreConformanceTests {
         let body = try #require(NoteStoreConformance.checks.first { $0.name == check }).body
         try await body(store)
         try? await store.close()
-    }
-
-    /// Every check in one test, through ``runNoteStoreConformance(_:)``.
-    @Test func entryPoint() async throws {
-        try await runNoteStoreConformance { try SQLiteNoteStore.inMemory() }
     }
 }

@@ -163,7 +163,8 @@ struct PostgresNoteStoreTests {
     /// before then, another daemon takes the number after, and the old holder, back again, leases a new one.
     @Test func anUnrenewedLeaseExpiresFencedAndIsTakenOver() async throws {
         let store = try await TestPostgres.store()
-        let crashed = InstanceLease(database: store.database, ttl: .seconds(1), logger: TestPostgres.logger)
+        // Two seconds: long enough that a loaded machine still mints before the fence, short enough to wait out.
+        let crashed = InstanceLease(database: store.database, ttl: .seconds(2), logger: TestPostgres.logger)
         #expect(try await crashed.acquire() == 0)
         let minted = try crashed.next()
         let other = InstanceLease(database: store.database, ttl: .seconds(30), logger: TestPostgres.logger)
@@ -197,10 +198,11 @@ struct PostgresNoteStoreTests {
 
     @Test func renewalKeepsTheNumber() async throws {
         let store = try await TestPostgres.store()
-        let lease = InstanceLease(database: store.database, ttl: .seconds(1), logger: TestPostgres.logger)
+        let lease = InstanceLease(database: store.database, ttl: .seconds(2), logger: TestPostgres.logger)
         let number = try await lease.acquire()
+        // Renewed three times over longer than the lease itself lasts.
         for _ in 0..<3 {
-            try await Task.sleep(for: .milliseconds(400))
+            try await Task.sleep(for: .milliseconds(800))
             try await lease.renew()
         }
         #expect(lease.instance == number)

@@ -227,17 +227,11 @@ enum OutboxPlanner {
 
     // MARK: - Push body
 
-    /// Bytes of `{"changes":[` and `]}` around the changes of a push body.
-    static let pushEnvelopeBytes = 14
+    /// Bytes a push body adds around its changes (see ``PushRequest/envelopeBytes``).
+    static let pushEnvelopeBytes = PushRequest.envelopeBytes
 
-    /// The push request body of a batch: its changes' JSON, comma-separated, in `{"changes":[` and `]}`.
+    /// The push request body of a batch: its changes' JSON, comma-separated, in the request's envelope.
     static func body(of batch: [Prepared]) -> Data {
-        var body = Data("{\"changes\":[".utf8)
-        for (index, item) in batch.enumerated() {
-            if index > 0 { body.append(UInt8(ascii: ",")) }
-            body.append(item.json)
-        }
-        body.append(contentsOf: Array("]}".utf8))
-        return body
+        PushRequest.body(encodedChanges: batch.map(\.json))
     }
 }

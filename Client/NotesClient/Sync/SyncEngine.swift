@@ -23,7 +23,7 @@ import Synchronization
 /// 5. Record the sync time and count the notes still pending.
 ///
 /// A sign-in (``signIn(url:server:username:password:progress:)``):
-/// 1. `POST /v1/sign-in`.
+/// 1. The sign-in request (``Endpoint/signIn``).
 /// 2. One transaction (``SignInPlanner``: `plan`): for another account, forget the account state and switch the
 ///    base texts; store the session; for another account, queue what it may not have (``SignInPlanner``:
 ///    `queues`).

@@ -24,12 +24,11 @@ public final class SQLiteNoteStore: NoteStore {
 
     private let writer: any DatabaseWriter
     /// Whether this is the in-memory `DatabaseQueue` (tests, the simulation), which differs in two ways:
-    /// - Reads run as deferred transactions on the writer: GRDB's read-only mode on a queue toggles
-    ///   `PRAGMA query_only`, and SQLite expires every prepared statement of the connection after a flag pragma, so
-    ///   each read would make every cached statement compile again. A pool reads on its own read-only connections.
+    /// - Reads run as deferred transactions on the writer (see SQLiteSupport's `deferredTransaction` for why not
+    ///   GRDB's `read`). A pool reads on its own read-only connections.
     /// - Reads and writes run on the calling thread (GRDB's synchronous API) instead of hopping to the queue's
-    ///   thread and back: with no file, a transaction is a few microseconds of CPU, less than the two thread
-    ///   wake-ups of a hop, and nothing waits on I/O. The on-disk pool keeps the asynchronous API.
+    ///   thread and back: with no file, a transaction costs less CPU than the two thread wake-ups of a hop, and
+    ///   nothing waits on I/O. The on-disk pool keeps the asynchronous API.
     private let inMemoryQueue: Bool
     /// Removed on close (temporary stores only).
     private let temporaryDirectory: URL?

@@ -190,3 +190,53 @@ public struct JSONByteReader {
         return value
     }
 }
+
+// MARK: - Structure
+
+extension JSONByteReader {
+    /// Reads an object, handing each key to `member`, which reads the value and returns false to give up.
+    @inlinable
+    public mutating func object(_ member: (inout JSONByteReader, UnsafeRawBufferPointer) -> Bool) -> Bool {
+        skipWhitespace()
+        guard consume(UInt8(ascii: "{")) else { return false }
+        skipWhitespace()
+        if consume(UInt8(ascii: "}")) { return true }
+        while true {
+            skipWhitespace()
+            guard let key = rawKey() else { return false }
+            skipWhitespace()
+            guard consume(UInt8(ascii: ":")) else { return false }
+            skipWhitespace()
+            guard member(&self, key) else { return false }
+            skipWhitespace()
+            if consume(UInt8(ascii: ",")) { continue }
+            return consume(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Reads an array of elements read by `element` (nil gives up).
+    @inlinable
+    public mutating func array<Element>(_ element: (inout JSONByteReader) -> Element?) -> [Element]? {
+        skipWhitespace()
+        guard consume(UInt8(ascii: "[")) else { return nil }
+        var elements: [Element] = []
+        skipWhitespace()
+        if consume(UInt8(ascii: "]")) { return elements }
+        while true {
+            skipWhitespace()
+            guard let next = element(&self) else { return nil }
+            elements.append(next)
+            skipWhitespace()
+            if consume(UInt8(ascii: ",")) { continue }
+            return consume(UInt8(ascii: "]")) ? elements : nil
+        }
+    }
+
+    /// Reads `null` (leaving `value` nil) or a value read by `read`; false gives up.
+    @inlinable
+    public mutating func optional<Value>(_ value: inout Value?, _ read: (inout JSONByteReader) -> Value?) -> Bool {
+        if null() { return true }
+        value = read(&self)
+        return value != nil
+    }
+}

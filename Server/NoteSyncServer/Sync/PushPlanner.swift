@@ -158,23 +158,25 @@ public enum PushPlanner {
         }
 
         mutating func apply(_ change: NoteChange, index: Int, mintID: () throws -> FlakeID) throws -> ChangeResult {
-            func reject(_ code: APIErrorCode, _ field: String, _ message: String) -> ChangeResult {
+            func reject(_ code: APIErrorCode, _ field: NoteChange.CodingKeys, _ message: String) -> ChangeResult {
                 ChangeResult(
                     clientID: change.clientID, editID: change.editID, status: .rejected,
-                    error: APIErrorBody(code: code, message: message, field: "changes[\(index)].\(field)")
+                    error: APIErrorBody(
+                        code: code, message: message,
+                        field: "\(PushRequest.CodingKeys.changes.rawValue)[\(index)].\(field.rawValue)")
                 )
             }
 
             // 1. Validate.
             let firstUse = seenEditIDs.insert(change.editID).inserted
             if !change.deleted, change.text.utf8.count > limits.maxNoteBytes {
-                return reject(.noteTooLarge, ChangeField.text, "The note text is larger than \(limits.maxNoteBytes) bytes.")
+                return reject(.noteTooLarge, .text, "The note text is larger than \(limits.maxNoteBytes) bytes.")
             }
             if !firstUse {
-                return reject(.duplicateEdit, ChangeField.editID, "The edit ID \(change.editID) appears earlier in this batch.")
+                return reject(.duplicateEdit, .editID, "The edit ID \(change.editID) appears earlier in this batch.")
             }
             if let base = change.baseVersion, base < 1 {
-                return reject(.invalidBase, ChangeField.baseVersion, "The base version must be at least 1.")
+                return reject(.invalidBase, .baseVersion, "The base version must be at least 1.")
             }
 
             // 2. Replay.
@@ -194,11 +196,11 @@ public enum PushPlanner {
             let matched: Bool
             if let serverID = change.serverID {
                 guard let note = notes[serverID] else {
-                    return reject(.unknownNote, ChangeField.serverID, "No note \(serverID) in this account.")
+                    return reject(.unknownNote, .serverID, "No note \(serverID) in this account.")
                 }
                 guard note.clientID == change.clientID, note.origin == change.origin else {
                     return reject(
-                        .clientIDMismatch, ChangeField.clientID,
+                        .clientIDMismatch, .clientID,
                         "Note \(serverID) has another client ID or origin than the change."
                     )
                 }
@@ -227,7 +229,7 @@ public enum PushPlanner {
             // 5. A note.
             if let base = change.baseVersion, base > note.version {
                 return reject(
-                    .invalidBase, ChangeField.baseVersion,
+                    .invalidBase, .baseVersion,
                     "The base version \(base) is newer than the note's version \(note.version)."
                 )
             }
@@ -327,15 +329,4 @@ public enum PushPlanner {
             byKey[note.key] = note.serverID
         }
     }
-}
-
-/// Field names of ``NoteChange`` as error bodies name them (`changes[3].text`).
-///
-/// The wire module keeps its coding keys private; these mirror them for error messages only.
-enum ChangeField {
-    static let text = "text"
-    static let editID = "editID"
-    static let baseVersion = "baseVersion"
-    static let serverID = "serverID"
-    static let clientID = "clientID"
 }

@@ -19,10 +19,10 @@ struct AnyCodingKey: CodingKey {
 }
 
 extension Decoder {
-    /// Throws ``UnknownFieldError`` when the keyed container holds a key outside `known`.
-    func rejectUnknownKeys(_ known: Set<String>) throws {
+    /// Throws ``UnknownFieldError`` when the keyed container holds a key that is not one of `keys`.
+    func rejectUnknownKeys<Key: WireKey>(_ keys: Key.Type) throws {
         let container = try container(keyedBy: AnyCodingKey.self)
-        for key in container.allKeys where !known.contains(key.stringValue) {
+        for key in container.allKeys where Key(rawValue: key.stringValue) == nil {
             throw UnknownFieldError(field: key.stringValue, path: codingPath.wirePath)
         }
     }

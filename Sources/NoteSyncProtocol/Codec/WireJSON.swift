@@ -58,11 +58,9 @@ public enum WireJSON {
         }
     }
 
-    private static let flakeIDFields: Set<String> = ["clientID", "origin", "serverID", "editID", "accountID", "sessionID"]
-
+    /// Whether the last key of `path` names an ID field (see ``WireKey/isID``).
     private static func isFlakeIDField(_ path: [any CodingKey]) -> Bool {
-        guard let last = path.last else { return false }
-        return flakeIDFields.contains(last.stringValue)
+        (path.last as? any WireKey)?.isID == true
     }
 
     private static func typeName(_ type: Any.Type) -> String {

@@ -146,15 +146,15 @@ public struct SyncAPI: Sendable {
             .authenticated { _, session in try encode(try await service.account(session), endpoint) }
         case .push:
             .authenticated { request, session in
-                let decoded = try PushJSON.decodeRequest(request.body ?? Data())
-                return WireResponse(status: endpoint.successStatus, body: PushJSON.encode(try await service.push(decoded, session: session)))
+                let decoded = try PushRequest.decodeBody(request.body ?? Data())
+                return WireResponse(status: endpoint.successStatus, body: try await service.push(decoded, session: session).encodedJSON())
             }
         case .pull:
             .authenticated { request, session in
                 let result = try await service.pull(
                     since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit), session: session
                 )
-                return WireResponse(status: endpoint.successStatus, body: try PullJSON.encode(result))
+                return WireResponse(status: endpoint.successStatus, body: result.encodedJSON())
             }
         }
     }

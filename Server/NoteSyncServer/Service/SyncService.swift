@@ -1,3 +1,4 @@
+import Foundation
 import HummingbirdBcrypt
 import Logging
 import MiniFlake
@@ -66,14 +67,14 @@ public struct SyncService: Sendable {
             throw SyncError(
                 .invalidField,
                 "A username is \(CredentialRules.usernameLength.lowerBound)–\(CredentialRules.usernameLength.upperBound) characters from a–z, 0–9, '.', '_' and '-'.",
-                field: CredentialField.username
+                field: SignUpRequest.CodingKeys.username.stringValue
             )
         }
         guard CredentialRules.isAcceptablePassword(request.password) else {
             throw SyncError(
                 .invalidField,
                 "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes.",
-                field: CredentialField.password
+                field: SignUpRequest.CodingKeys.password.stringValue
             )
         }
         if try await store.account(byUsername: username) != nil { throw Self.usernameTaken }
@@ -89,7 +90,7 @@ public struct SyncService: Sendable {
         return AccountResponse(accountID: account.id, username: account.username)
     }
 
-    private static let usernameTaken = SyncError(.usernameTaken, "That username is already registered.", field: CredentialField.username)
+    private static let usernameTaken = SyncError(.usernameTaken, "That username is already registered.", field: SignUpRequest.CodingKeys.username.stringValue)
 
     /// Signs in and registers the device (`POST /v1/sessions`).
     ///
@@ -99,7 +100,7 @@ public struct SyncService: Sendable {
         if let deviceName = request.deviceName, deviceName.count > SignInRequest.maxDeviceNameLength {
             throw SyncError(
                 .invalidField, "A device name is at most \(SignInRequest.maxDeviceNameLength) characters.",
-                field: CredentialField.deviceName
+                field: SignInRequest.CodingKeys.deviceName.stringValue
             )
         }
         // Only well-formed usernames can name an account, so only they are throttled (and tracked in memory).
@@ -195,6 +196,17 @@ public struct SyncService: Sendable {
         public var response: PullResponse {
             PullResponse(changes: notes.map(\.record), cursor: cursor, hasMore: hasMore)
         }
+
+        /// The JSON of ``response``, written straight from the stored notes (``PullResponse/Writer``).
+        public func encodedJSON() -> Data {
+            var writer = PullResponse.Writer(count: notes.count, textBytes: notes.reduce(0) { $0 + $1.text.utf8.count })
+            for note in notes {
+                writer.note(
+                    serverID: note.serverID, clientID: note.clientID, origin: note.origin, version: note.version,
+                    text: note.text, deleted: note.deleted, conflictOf: note.conflictOf, updatedAt: note.updatedAt)
+            }
+            return writer.finish(cursor: cursor, hasMore: hasMore)
+        }
     }
 
     /// The account's changes after a cursor (`GET /v1/notes/changes?since=&limit=`), as the query gave them.
@@ -254,13 +266,6 @@ public struct SyncService: Sendable {
 /// The daemon's version, served by `GET /v1/info`.
 public enum NotesyncdVersion {
     public static let current = "0.1.0"
-}
-
-/// Field names of the credential requests, as error bodies name them.
-enum CredentialField {
-    static let username = "username"
-    static let password = "password"
-    static let deviceName = "deviceName"
 }
 
 extension Optional {

@@ -1,0 +1,298 @@
+import Foundation
+import MiniFlake
+
+// The push messages' hand-written codecs. The server reads push requests and writes push answers with them; the
+// client writes push requests and reads push answers. Every reader reads one common shape and gives up (nil) on
+// anything else, which then goes to `JSONDecoder`: the fast paths accept only what `JSONDecoder` accepts, with the
+// same value, and every writer writes the bytes `WireJSON.encoder()` writes. Tests check both against Foundation's
+// coders on random and hostile bodies, and fuzz targets do too.
+
+/// The key tables of the push messages.
+enum PushKeys {
+    static let request = KeyTable<PushRequest.CodingKeys>()
+    static let change = KeyTable<NoteChange.CodingKeys>()
+    static let response = KeyTable<PushResponse.CodingKeys>()
+    static let result = KeyTable<ChangeResult.CodingKeys>()
+    static let conflict = KeyTable<ConflictCopy.CodingKeys>()
+    static let error = KeyTable<APIErrorBody.CodingKeys>()
+}
+
+// MARK: - Requests
+
+extension PushRequest {
+    /// The request in a push body: the fast reader for the common shape, `JSONDecoder` for anything else.
+    ///
+    /// - Throws: the protocol's error for a body `JSONDecoder` refuses (`invalid_json`, `unknown_field`,
+    ///   `invalid_id`), naming the field.
+    public static func decodeBody(_ body: Data) throws(APIErrorBody) -> PushRequest {
+        if let request = fastDecode(body) { return request }
+        return try WireJSON.decodeRequest(PushRequest.self, from: body)
+    }
+
+    /// The fast reader alone: nil when the body is not the common shape (or not valid).
+    public static func fastDecode(_ body: Data) -> PushRequest? {
+        body.withUnsafeBytes { bytes in
+            var reader = JSONByteReader(bytes)
+            var changes: [NoteChange]?
+            let complete = reader.object { reader, key in
+                guard PushKeys.request.match(key)?.key == .changes, changes == nil else { return false }
+                changes = reader.array { NoteChange.read(&$0) }
+                return changes != nil
+            }
+            guard complete, reader.atEnd(), let changes else { return nil }
+            return PushRequest(changes: changes)
+        }
+    }
+
+    /// Bytes a push body adds around its changes: `{"changes":[` and `]}`.
+    public static let envelopeBytes = PushKeys.request.quoted(.changes).count + 4
+
+    /// A push body from changes each encoded by ``NoteChange/encodedJSON()`` (a client encodes each change once, to
+    /// size its batches, then joins them): ``envelopeBytes`` plus the changes plus a comma between each two.
+    public static func body(encodedChanges changes: [Data]) -> Data {
+        let bytes = JSONBytes(capacity: envelopeBytes + changes.reduce(changes.count) { $0 + $1.count })
+        bytes.append(UInt8(ascii: "{"))
+        bytes += PushKeys.request.quoted(.changes)
+        bytes.append(UInt8(ascii: "["))
+        for (index, change) in changes.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            change.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        }
+        bytes.append(UInt8(ascii: "]"))
+        bytes.append(UInt8(ascii: "}"))
+        return bytes.takeData()
+    }
+}
+
+extension NoteChange {
+    /// The JSON `WireJSON.encoder()` writes for this change (the same bytes, in its encoding order).
+    public func encodedJSON() -> Data {
+        let writer = Writer(bytes: JSONBytes(capacity: 160 + text.utf8.count + (baseText?.utf8.count ?? 0)))
+        writer.change(self)
+        return writer.bytes.takeData()
+    }
+
+    private struct Writer: JSONByteWriting {
+        let bytes: JSONBytes
+
+        func change(_ change: NoteChange) {
+            let keys = PushKeys.change
+            bytes.append(UInt8(ascii: "{"))
+            bytes += keys.quoted(.clientID)
+            quotedInteger(change.clientID.rawValue)
+            bytes.append(UInt8(ascii: ","))
+            bytes += keys.quoted(.origin)
+            quotedInteger(change.origin.rawValue)
+            if let serverID = change.serverID {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.serverID)
+                quotedInteger(serverID.rawValue)
+            }
+            bytes.append(UInt8(ascii: ","))
+            bytes += keys.quoted(.editID)
+            quotedInteger(change.editID.rawValue)
+            bytes.append(UInt8(ascii: ","))
+            bytes += keys.quoted(.text)
+            string(change.text)
+            bytes.append(UInt8(ascii: ","))
+            bytes += keys.quoted(.deleted)
+            bool(change.deleted)
+            if let baseVersion = change.baseVersion {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.baseVersion)
+                integer(baseVersion)
+            }
+            if let baseText = change.baseText {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.baseText)
+                string(baseText)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Reads one change in the common shape (string IDs, known keys once each); `null` stands for an absent
+    /// optional field.
+    static func read(_ reader: inout JSONByteReader) -> NoteChange? {
+        var clientID: FlakeID?, origin: FlakeID?, serverID: FlakeID?, editID: FlakeID?
+        var text: String?, deleted: Bool?, baseVersion: Int64?, baseText: String?
+        var seen: UInt32 = 0
+        let complete = reader.object { reader, name in
+            guard let (key, bit) = PushKeys.change.match(name), seen & bit == 0 else { return false }
+            seen |= bit
+            switch key {
+            case .clientID: clientID = reader.id(); return clientID != nil
+            case .origin: origin = reader.id(); return origin != nil
+            case .editID: editID = reader.id(); return editID != nil
+            case .text: text = reader.string(); return text != nil
+            case .serverID: return reader.optional(&serverID) { $0.id() }
+            case .deleted: return reader.optional(&deleted) { $0.bool() }
+            case .baseVersion: return reader.optional(&baseVersion) { $0.integer() }
+            case .baseText: return reader.optional(&baseText) { $0.string() }
+            }
+        }
+        guard complete, let clientID, let origin, let editID, let text else { return nil }
+        return NoteChange(
+            clientID: clientID, origin: origin, serverID: serverID, editID: editID, text: text,
+            deleted: deleted ?? false, baseVersion: baseVersion, baseText: baseText)
+    }
+}
+
+// MARK: - Answers
+
+extension PushResponse: WireFastDecodable {
+    /// The JSON `WireJSON.encoder()` writes for this answer (the same bytes).
+    public func encodedJSON() -> Data {
+        var estimate = 16
+        for result in results { estimate += 160 + (result.text?.utf8.count ?? 0) + (result.error?.message.utf8.count ?? 0) }
+        let writer = ResultWriter(bytes: JSONBytes(capacity: estimate))
+        writer.bytes.append(UInt8(ascii: "{"))
+        writer.bytes += PushKeys.response.quoted(.results)
+        writer.bytes.append(UInt8(ascii: "["))
+        for (index, result) in results.enumerated() {
+            if index > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+            writer.result(result)
+        }
+        writer.bytes.append(UInt8(ascii: "]"))
+        writer.bytes.append(UInt8(ascii: "}"))
+        return writer.bytes.takeData()
+    }
+
+    public static func fastDecode(_ bytes: UnsafeRawBufferPointer) -> PushResponse? {
+        var reader = JSONByteReader(bytes)
+        var results: [ChangeResult]?
+        let complete = reader.object { reader, key in
+            guard PushKeys.response.match(key)?.key == .results, results == nil else { return false }
+            results = reader.array { ChangeResult.read(&$0) }
+            return results != nil
+        }
+        guard complete, reader.atEnd(), let results else { return nil }
+        return PushResponse(results: results)
+    }
+
+    private struct ResultWriter: JSONByteWriting {
+        let bytes: JSONBytes
+
+        /// In `ChangeResult`'s encoding order, absent optionals left out.
+        func result(_ result: ChangeResult) {
+            let keys = PushKeys.result
+            bytes.append(UInt8(ascii: "{"))
+            bytes += keys.quoted(.clientID)
+            quotedInteger(result.clientID.rawValue)
+            bytes.append(UInt8(ascii: ","))
+            bytes += keys.quoted(.editID)
+            quotedInteger(result.editID.rawValue)
+            bytes.append(UInt8(ascii: ","))
+            bytes += keys.quoted(.status)
+            string(result.status.rawValue)
+            if let serverID = result.serverID {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.serverID)
+                quotedInteger(serverID.rawValue)
+            }
+            if let version = result.version {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.version)
+                integer(version)
+            }
+            if let text = result.text {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.text)
+                string(text)
+            }
+            if let conflict = result.conflict {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.conflict)
+                bytes.append(UInt8(ascii: "{"))
+                bytes += PushKeys.conflict.quoted(.serverID)
+                quotedInteger(conflict.serverID.rawValue)
+                bytes.append(UInt8(ascii: ","))
+                bytes += PushKeys.conflict.quoted(.clientID)
+                quotedInteger(conflict.clientID.rawValue)
+                bytes.append(UInt8(ascii: "}"))
+            }
+            bytes.append(UInt8(ascii: ","))
+            bytes += keys.quoted(.replayed)
+            bool(result.replayed)
+            if let error = result.error {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.error)
+                bytes.append(UInt8(ascii: "{"))
+                bytes += PushKeys.error.quoted(.code)
+                string(error.code.rawValue)
+                bytes.append(UInt8(ascii: ","))
+                bytes += PushKeys.error.quoted(.message)
+                string(error.message)
+                if let field = error.field {
+                    bytes.append(UInt8(ascii: ","))
+                    bytes += PushKeys.error.quoted(.field)
+                    string(field)
+                }
+                bytes.append(UInt8(ascii: "}"))
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+}
+
+extension ChangeResult {
+    static func read(_ reader: inout JSONByteReader) -> ChangeResult? {
+        var clientID: FlakeID?, editID: FlakeID?, status: ChangeStatus?, serverID: FlakeID?, version: Int64?
+        var text: String?, conflict: ConflictCopy?, replayed: Bool?, error: APIErrorBody?
+        var seen: UInt32 = 0
+        let complete = reader.object { reader, name in
+            guard let (key, bit) = PushKeys.result.match(name), seen & bit == 0 else { return false }
+            seen |= bit
+            switch key {
+            case .clientID: clientID = reader.id(); return clientID != nil
+            case .editID: editID = reader.id(); return editID != nil
+            case .status: status = reader.string().flatMap(ChangeStatus.init(rawValue:)); return status != nil
+            case .serverID: return reader.optional(&serverID) { $0.id() }
+            case .version: return reader.optional(&version) { $0.integer() }
+            case .text: return reader.optional(&text) { $0.string() }
+            case .conflict: return reader.optional(&conflict) { ConflictCopy.read(&$0) }
+            case .replayed: return reader.optional(&replayed) { $0.bool() }
+            case .error: return reader.optional(&error) { APIErrorBody.read(&$0) }
+            }
+        }
+        guard complete, let clientID, let editID, let status else { return nil }
+        return ChangeResult(
+            clientID: clientID, editID: editID, status: status, serverID: serverID, version: version, text: text,
+            conflict: conflict, replayed: replayed ?? false, error: error)
+    }
+}
+
+extension ConflictCopy {
+    static func read(_ reader: inout JSONByteReader) -> ConflictCopy? {
+        var serverID: FlakeID?, clientID: FlakeID?
+        var seen: UInt32 = 0
+        let complete = reader.object { reader, name in
+            guard let (key, bit) = PushKeys.conflict.match(name), seen & bit == 0 else { return false }
+            seen |= bit
+            switch key {
+            case .serverID: serverID = reader.id(); return serverID != nil
+            case .clientID: clientID = reader.id(); return clientID != nil
+            }
+        }
+        guard complete, let serverID, let clientID else { return nil }
+        return ConflictCopy(serverID: serverID, clientID: clientID)
+    }
+}
+
+extension APIErrorBody {
+    static func read(_ reader: inout JSONByteReader) -> APIErrorBody? {
+        var code: String?, message: String?, field: String?
+        var seen: UInt32 = 0
+        let complete = reader.object { reader, name in
+            guard let (key, bit) = PushKeys.error.match(name), seen & bit == 0 else { return false }
+            seen |= bit
+            switch key {
+            case .code: code = reader.string(); return code != nil
+            case .message: message = reader.string(); return message != nil
+            case .field: return reader.optional(&field) { $0.string() }
+            }
+        }
+        guard complete, let code, let message else { return nil }
+        return APIErrorBody(code: APIErrorCode(code), message: message, field: field)
+    }
+}
