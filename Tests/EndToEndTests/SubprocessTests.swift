@@ -41,7 +41,9 @@ import Glibc
     }
 
     @Test func readsAChildsOutputUntilALine() async throws {
-        let child = try Subprocess.spawn("/bin/sh", ["-c", "echo one; echo 'ready at 42'; sleep 600"], stdout: .pipe)
+        // `exec`: a `sleep` forked by the shell would outlive the SIGKILL below and hold the test runner's stderr open
+        // for ten minutes, and `swift test` waits for that pipe to close.
+        let child = try Subprocess.spawn("/bin/sh", ["-c", "echo one; echo 'ready at 42'; exec sleep 600"], stdout: .pipe)
         let port = try await Subprocess.blocking { try child.readLine { $0.hasPrefix("ready at ") ? Int($0.dropFirst(9)) : nil } }
         #expect(port == 42)
         child.signal(SIGKILL)
