@@ -42,7 +42,7 @@ public struct SimSummary: Sendable, Equatable {
     }
 
     public var fields: [(String, String)] {
-        let collisions = reportsClientIDCollisions ? [("client-ID collisions in one account", "\(clientIDCollisions)")] : []
+        let schemeFields = reportsClientIDCollisions ? [("client-ID collisions in one account", "\(clientIDCollisions)")] : []
         return [
             ("steps", "\(steps)"), ("syncs", "\(syncs)"), ("sign-ins", "\(signIns)"), ("sign-outs", "\(signOuts)"),
             ("faults injected", "\(faults)"), ("operations failed by faults", "\(failedOperations)"),
@@ -50,7 +50,7 @@ public struct SimSummary: Sendable, Equatable {
             ("notes on the server", "\(notes)"), ("conflict copies", "\(conflicts)"),
             ("conflict copies repeating another copy's text", "\(repeatedCopies)"), ("merges", "\(merges)"),
             ("duplicates avoided by reconciliation", "\(reconciled)"), ("replays answered idempotently", "\(replayed)"),
-        ] + collisions
+        ] + schemeFields
     }
 }
 

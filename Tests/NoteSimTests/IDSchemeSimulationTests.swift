@@ -47,6 +47,7 @@ import Testing
         let plain = try await Simulation.run(steps, parameters: SimParameters(seed: 1, accounts: 1, devices: 1, steps: 2))
         #expect(!plain.summary.fields.contains { $0.0.contains("client-ID collisions") })
         #expect(plain.summary.fields.count == 15)
+        #expect(plain.summary.fields.first { $0.0 == "forced ID collisions" }?.1 == "\(plain.summary.collisions)")
         // The parameters encode as before too (a trace written without a scheme is unchanged).
         let json = String(decoding: try JSONEncoder().encode(SimParameters(seed: 1)), as: UTF8.self)
         #expect(!json.contains("idScheme"))
