@@ -2,7 +2,9 @@
 # Mutation check for notes-sim: applies each planted bug in scripts/planted-bugs/ to a scratch copy of the tree,
 # builds notes-sim (release) there and runs the CI sweep's shape (200 seeds × 300 steps). Every bug must be caught
 # (notes-sim exits 1). Prints one line per bug; exits 1 if any bug went unnoticed. The scratch copy keeps its .build,
-# so only the first build is cold; after that, a minute or two per bug.
+# so only the first build is cold; after that, a minute or two per bug. A patch whose header has a line
+# `# notes-sim schemes: S1 S2 ...` is swept once per client-ID scheme (notes-sim --id-scheme S) and must be caught
+# under each.
 #   bash scripts/check-planted-bugs.sh [SCRATCH_DIR]     (default: /tmp/flakenotes-planted; reused between runs)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,16 +17,22 @@ for patch in "$root"/scripts/planted-bugs/*.patch; do
     name="$(basename "$patch" .patch)"
     (cd "$scratch/tree" && patch -s -p1 <"$patch")
     (cd "$scratch/tree" && swift build -c release --product notes-sim >"$scratch/$name.build.log" 2>&1)
-    set +e
-    "$scratch/tree/.build/release/notes-sim" --seeds 1..200 --steps 300 >"$scratch/$name.out" 2>&1
-    code=$?
-    set -e
+    schemes="$(sed -n 's/^# notes-sim schemes: //p' "$patch")"
+    for scheme in ${schemes:-default}; do
+        label="$name" args=()
+        if [ "$scheme" != default ]; then label="$name ($scheme)" args=(--id-scheme "$scheme"); fi
+        out="$scratch/$name${args:+-$scheme}.out"
+        set +e
+        "$scratch/tree/.build/release/notes-sim" --seeds 1..200 --steps 300 "${args[@]}" >"$out" 2>&1
+        code=$?
+        set -e
+        if [ "$code" = 1 ]; then
+            echo "caught     $label: $(head -1 "$out" | cut -c1-160)"
+        else
+            echo "NOT CAUGHT $label (notes-sim exited $code; see $out)"
+            status=1
+        fi
+    done
     (cd "$scratch/tree" && patch -s -R -p1 <"$patch")
-    if [ "$code" = 1 ]; then
-        echo "caught     $name: $(head -1 "$scratch/$name.out" | cut -c1-160)"
-    else
-        echo "NOT CAUGHT $name (notes-sim exited $code; see $scratch/$name.out)"
-        status=1
-    fi
 done
 exit "$status"

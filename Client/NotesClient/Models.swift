@@ -259,6 +259,9 @@ public struct NotesStatus: Sendable, Equatable {
     public var flakeInstance: Int
     /// The last ID minted here (client IDs and edit IDs), persisted with the note it minted.
     public var highWaterMark: FlakeID?
+    /// The last client ID minted here with a scheme other than MiniFlake (``NotesEnvironment/clientIDScheme``);
+    /// nil when there is none.
+    public var clientIDHighWaterMark: FlakeID?
     /// The remembered server (kept after sign-out so the next sign-in needs no URL).
     public var serverURL: String?
     /// The signed-in account, nil when signed out.

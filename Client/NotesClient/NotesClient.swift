@@ -41,7 +41,9 @@ public final class NotesClient: Sendable {
         origin = settings.origin
         flakeInstance = settings.flakeInstance
         do {
-            minter = try IDMinter(instance: settings.flakeInstance, clock: environment.clock, after: settings.highWaterMark)
+            minter = try IDMinter(
+                instance: settings.flakeInstance, clock: environment.clock, after: settings.highWaterMark,
+                clientIDScheme: environment.clientIDScheme)
         } catch {
             throw NotesError(.storage, "The stored flake instance is invalid: \(error.description)")
         }
@@ -110,9 +112,17 @@ public final class NotesClient: Sendable {
         try Self.requireContent(text)
         let now = now
         return try store.write { tx in
-            let clientID = try tx.mintIDs(1, with: minter)[0]
+            let clientID = try tx.mintClientID(with: minter, createdAt: now)
             return try tx.insertNote(clientID: clientID, origin: origin, text: text, now: now)
         }
+    }
+
+    /// Starts the ID generators again as closing and reopening the client would (a new run of the app): with
+    /// ``IDScheme/cdcounter`` client IDs, the counter starts again from the clock at the next note (and, like every
+    /// client ID here, above the installation's last one). MiniFlake and creation timestamps keep no state per
+    /// run. For in-memory clients, which cannot be reopened (the simulation relaunches devices with it).
+    public func restartIDGenerators() {
+        minter.restartRun()
     }
 
     /// Replaces a note's text. Editing a deleted note restores it. The same text again changes nothing.

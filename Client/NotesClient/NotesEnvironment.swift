@@ -19,6 +19,12 @@ public struct NotesEnvironment: Sendable {
     /// `0..<1024` from ``random``. Ignored when the installation already exists. Tests and the simulation set it
     /// to make two devices mint the same client ID.
     public var flakeInstance: Int?
+    /// How new notes' client IDs are minted: ``IDScheme/miniflake`` (the default) or, for compatibility with other
+    /// apps' clients and for comparison, ``IDScheme/cdcounter`` or ``IDScheme/timestamp`` (a CDCounter per opened
+    /// client, i.e. per run of the app; the note's creation time). Whatever the scheme, an installation never
+    /// repeats a client ID: a value the scheme repeats is raised above the last one (see Docs/MINIFLAKE.md). Edit
+    /// IDs are always MiniFlake.
+    public var clientIDScheme: IDScheme
 
     public init(
         clock: any FlakeClock = SystemFlakeClock.precise,
@@ -27,7 +33,8 @@ public struct NotesEnvironment: Sendable {
         sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
         retry: RetryPolicy = .default,
         deviceName: String = NotesEnvironment.hostName(),
-        flakeInstance: Int? = nil
+        flakeInstance: Int? = nil,
+        clientIDScheme: IDScheme = .miniflake
     ) {
         self.clock = clock
         self.random = random
@@ -36,6 +43,7 @@ public struct NotesEnvironment: Sendable {
         self.retry = retry
         self.deviceName = deviceName
         self.flakeInstance = flakeInstance
+        self.clientIDScheme = clientIDScheme
     }
 
     /// The real world: system clock, system randomness, HTTP, real sleeps, this host's name.

@@ -43,14 +43,14 @@ final class SimDevice {
     /// Its notes' keys by server ID at that read.
     var serverKeys: [FlakeID: NoteKeyValue] = [:]
 
-    init(index: Int, now: Int64, server: any SimServer, seed: UInt64) throws {
+    init(index: Int, now: Int64, server: any SimServer, seed: UInt64, idScheme: IDScheme = .miniflake) throws {
         self.index = index
         clock = ManualFlakeClock(unixMilliseconds: now)
         transport = FaultyTransport(base: server.transport(forDevice: index))
         let environment = NotesEnvironment(
             clock: clock, random: SplitMix64(seed: seed), transport: NotesEnvironment.fixed(transport),
             sleep: { _ in }, retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, maxDelay: .zero),
-            deviceName: "sim-device-\(index)", flakeInstance: 7)
+            deviceName: "sim-device-\(index)", flakeInstance: 7, clientIDScheme: idScheme)
         client = try NotesClient.inMemory(environment: environment)
     }
 }

@@ -184,6 +184,14 @@ extension Simulation {
         }
     }
 
+    /// Among one account's notes (tombstones too), how many share their client ID with a note of another origin,
+    /// counting each client ID's first note as the one the others would have merged into.
+    static func clientIDCollisions(in notes: [NoteRecord]) -> Int {
+        var origins: [FlakeID: Set<FlakeID>] = [:]
+        for note in notes { origins[note.clientID, default: []].insert(note.origin) }
+        return origins.values.reduce(0) { $0 + $1.count - 1 }
+    }
+
     /// Every signed-in device syncs twice with no faults; then convergence and lost edits are checked.
     func quiesceAndCheck() async throws {
         note(nil, .sync, "quiescence: every signed-in device syncs twice, no faults")
@@ -201,6 +209,7 @@ extension Simulation {
             total += notes.filter { !$0.deleted }.count
         }
         summary.notes = total
+        summary.clientIDCollisions = finalTexts.values.reduce(0) { $0 + Self.clientIDCollisions(in: $1) }
         for notes in finalTexts.values {
             // Not an invariant: a measure of conflict copies that repeat one another (see Docs/PERFORMANCE.md).
             var copies = Set<String>()

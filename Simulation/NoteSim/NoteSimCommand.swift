@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import MiniFlake
 
 /// `notes-sim`: runs the multi-device sign-in/sign-out simulation and checks its invariants.
 public struct NoteSimCommand: AsyncParsableCommand {
@@ -41,6 +42,13 @@ public struct NoteSimCommand: AsyncParsableCommand {
 
     @Option(help: "Probability of a fault on each request of a network step (0...1).")
     var faults: Double = 0.05
+
+    @Option(
+        help: ArgumentHelp(
+            "How every device mints client IDs: \(IDScheme.allCases.map(\.rawValue).joined(separator: ", ")) (default: miniflake). With this option the summary also counts the client-ID collisions inside one account.",
+            valueName: "scheme"),
+        transform: NoteSimCommand.parseIDScheme)
+    var idScheme: IDScheme?
 
     @Option(
         help: "Run against a notesyncd at this URL instead of in-process; several comma-separated URLs (daemons sharing one PostgreSQL) spread the devices over them."
@@ -94,6 +102,13 @@ public struct NoteSimCommand: AsyncParsableCommand {
         return restartCommand == nil ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 1
     }
 
+    static func parseIDScheme(_ text: String) throws -> IDScheme {
+        guard let scheme = IDScheme(rawValue: text) else {
+            throw ValidationError("--id-scheme takes \(IDScheme.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text)'")
+        }
+        return scheme
+    }
+
     static func parseRange(_ text: String) throws -> ClosedRange<UInt64> {
         let parts = text.split(separator: ".", omittingEmptySubsequences: true)
         guard text.contains(".."), parts.count == 2, let from = UInt64(parts[0]), let to = UInt64(parts[1]), from <= to else {
@@ -114,6 +129,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         }
         let seeds = replayed == nil ? range : range.lowerBound...range.lowerBound
         let (accounts, devices, steps, faults, server, report) = (accounts, devices, steps, faults, server, report)
+        let idScheme = idScheme
         let results: [(seed: UInt64, outcome: SimOutcome)]
         var progress = SweepProgress(total: seeds.count, started: .now)
         do {
@@ -123,7 +139,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
                     if let line = progress.finished(outcome, at: .now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
                 }
             ) { seed in
-                let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults)
+                let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme)
                 let schedule = replayed ?? ScheduleGenerator.generate(parameters)
                 let tag = server == nil ? "" : "\(seed)-\(UInt32.random(in: 0...UInt32.max))"
                 let wantEvents = report != nil && (seed == range.upperBound || replayed != nil)
@@ -140,7 +156,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         for (seed, outcome) in results {
             runs += 1
             total.add(outcome.summary)
-            let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults)
+            let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme)
             if let violation = outcome.violation {
                 let schedule = replayed ?? ScheduleGenerator.generate(parameters)
                 try await reportViolation(violation, seed: seed, parameters: parameters, schedule: schedule, target: target)
@@ -181,7 +197,8 @@ public struct NoteSimCommand: AsyncParsableCommand {
         }
         let final = try await Simulation.run(trace, parameters: parameters, target: target, recordEvents: true,
                                              runTag: server == nil ? "" : "final-\(UInt32.random(in: 0...UInt32.max))")
-        print("notes-sim: trace (replay with --replay \(traceOut ?? "<--trace-out FILE>") --accounts \(parameters.accounts) --devices \(parameters.devices)):", to: &stderr)
+        let schemeArgument = parameters.idScheme.map { " --id-scheme \($0.rawValue)" } ?? ""
+        print("notes-sim: trace (replay with --replay \(traceOut ?? "<--trace-out FILE>") --accounts \(parameters.accounts) --devices \(parameters.devices)\(schemeArgument)):", to: &stderr)
         for (index, action) in trace.enumerated() { print("  \(index): \(action)", to: &stderr) }
         if let shortViolation = final.violation { print("notes-sim: the shortened trace fails with: \(shortViolation)", to: &stderr) }
         if let traceOut {

@@ -20,7 +20,8 @@ public enum SimAction: Codable, Sendable, Equatable {
     case clockJump(device: Int, milliseconds: Int64)
     /// Two devices edit the same note (one both hold) before either syncs.
     case concurrentEdit(first: Int, second: Int, note: Int, firstOp: EditOp, secondOp: EditOp)
-    /// Two devices each create a note with the same client ID (a forced MiniFlake collision).
+    /// Two devices each create a note with the same client ID (a forced collision: MiniFlake and creation
+    /// timestamps at one millisecond; CDCounter by relaunching both devices' apps in one second).
     case collide(first: Int, second: Int, firstToken: String, secondToken: String)
     /// The server restarts (in-process: reopened from its store; over HTTP: the restart command).
     case restartServer
@@ -87,13 +88,20 @@ public struct SimParameters: Codable, Sendable, Equatable {
     public var steps: Int
     /// Probability that any one request of a step gets a fault.
     public var faultRate: Double
+    /// How every device mints client IDs; nil is MiniFlake without reporting client-ID collisions (the summary
+    /// then reads as it always did).
+    public var idScheme: IDScheme?
 
-    public init(seed: UInt64, accounts: Int = 2, devices: Int = 3, steps: Int = 300, faultRate: Double = 0.05) {
+    public init(
+        seed: UInt64, accounts: Int = 2, devices: Int = 3, steps: Int = 300, faultRate: Double = 0.05,
+        idScheme: IDScheme? = nil
+    ) {
         self.seed = seed
         self.accounts = accounts
         self.devices = devices
         self.steps = steps
         self.faultRate = faultRate
+        self.idScheme = idScheme
     }
 }
 

@@ -23,6 +23,11 @@ public struct SimSummary: Sendable, Equatable {
     public var restarts = 0
     public var collisions = 0
     public var clockJumps = 0
+    /// Notes at the end that share their account and client ID with an earlier note of another origin: the notes a
+    /// design keyed by (account, client ID) alone would have merged into another. Shown only when an ID scheme was
+    /// chosen (``SimParameters/idScheme``).
+    public var clientIDCollisions = 0
+    public var reportsClientIDCollisions = false
 
     public init() {}
 
@@ -32,17 +37,20 @@ public struct SimSummary: Sendable, Equatable {
         conflicts += other.conflicts; repeatedCopies += other.repeatedCopies; merges += other.merges; reconciled += other.reconciled
         replayed += other.replayed; restarts += other.restarts; collisions += other.collisions
         clockJumps += other.clockJumps
+        clientIDCollisions += other.clientIDCollisions
+        reportsClientIDCollisions = reportsClientIDCollisions || other.reportsClientIDCollisions
     }
 
     public var fields: [(String, String)] {
-        [
+        let schemeFields = reportsClientIDCollisions ? [("client-ID collisions in one account", "\(clientIDCollisions)")] : []
+        return [
             ("steps", "\(steps)"), ("syncs", "\(syncs)"), ("sign-ins", "\(signIns)"), ("sign-outs", "\(signOuts)"),
             ("faults injected", "\(faults)"), ("operations failed by faults", "\(failedOperations)"),
             ("server restarts", "\(restarts)"), ("clock jumps", "\(clockJumps)"), ("forced ID collisions", "\(collisions)"),
             ("notes on the server", "\(notes)"), ("conflict copies", "\(conflicts)"),
             ("conflict copies repeating another copy's text", "\(repeatedCopies)"), ("merges", "\(merges)"),
             ("duplicates avoided by reconciliation", "\(reconciled)"), ("replays answered idempotently", "\(replayed)"),
-        ]
+        ] + schemeFields
     }
 }
 
@@ -84,6 +92,9 @@ public final class Simulation {
 
     static let password = "simulated-password"
 
+    /// How the devices mint client IDs.
+    var idScheme: IDScheme { parameters.idScheme ?? .miniflake }
+
     init(parameters: SimParameters, target: SimTarget, recordEvents: Bool, runTag: String) {
         self.parameters = parameters
         self.target = target
@@ -116,6 +127,7 @@ public final class Simulation {
         }
         await simulation.server.shutdown()
         simulation.summary.steps = steps.count
+        simulation.summary.reportsClientIDCollisions = parameters.idScheme != nil
         return SimOutcome(summary: simulation.summary, violation: violation, events: simulation.events)
     }
 
@@ -135,7 +147,7 @@ public final class Simulation {
         }
         var seeds = SplitMix64(seed: parameters.seed ^ 0xD1CE_5EED)
         for d in 0..<max(1, parameters.devices) {
-            devices.append(try SimDevice(index: d, now: now, server: server, seed: seeds.next()))
+            devices.append(try SimDevice(index: d, now: now, server: server, seed: seeds.next(), idScheme: idScheme))
         }
         views = Array(repeating: AccountView(), count: accounts.count)
         for device in devices { device.liveIDs = try device.client.identities().notes.filter { !$0.isDeleted }.map(\.id) }
@@ -210,7 +222,13 @@ public final class Simulation {
             // Both devices share one flake instance (see SimDevice); set both clocks to one fresh millisecond past
             // either generator's high-water mark, so both mint the same client ID.
             let marks = try [first, second].map { try $0.client.status().highWaterMark?.unixMilliseconds ?? 0 }
-            let instant = max(marks.max() ?? 0, first.clock.unixMilliseconds(), second.clock.unixMilliseconds()) + 1000
+            var instant = max(marks.max() ?? 0, first.clock.unixMilliseconds(), second.clock.unixMilliseconds()) + 1000
+            if idScheme != .miniflake {
+                // Past the client IDs either device minted with the scheme too, so that neither raises its value.
+                // CDCounter: both apps are relaunched in that second, so both counters start from it.
+                instant = max(instant, try collisionInstant(after: [first, second]))
+                if idScheme == .cdcounter { for device in [first, second] { device.client.restartIDGenerators() } }
+            }
             for device in [first, second] {
                 device.skew = instant - now
                 device.clock.set(unixMilliseconds: instant)
@@ -229,6 +247,16 @@ public final class Simulation {
             try await server.restart()
             summary.restarts += 1
             note(nil, .restart, "server restarted")
+        }
+    }
+
+    /// The first instant (Unix ms) at which both devices' next client ID, with a scheme other than MiniFlake, is
+    /// above every client ID they minted with it: the next millisecond (timestamp), the next second (CDCounter).
+    func collisionInstant(after pair: [SimDevice]) throws -> Int64 {
+        let mark = try pair.map { try $0.client.status().clientIDHighWaterMark?.rawValue ?? 0 }.max() ?? 0
+        switch idScheme {
+        case .miniflake, .timestamp: return mark + 1
+        case .cdcounter: return (mark / CDCounter<ManualFlakeClock>.idsPerSecond + 1) * 1000
         }
     }
 

@@ -14,7 +14,7 @@ public struct MiniFlakeCommand: ParsableCommand {
             An ID is milliseconds since 2018-03-01T00:00:00Z (41 bits), a sequence number (12 bits) and an \
             instance number (10 bits). It is written in decimal, or as 13 Crockford base32 characters.
             """,
-        subcommands: [New.self, Decode.self]
+        subcommands: [New.self, Decode.self, Collisions.self]
     )
 
     public init() {}
@@ -87,6 +87,107 @@ extension MiniFlakeCommand {
                 text += "\n"
             }
             return text
+        }
+    }
+}
+
+// MARK: - collisions
+
+extension MiniFlakeCommand {
+    /// `miniflake collisions [--devices N] [--notes M] [--import-notes K] [--import-rate R] [--trials T] [--seed S]
+    /// [--json]`: measures how often MiniFlake, CDCounter and creation-timestamp IDs repeat (``CollisionStudy``).
+    public struct Collisions: ParsableCommand {
+        public static let configuration = CommandConfiguration(
+            abstract: "Measure how often each ID scheme repeats an ID: MiniFlake, CDCounter, creation timestamp.",
+            discussion: """
+                Simulated devices of one person mint IDs with the real generators on manual clocks, in five \
+                scenarios: devices started in the same second, a restart within one second, the clock set back by \
+                a minute (with and without a restart), an import in a burst. Each row sums --trials trials; the \
+                same seed gives the same table. A repeat from another device is a note that a design keyed by \
+                client ID alone would merge; a repeat from the same device repeats (client ID, origin) too. See \
+                Docs/MINIFLAKE.md.
+                """
+        )
+
+        @Option(help: "Devices started in the same second.")
+        public var devices = 10
+
+        @Option(help: "Notes per device started in the same second.")
+        public var notes = 1_000
+
+        @Option(help: "Notes in the burst import.")
+        public var importNotes = 100_000
+
+        @Option(help: "Notes per millisecond in the burst import.")
+        public var importRate = 50
+
+        @Option(help: "Trials per scenario and scheme.")
+        public var trials = 100
+
+        @Option(help: "The seed every trial's times are drawn from.")
+        public var seed: UInt64 = 1
+
+        @Flag(help: "Print one JSON object per row.")
+        public var json = false
+
+        public init() {}
+
+        public func validate() throws {
+            guard (2...1_000).contains(devices) else { throw ValidationError("--devices must be in 2...1000, not \(devices).") }
+            guard (1...1_000_000).contains(notes) else { throw ValidationError("--notes must be in 1...1000000, not \(notes).") }
+            guard (1...10_000_000).contains(importNotes) else {
+                throw ValidationError("--import-notes must be in 1...10000000, not \(importNotes).")
+            }
+            guard (1...4_096).contains(importRate) else { throw ValidationError("--import-rate must be in 1...4096, not \(importRate).") }
+            guard (1...100_000).contains(trials) else { throw ValidationError("--trials must be in 1...100000, not \(trials).") }
+        }
+
+        var parameters: CollisionStudy.Parameters {
+            .init(devices: devices, notes: notes, importNotes: importNotes, importRate: importRate, trials: trials, seed: seed)
+        }
+
+        public func run() throws {
+            do throws(FlakeError) {
+                let results = try CollisionStudy(parameters).run()
+                let text = Self.render(results, parameters: parameters, json: json)
+                FileHandle.standardOutput.write(Data(text.utf8))
+            } catch {
+                FileHandle.standardError.write(Data("miniflake: \(error.description)\n".utf8))
+                throw ExitCode.failure
+            }
+        }
+
+        /// The table (a Markdown table under one line naming the parameters), or one JSON object per row.
+        public static func render(_ results: [CollisionStudy.Result], parameters: CollisionStudy.Parameters, json: Bool) -> String {
+            var text = ""
+            if json {
+                for row in results {
+                    text += #"{"scenario":"\#(row.scenario.rawValue)","scheme":"\#(row.scheme.rawValue)","trials":\#(row.trials),"#
+                        + #""ids":\#(row.ids),"repeats":\#(row.repeats),"sameDevice":\#(row.sameDevice),"#
+                        + #""otherDevice":\#(row.otherDevice),"trialsWithRepeats":\#(row.trialsWithRepeats)}"# + "\n"
+                }
+                return text
+            }
+            text += "miniflake collisions: \(parameters.trials) trials each, seed \(parameters.seed); \(parameters.devices) devices × "
+                + "\(parameters.notes) notes; import of \(parameters.importNotes) notes at \(parameters.importRate) per ms\n\n"
+            text += "| scenario | scheme | IDs | repeated: other device | repeated: same device | trials with a repeat |\n"
+            text += "| --- | --- | ---: | ---: | ---: | ---: |\n"
+            for row in results {
+                text += "| \(row.scenario.label) | \(row.scheme.rawValue) | \(grouped(row.ids)) | \(grouped(row.otherDevice)) | "
+                    + "\(grouped(row.sameDevice)) | \(row.trialsWithRepeats) of \(row.trials) |\n"
+            }
+            return text
+        }
+
+        /// `1234567` → `1,234,567`.
+        static func grouped(_ value: Int) -> String {
+            let digits = String(value)
+            var result = ""
+            for (index, character) in digits.enumerated() {
+                if index > 0, (digits.count - index) % 3 == 0 { result += "," }
+                result.append(character)
+            }
+            return result
         }
     }
 }

@@ -171,8 +171,10 @@ extension LocalStore.Transaction {
                 COALESCE(SUM(push_error IS NOT NULL), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0) FROM notes
                 """)!
         let inFlight = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox")) ?? 0
+        let clientIDMark = try Int64.fetchOne(db.cachedStatement(sql: "SELECT client_id_high_water FROM settings WHERE id = 1"))
         return NotesStatus(
             origin: settings.origin, flakeInstance: settings.flakeInstance, highWaterMark: settings.highWaterMark,
+            clientIDHighWaterMark: try FlakeID(storedIfPresent: clientIDMark),
             serverURL: settings.serverURL, account: settings.account, cursor: settings.cursor,
             lastSyncAt: settings.lastSyncAt, notes: counts[0], deletedNotes: counts[1], pending: counts[2],
             failed: counts[3], conflicts: counts[4], inFlight: inFlight)

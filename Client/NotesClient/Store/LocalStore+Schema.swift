@@ -71,6 +71,11 @@ extension LocalStore {
                     CREATE INDEX notes_unmatched ON notes(id) WHERE server_id IS NULL AND NOT dirty AND NOT deleted;
                     """)
         }
+        migrator.registerMigration("v3-client-id-high-water") { db in
+            // The last client ID minted with a scheme other than MiniFlake (see `mintClientID`): those schemes repeat
+            // values, and their IDs lie far below MiniFlake's, so they cannot share `flake_high_water`.
+            try db.execute(sql: "ALTER TABLE settings ADD COLUMN client_id_high_water INTEGER")
+        }
         return migrator
     }
 }

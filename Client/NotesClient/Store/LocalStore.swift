@@ -135,4 +135,26 @@ extension LocalStore.Transaction {
             .execute(arguments: [ids[ids.count - 1].rawValue])
         return ids
     }
+
+    /// A new note's client ID, created at `createdAt` (Unix ms), minted with the minter's client-ID scheme.
+    ///
+    /// MiniFlake: one ID from ``mintIDs(_:with:)``. Another scheme: its value (a CDCounter's next, the creation
+    /// time), raised to one above `client_id_high_water` when it is not above it, and persisted as the new mark in
+    /// this transaction. So the installation never repeats a client ID, whatever the scheme repeats (a counter
+    /// restarted in the same second, two notes in one millisecond, a clock set back), and the note's identity
+    /// (client ID, origin) stays unique; the mark also outlives a wipe of the local notes.
+    func mintClientID(with minter: IDMinter, createdAt: Int64) throws -> FlakeID {
+        guard minter.clientIDScheme != .miniflake else { return try mintIDs(1, with: minter)[0] }
+        let candidate = try minter.clientIDCandidate(createdAt: createdAt)
+        let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT client_id_high_water FROM settings WHERE id = 1"))
+        var value = candidate
+        if let stored, candidate <= stored {
+            guard stored < Int64.max else {
+                throw NotesError(.idGenerator, "Cannot mint a new note ID: the \(minter.clientIDScheme.rawValue) scheme's IDs are used up.")
+            }
+            value = stored + 1
+        }
+        try db.cachedStatement(sql: "UPDATE settings SET client_id_high_water = ? WHERE id = 1").execute(arguments: [value])
+        return try FlakeID(validating: value)
+    }
 }
