@@ -298,7 +298,10 @@ final class SyncEngine: Sendable {
     ) async throws(NotesError) -> SignInReport {
         let request = SignInRequest(
             username: username, password: password,
-            deviceName: String(environment.deviceName.prefix(SignInRequest.maxDeviceNameLength)), origin: origin)
+            deviceName: String(
+                String.UnicodeScalarView(environment.deviceName.unicodeScalars.filter { $0.properties.generalCategory != .control })
+                    .prefix(SignInRequest.maxDeviceNameLength)),
+            origin: origin)
         let session = try await connection(to: url, server: server, token: nil)
             .call(.signIn, SignInResponse.self, body: encodeBody(request))
 
