@@ -252,9 +252,10 @@ final class ConnectionGuard {
         }
     }
 
-    /// After the HTTP codec: request heads and ends, answer ends, and the parser's errors, which it answers with the
-    /// protocol's JSON (400 `invalid_http`, 431 `headers_too_large`) and `X-Request-Id` when no request is in
-    /// progress on the connection, then closes it.
+    /// After the HTTP codec: request heads and ends, answer ends, and the parser's errors. A parser error with no
+    /// request in progress (a bad head) it answers itself with the protocol's JSON (400 `invalid_http`, 431
+    /// `headers_too_large`) and `X-Request-Id`; one inside a request being answered (a bad body) makes that request's
+    /// answer the last. Either way the connection is then closed.
     final class PartHandler: ChannelDuplexHandler, RemovableChannelHandler {
         typealias InboundIn = HTTPRequestPart
         typealias InboundOut = HTTPRequestPart
@@ -275,17 +276,40 @@ final class ConnectionGuard {
             context.fireChannelRead(data)
         }
 
+        /// The parser failed while a request was being answered: that answer is the last one on the connection.
+        private var parserFailed = false
+        /// ... and it has been written: anything after it (Hummingbird's bare 400) is dropped.
+        private var closing = false
+
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-            if case .end = unwrapOutboundIn(data) { state.answerWritten() }
+            if closing {
+                promise?.succeed(())
+                return
+            }
+            if case .end = unwrapOutboundIn(data) {
+                state.answerWritten()
+                if parserFailed {
+                    closing = true
+                    let channel = context.channel
+                    let written = promise ?? context.eventLoop.makePromise()
+                    context.writeAndFlush(data, promise: written)
+                    written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+                    return
+                }
+            }
             context.write(data, promise: promise)
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            guard let parserError = error as? HTTPParserError, state.requestsInProgress == 0 else {
-                // A request is being answered: Hummingbird's own handling (a bare 400 and close) applies.
+            guard let parserError = error as? HTTPParserError, state.requestsInProgress == 0, !closing else {
+                // A request is being answered (its body read fails, so the endpoint answers 400 `invalid_json`):
+                // its answer is the last, and the connection is closed after it instead of Hummingbird's bare
+                // 400 that would follow.
+                if error is HTTPParserError { parserFailed = true }
                 context.fireErrorCaught(error)
                 return
             }
+            closing = true
             let failure = Self.failure(for: parserError)
             let requestID = RequestID().description
             state.logger.debug(
@@ -303,9 +327,10 @@ final class ConnectionGuard {
             for (name, value) in wire.headers {
                 if let name = HTTPField.Name(name) { fields[name] = value }
             }
+            let channel = context.channel
             context.write(wrapOutboundOut(.head(HTTPResponse(status: .init(code: wire.status), headerFields: fields))), promise: nil)
             context.write(wrapOutboundOut(.body(ByteBuffer(bytes: wire.body))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         }
 
         /// The protocol's error for a parser error: 431 for header limits, 400 for everything else.
