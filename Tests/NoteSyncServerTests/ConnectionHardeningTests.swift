@@ -34,6 +34,35 @@ struct ConnectionHardeningTests {
         }
     }
 
+    /// The daemon's application on a fresh data directory, run as `notesyncd` runs it (`runService` on a free port).
+    /// HummingbirdTesting's `.live` drops the configuration's `availableConnectionsDelegate` (its test application
+    /// rebuilds the configuration from the address alone), so the connection cap is tested this way.
+    static func withRunningDaemon(
+        _ configure: (inout ServerConfiguration) -> Void,
+        _ body: @Sendable (_ port: Int) async throws -> Void
+    ) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-cap-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        configure(&configuration)
+        let (lines, listening) = AsyncStream.makeStream(of: String.self)
+        let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { listening.yield($0) })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+            var iterator = lines.makeAsyncIterator()
+            let line = try #require(await iterator.next(), "the daemon did not start")
+            let port = try #require(line.split(separator: ":").last.flatMap { Int($0) }, "\(line)")
+            do {
+                try await body(port)
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            group.cancelAll()
+        }
+    }
+
     // MARK: - Item 5: malformed HTTP
 
     /// Failed before: each of these got a bare `400` with no body and no `X-Request-Id`.
@@ -59,7 +88,7 @@ struct ConnectionHardeningTests {
         try await Self.withLiveDaemon { port, _ in
             let connection = try RawConnection(port: port)
             try connection.send(request)
-            let answer = try #require(connection.readUntilClosed(timeout: .seconds(30)), "\(what): the daemon did not close")
+            let answer = try #require(await connection.readUntilClosed(timeout: .seconds(30)), "\(what): the daemon did not close")
             let response = try #require(RawResponse(answer), "\(what): \(String(decoding: answer, as: UTF8.self))")
             #expect(response.status == status, "\(what)")
             #expect(response.headers["content-type"] == "application/json", "\(what)")
@@ -79,7 +108,7 @@ struct ConnectionHardeningTests {
             for (request, status) in [(atLimit.replacingOccurrences(of: "X-F98: v\r\n", with: ""), 200), (overLimit, 431)] {
                 let connection = try RawConnection(port: port)
                 try connection.send(request)
-                let answer = try #require(connection.readUntilClosed(timeout: .seconds(30)))
+                let answer = try #require(await connection.readUntilClosed(timeout: .seconds(30)))
                 #expect(RawResponse(answer)?.status == status)
             }
         }
@@ -116,7 +145,7 @@ struct ConnectionHardeningTests {
             #expect(stillOpen == held.count, "the held connections outlived the normal requests")
             // Then the daemon closes every held connection (bounded wait, no sleep: each read returns at EOF).
             for (index, connection) in held.enumerated() {
-                #expect(connection.readUntilClosed(timeout: .seconds(60)) != nil, "held connection \(index) was never closed")
+                #expect(await connection.readUntilClosed(timeout: .seconds(60)) != nil, "held connection \(index) was never closed")
             }
             #expect(try await api.call(.info).status == 200)
         }
@@ -128,30 +157,30 @@ struct ConnectionHardeningTests {
         try await Self.withLiveDaemon({ $0.idleTimeoutSeconds = 2 }) { port, _ in
             let connection = try RawConnection(port: port)
             try connection.send("GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
-            let first = try #require(connection.readResponse(timeout: .seconds(30)))
+            let first = try #require(await connection.readResponse(timeout: .seconds(30)))
             #expect(first.status == 200)
-            #expect(connection.readUntilClosed(timeout: .seconds(60)) != nil, "the idle keep-alive connection stayed open")
+            #expect(await connection.readUntilClosed(timeout: .seconds(60)) != nil, "the idle keep-alive connection stayed open")
         }
     }
 
     /// Past the cap, a new connection waits (in the listen backlog) until a held one is closed: its request is
     /// answered only after the daemon closed an idle connection.
     @Test func theConnectionCapHolds() async throws {
-        try await Self.withLiveDaemon({
+        try await Self.withRunningDaemon({
             $0.maxConnections = 3
             $0.idleTimeoutSeconds = 3
-        }) { port, _ in
+        }) { port in
             // Three kept-alive connections, each served once (so the daemon has accepted it), then idle.
             var held: [RawConnection] = []
             for _ in 0..<3 {
                 let connection = try RawConnection(port: port)
                 try connection.send("GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
-                #expect(connection.readResponse(timeout: .seconds(30))?.status == 200)
+                #expect(await connection.readResponse(timeout: .seconds(30))?.status == 200)
                 held.append(connection)
             }
             let late = try RawConnection(port: port)
             try late.send("GET /v1/info HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            let answer = try #require(late.readUntilClosed(timeout: .seconds(60)), "the waiting connection was never served")
+            let answer = try #require(await late.readUntilClosed(timeout: .seconds(60)), "the waiting connection was never served")
             #expect(RawResponse(answer)?.status == 200)
             #expect(held.contains { $0.isClosedByPeer() }, "answered before any held connection was closed: no cap")
         }
@@ -206,8 +235,25 @@ final class RawConnection: @unchecked Sendable {
         return true
     }
 
+    /// Runs blocking socket work on a thread of its own: blocking a thread of Swift's cooperative pool (two on a
+    /// two-core machine) would starve the in-process daemon's handlers, which run on that pool.
+    private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: work()) }
+        }
+    }
+
     /// Everything until the peer closes, or nil when it has not closed within `timeout`.
-    func readUntilClosed(timeout: Duration) -> Data? {
+    func readUntilClosed(timeout: Duration) async -> Data? {
+        await offPool { self.readUntilClosedBlocking(timeout: timeout) }
+    }
+
+    /// One response (head and Content-Length body), or nil when none arrived within `timeout`.
+    func readResponse(timeout: Duration) async -> RawResponse? {
+        await offPool { self.readResponseBlocking(timeout: timeout) }
+    }
+
+    private func readUntilClosedBlocking(timeout: Duration) -> Data? {
         let deadline = ContinuousClock.now + timeout
         while !sawEOF {
             guard ContinuousClock.now < deadline else { return nil }
@@ -216,8 +262,7 @@ final class RawConnection: @unchecked Sendable {
         return buffered
     }
 
-    /// One response (head and Content-Length body), or nil when none arrived within `timeout`.
-    func readResponse(timeout: Duration) -> RawResponse? {
+    private func readResponseBlocking(timeout: Duration) -> RawResponse? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let response = RawResponse(buffered), response.isComplete {

