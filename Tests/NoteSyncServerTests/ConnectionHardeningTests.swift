@@ -121,8 +121,9 @@ struct ConnectionHardeningTests {
     /// made while they are held are all answered before the first of them is closed.
     @Test func idleAndHalfSentConnectionsAreClosedWhileNormalRequestsGoOn() async throws {
         try await Self.withLiveDaemon({
-            $0.idleTimeoutSeconds = 5
-            $0.readTimeoutSeconds = 5
+            // Long enough that the normal requests below finish first even on a loaded machine.
+            $0.idleTimeoutSeconds = 20
+            $0.readTimeoutSeconds = 20
         }) { port, api in
             var held: [RawConnection] = []
             for _ in 0..<20 { held.append(try RawConnection(port: port)) }  // idle: nothing sent
