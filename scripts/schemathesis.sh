@@ -45,8 +45,10 @@ PY
 
 echo "schemathesis: $examples examples per operation, seed $seed, against $url" >&2
 status=0
+# Run from the scratch folder, where schemathesis keeps its example database (.schemathesis/), not in the repository.
+cd "$work"
 SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$root/Tests/Schemathesis" \
-  "$venv/bin/schemathesis" --config-file "$root/Tests/Schemathesis/schemathesis.toml" --no-color run "$root/Docs/openapi.yaml" \
+  "$root/$venv/bin/schemathesis" --config-file "$root/Tests/Schemathesis/schemathesis.toml" --no-color run "$root/Docs/openapi.yaml" \
   --url "$url" --checks all --max-examples "$examples" --seed "$seed" --workers 1 \
   --report junit --report-dir "$work/report" || status=$?
 if grep -qE '(error|critical)' "$work/daemon.log"; then
