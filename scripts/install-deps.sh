@@ -13,3 +13,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# schemathesis (PyPI) for scripts/schemathesis.sh, in a virtual environment inside the build folder (never system-wide).
+venv="$(dirname "$0")/../.build/schemathesis-venv"
+if [ ! -x "$venv/bin/schemathesis" ]; then
+  dpkg -s python3-venv >/dev/null 2>&1 || {
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+  }
+  echo "installing schemathesis in .build/schemathesis-venv" >&2
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "schemathesis>=4.3,<5"
+fi

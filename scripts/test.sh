@@ -18,4 +18,7 @@ export FLAKENOTES_REQUIRE_POSTGRES=1
 swift build --build-tests
 # The end-to-end tests run the real binaries from the same build folder.
 export FLAKENOTES_BIN_DIR="$(swift build --show-bin-path)"
+# The OpenAPI document against a real daemon (a few minutes at most), then the fuzz corpus is replayed by the Swift
+# tests (CodecCorpusTests).
+if [ $# -eq 0 ]; then bash scripts/schemathesis.sh; fi
 swift test --skip-build "$@"

@@ -23,8 +23,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 workload="${WORKLOAD:-$root/../shared/bench/kinto/workload.py}"
-[ -f "$workload" ] || workload="/work/shared/bench/kinto/workload.py"
-[ -f "$workload" ] || { echo "workload.py not found (set WORKLOAD)" >&2; exit 1; }
+[ -f "$workload" ] || { echo "workload.py not found at $workload (set WORKLOAD)" >&2; exit 1; }
 port="${PORT:-18080}"
 daemons="${DAEMONS:-1}"
 out="${OUT:-/tmp/notesyncd-bench}"

@@ -47,7 +47,8 @@ public final class FaultyTransport: SyncTransport {
     }
 
     /// A push delivered twice must be answered the same both times: the second delivery replays the stored outcome
-    /// of every change and writes nothing. Only the `replayed` flag and the echoed text may differ.
+    /// of every change (status, server ID, version, text, conflict copy) and writes nothing. Only the `replayed`
+    /// flag may differ.
     static func replayMismatch(_ request: WireRequest, _ first: WireResponse, _ second: WireResponse) -> String? {
         guard request.method == Endpoint.push.method, request.path == Endpoint.push.path else { return nil }
         guard first.status == 200 else { return nil }
@@ -59,7 +60,9 @@ public final class FaultyTransport: SyncTransport {
             return "the push was answered with \(one.results.count) results, then \(two.results.count)"
         }
         for (a, b) in zip(one.results, two.results) {
-            let outcome = { (r: ChangeResult) in "\(r.editID) \(r.status.rawValue) \(r.serverID.map(String.init(describing:)) ?? "-") v\(r.version.map(String.init) ?? "-") conflict \(r.conflict.map { "\($0.serverID)" } ?? "-")" }
+            let outcome = { (r: ChangeResult) in
+                "\(r.editID) \(r.status.rawValue) \(r.serverID.map(String.init(describing:)) ?? "-") v\(r.version.map(String.init) ?? "-") conflict \(r.conflict.map { "\($0.serverID)/\($0.clientID)" } ?? "-") text \(r.text.map { "\($0.debugDescription)" } ?? "-")"
+            }
             if outcome(a) != outcome(b) {
                 return "edit \(a.editID) of note \(a.clientID) was answered '\(outcome(a))', then on replay '\(outcome(b))'"
             }

@@ -9,7 +9,8 @@ extension FlakeID: Codable {
         try container.encode(description)
     }
 
-    /// Decodes a decimal string, or a JSON integer in `1...2^53`.
+    /// Decodes the canonical decimal string (no sign, no leading zero: `"0012"` is malformed, so an ID has one
+    /// spelling on the wire), or a JSON integer in `1...2^53`.
     ///
     /// Errors surface as `DecodingError.dataCorrupted` whose `debugDescription` is the ``FlakeError``
     /// description and whose `underlyingError` is the ``FlakeError``; a value that is neither a string nor a
@@ -26,7 +27,11 @@ extension FlakeID: Codable {
         }
         if let text = try? container.decode(String.self) {
             do throws(FlakeError) {
-                self = try Self.parseDecimal(Substring(text))
+                let id = try Self.parseDecimal(Substring(text))
+                // Zero, signs and overflow are reported by the parser; what it accepted is canonical unless it
+                // had leading zeros.
+                if text.utf8.first == UInt8(ascii: "0") { throw FlakeError.malformed(FlakeError.truncated(text)) }
+                self = id
             } catch {
                 throw corrupted(error)
             }

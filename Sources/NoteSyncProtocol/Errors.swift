@@ -45,6 +45,11 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let unsupportedMediaType = APIErrorCode("unsupported_media_type")
     /// 429: too many failed sign-ins; retry after the `Retry-After` header's seconds.
     public static let tooManyAttempts = APIErrorCode("too_many_attempts")
+    /// 400: the request is not valid HTTP/1.1 (a header line without a colon, a bad or conflicting Content-Length or
+    /// Transfer-Encoding, ...); the server answers and closes the connection.
+    public static let invalidHTTP = APIErrorCode("invalid_http")
+    /// 431: the request's header fields are too many or too large; the server answers and closes the connection.
+    public static let headersTooLarge = APIErrorCode("headers_too_large")
     /// 500: a fault of the server's own (never a client's mistake).
     public static let internalError = APIErrorCode("internal")
     /// 503: the server cannot reach its database right now; retry.
@@ -67,7 +72,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .invalidJSON, .unknownField, .invalidField, .invalidID, .invalidCursor, .invalidLimit, .unauthorized,
         .invalidCredentials, .notFound, .methodNotAllowed, .usernameTaken, .bodyTooLarge, .batchTooLarge,
         .unsupportedMediaType, .tooManyAttempts, .internalError, .unavailable, .noteTooLarge, .unknownNote,
-        .clientIDMismatch, .invalidBase, .duplicateEdit,
+        .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidHTTP, .headersTooLarge,
     ]
 
     /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
@@ -83,6 +88,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         case .bodyTooLarge, .batchTooLarge: 413
         case .unsupportedMediaType: 415
         case .tooManyAttempts: 429
+        case .headersTooLarge: 431
         case .internalError: 500
         case .unavailable: 503
         default: 400

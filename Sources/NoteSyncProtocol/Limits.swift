@@ -34,21 +34,45 @@ public struct SyncLimits: Codable, Sendable, Equatable {
 public enum CredentialRules {
     /// Usernames: 3–64 characters from `a–z 0–9 . _ -`, compared case-insensitively (stored lowercased).
     public static let usernameLength = 3...64
-    /// Passwords: 8–72 UTF-8 bytes (bcrypt reads at most 72 bytes; longer ones are refused, not truncated).
+    /// Passwords: 8–72 UTF-8 bytes without NUL (bcrypt reads at most 72 bytes and stops at a NUL byte; longer
+    /// passwords and passwords holding NUL are refused, never truncated).
     public static let passwordBytes = 8...72
+    /// Device names: at most ``SignInRequest/maxDeviceNameLength`` characters, none a control character.
+    public static var deviceNameLength: Int { SignInRequest.maxDeviceNameLength }
 
     /// The canonical (lowercased) username, or nil when it breaks the rules.
+    ///
+    /// The bytes the client sent are checked first, against ASCII `A–Z a–z 0–9 . _ -`; only then is the name
+    /// lowercased (ASCII only). So no Unicode case folding can turn another character into an allowed one
+    /// (U+212A KELVIN SIGN lowercases to `k`).
     public static func canonicalUsername(_ raw: String) -> String? {
-        let lowered = raw.lowercased()
-        guard usernameLength.contains(lowered.count) else { return nil }
-        let allowed = lowered.unicodeScalars.allSatisfy { s in
-            (s >= "a" && s <= "z") || (s >= "0" && s <= "9") || s == "." || s == "_" || s == "-"
+        let bytes = raw.utf8
+        guard usernameLength.contains(bytes.count) else { return nil }
+        var lowered: [UInt8] = []
+        lowered.reserveCapacity(bytes.count)
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "-"):
+                lowered.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                lowered.append(byte + 32)
+            default:
+                return nil
+            }
         }
-        return allowed ? lowered : nil
+        return String(decoding: lowered, as: UTF8.self)
     }
 
-    /// Whether a password is acceptable.
+    /// Whether a password is acceptable: ``passwordBytes`` UTF-8 bytes, none of them NUL.
     public static func isAcceptablePassword(_ password: String) -> Bool {
-        passwordBytes.contains(password.utf8.count)
+        passwordBytes.contains(password.utf8.count) && !password.utf8.contains(0)
+    }
+
+    /// Whether a device name is acceptable: at most ``deviceNameLength`` characters, no control character (C0,
+    /// DEL or C1: a NUL cannot be stored in PostgreSQL text, and control characters have no place in a label or a
+    /// log line).
+    public static func isAcceptableDeviceName(_ name: String) -> Bool {
+        name.count <= deviceNameLength && !name.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 }

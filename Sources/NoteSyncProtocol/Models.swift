@@ -41,7 +41,7 @@ public struct AccountResponse: Codable, Sendable, Equatable {
 public struct SignInRequest: Codable, Sendable, Equatable {
     public var username: String
     public var password: String
-    /// A label for the device shown to the account owner (at most 100 characters).
+    /// A label for the device shown to the account owner (at most 100 characters, no control characters).
     public var deviceName: String?
     /// The installation's origin ID (stable across sign-outs); recorded with the session.
     public var origin: FlakeID?
@@ -65,8 +65,8 @@ public struct SignInRequest: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
         password = try c.decode(String.self, forKey: .password)
-        deviceName = try c.decodeIfPresent(String.self, forKey: .deviceName)
-        origin = try c.decodeIfPresent(FlakeID.self, forKey: .origin)
+        deviceName = try c.decodeIfPresentRefusingNull(String.self, forKey: .deviceName)
+        origin = try c.decodeIfPresentRefusingNull(FlakeID.self, forKey: .origin)
     }
 }
 
@@ -136,12 +136,12 @@ public struct NoteChange: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         clientID = try c.decode(FlakeID.self, forKey: .clientID)
         origin = try c.decode(FlakeID.self, forKey: .origin)
-        serverID = try c.decodeIfPresent(FlakeID.self, forKey: .serverID)
+        serverID = try c.decodeIfPresentRefusingNull(FlakeID.self, forKey: .serverID)
         editID = try c.decode(FlakeID.self, forKey: .editID)
         text = try c.decode(String.self, forKey: .text)
-        deleted = try c.decodeIfPresent(Bool.self, forKey: .deleted) ?? false
-        baseVersion = try c.decodeIfPresent(Int64.self, forKey: .baseVersion)
-        baseText = try c.decodeIfPresent(String.self, forKey: .baseText)
+        deleted = try c.decodeIfPresentRefusingNull(Bool.self, forKey: .deleted) ?? false
+        baseVersion = try c.decodeIfPresentRefusingNull(Int64.self, forKey: .baseVersion)
+        baseText = try c.decodeIfPresentRefusingNull(String.self, forKey: .baseText)
     }
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)

@@ -267,7 +267,7 @@ struct FlakeIDTests {
             ("[\"abc\"]", .malformed("abc")),
             ("[\"\"]", .empty),
             ("[\" 123\"]", .malformed(" 123")),  // strict on the wire
-            ("[\"0000000000001\"]", nil),  // decimal only on the wire: 13 digits are decimal here
+            ("[\"0000000000001\"]", .malformed("0000000000001")),  // canonical decimal only on the wire: no leading zero
             ("[\"7ZZZZZZZZZZZZ\"]", .malformed("7ZZZZZZZZZZZZ")),  // no base32 on the wire
             ("[\"+5\"]", .malformed("+5")),
             ("[1.5]", .malformed("1.5")),

@@ -105,3 +105,60 @@ struct CommandTests {
         }
     }
 }
+
+/// Issue 15, item 8: option errors are one line, and a negative number is a value, not a missing one.
+@Suite("notesyncd option errors")
+struct CommandErrorTests {
+    /// Failed before: `--instance -1` was "Missing value for '--instance <instance>'", and every error printed the
+    /// usage and a help hint after it (three or four lines).
+    @Test(arguments: [
+        (["--instance", "-1"], "instance must be 0...1023, got -1"),
+        (["--port", "-5"], "port must be 0...65535, got -5"),
+        (["--port", "eighty"], "eighty"),
+        (["--bcrypt-cost", "3"], "bcrypt cost must be 4...31, got 3"),
+        (["--no-such-flag"], "no-such-flag"),
+        (["--port"], "--port"),
+        (["--idle-timeout", "0"], "idle timeout must be 1...3600 seconds, got 0"),
+        (["--read-timeout", "3601"], "read timeout must be 1...3600 seconds, got 3601"),
+        (["--write-timeout", "-1"], "write timeout must be 1...3600 seconds, got -1"),
+        (["--max-connections", "0"], "max connections must be 1...100000, got 0"),
+    ])
+    func everyOptionErrorIsOneLine(_ arguments: [String], _ expected: String) {
+        do {
+            _ = try NotesyncdCommand.parse(arguments).resolvedConfiguration(environment: [:])
+            Issue.record("\(arguments) must be refused")
+        } catch {
+            let line = NotesyncdCommand.oneLine(for: error)
+            #expect(line?.contains(expected) == true, "\(arguments): \(line ?? "nil")")
+            #expect(line?.hasPrefix("notesyncd: ") == true)
+            #expect(line?.contains("\n") == false)
+            #expect(line?.contains("Usage") == false, "\(line ?? "")")
+            #expect(NotesyncdCommand.exitCode(for: error).rawValue == 64, "\(arguments)")
+        }
+    }
+
+    @Test func helpIsNotAnError() throws {
+        do {
+            _ = try NotesyncdCommand.parse(["--help"])
+            Issue.record("--help must stop parsing")
+        } catch {
+            #expect(NotesyncdCommand.oneLine(for: error) == nil)
+        }
+    }
+
+    @Test func connectionOptions() throws {
+        let configuration = try NotesyncdCommand.parse([
+            "--idle-timeout", "5", "--read-timeout", "6", "--write-timeout", "7", "--max-connections", "8",
+        ]).resolvedConfiguration(environment: [:])
+        #expect(configuration.timeouts == ConnectionTimeouts(idle: .seconds(5), read: .seconds(6), write: .seconds(7)))
+        #expect(configuration.maxConnections == 8)
+        let fromEnvironment = try NotesyncdCommand.parse([]).resolvedConfiguration(environment: [
+            "NOTESYNCD_IDLE_TIMEOUT": "9", "NOTESYNCD_READ_TIMEOUT": "10", "NOTESYNCD_WRITE_TIMEOUT": "11", "NOTESYNCD_MAX_CONNECTIONS": "12",
+        ])
+        #expect(fromEnvironment.timeouts == ConnectionTimeouts(idle: .seconds(9), read: .seconds(10), write: .seconds(11)))
+        #expect(fromEnvironment.maxConnections == 12)
+        let defaults = ServerConfiguration()
+        #expect(defaults.timeouts == ConnectionTimeouts())
+        #expect(defaults.maxConnections == 1000)
+    }
+}

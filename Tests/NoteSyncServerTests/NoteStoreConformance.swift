@@ -112,6 +112,47 @@ enum NoteStoreConformance {
             #expect(try await everything(store, alice) == before)
             #expect(try await store.currentChangeSequence(accountID: alice) == 2)
         },
+        Check(name: "a replay answers exactly the original result") { store in
+            // Issue 15: a replay used to answer today's text (and an `updated` one the note's current text). Every
+            // status whose answer may carry a text, replayed after another device changed the note again.
+            let alice = try await makeAccount(store, "alice")
+            let base = "a\nb\nc\n"
+            let created = try await store.push(accountID: alice, changes: [change(1, origin: 5, edit: 1, text: base)], context: context())[0]
+            let note = try #require(created.serverID)
+            let emptied = try await store.push(accountID: alice, changes: [change(2, origin: 5, edit: 20, text: "e\n")], context: context())[0]
+            let empty = try #require(emptied.serverID)
+            let edits = [
+                change(1, origin: 5, server: note, edit: 2, text: "a\nb\nc\nd\n", baseVersion: 1),  // updated, v2
+                change(1, origin: 5, server: note, edit: 3, text: "A\nb\nc\n", baseVersion: 1, baseText: base),  // merged, v3
+                change(1, origin: 5, server: note, edit: 4, text: "", deleted: true, baseVersion: 1),  // kept
+                change(1, origin: 5, server: note, edit: 5, text: "Z\nb\nc\n", baseVersion: 1, baseText: base),  // conflict
+                change(2, origin: 5, server: empty, edit: 21, text: "", baseVersion: 1),  // updated to ""
+                change(2, origin: 5, server: empty, edit: 22, text: "", deleted: true, baseVersion: 1, baseText: "e\n"),  // kept, text ""
+            ]
+            var originals: [ChangeResult] = []
+            for edit in edits { originals += try await store.push(accountID: alice, changes: [edit], context: context()) }
+            #expect(originals.map(\.status) == [.updated, .merged, .kept, .conflict, .updated, .kept])
+            #expect(originals[1].text == "A\nb\nc\nd\n" && originals[2].text == "A\nb\nc\nd\n" && originals[3].text == "A\nb\nc\nd\n")
+            #expect(originals[5].text == "")
+            // Another device changes both notes again.
+            _ = try await store.push(
+                accountID: alice,
+                changes: [
+                    change(1, origin: 5, server: note, edit: 6, text: "today\n", baseVersion: 3),
+                    change(2, origin: 5, server: empty, edit: 23, text: "today\n", baseVersion: 2),
+                ],
+                context: context())
+            let before = try await everything(store, alice)
+            let replays = try await store.push(
+                accountID: alice, changes: [change(1, origin: 5, edit: 1, text: base)] + edits, context: context(now: testEpoch + 99))
+            for (replay, original) in zip(replays, [created] + originals) {
+                var expected = original
+                expected.replayed = true
+                #expect(replay == expected)
+                #expect(replay.text.map { Array($0.utf8) } == original.text.map { Array($0.utf8) })
+            }
+            #expect(try await everything(store, alice) == before)
+        },
         Check(name: "accounts never see each other's notes") { store in
             let alice = try await makeAccount(store, "alice")
             let bob = try await makeAccount(store, "bob")
@@ -212,7 +253,8 @@ enum NoteStoreConformance {
             let replay = try await store.push(
                 accountID: alice, changes: (1...count).map { change(Int64($0), edit: Int64($0), text: "n\($0)\n") }, context: context(limits)
             )
-            #expect(replay.allSatisfy { $0.replayed && $0.text == "m\(Int($0.clientID.rawValue))\n" })
+            // Each replay answers its original result (created, version 1, no text), not the note as it is now.
+            #expect(replay.allSatisfy { $0.replayed && $0.status == .created && $0.version == 1 && $0.text == nil })
             #expect(try await everything(store, alice).count == count)
             #expect(try await store.currentChangeSequence(accountID: alice) == Int64(2 * count))
         },

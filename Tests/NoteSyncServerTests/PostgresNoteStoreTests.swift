@@ -79,6 +79,49 @@ struct PostgresNoteStoreTests {
         try await b.close()
     }
 
+    /// Issue 15, item 7: two daemons on one database share the sign-in throttle. Failed before: each daemon counted
+    /// in memory, so five failures spread over two daemons locked out neither.
+    @Test func twoDaemonsShareOneSignInThrottle() async throws {
+        let schema = try await TestPostgres.freshSchema()
+        let clock = ManualFlakeClock(unixMilliseconds: testEpoch)
+        var daemons: [SyncService] = []
+        var stores: [PostgresNoteStore] = []
+        for instance in 0..<2 {
+            let store = try await TestPostgres.store(schema: schema)
+            stores.append(store)
+            let generator = try FlakeGenerator(instance: instance, clock: clock)
+            daemons.append(
+                SyncService(
+                    store: store, bcryptCost: 4, clock: clock, mintID: { try generator.next() },
+                    throttle: PostgresSignInThrottle(database: store.database), logger: testLogger))
+        }
+        _ = try await daemons[0].signUp(SignUpRequest(username: "alice", password: "correct horse"))
+        let wrong = SignInRequest(username: "alice", password: "wrong password")
+        for attempt in 0..<5 {
+            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].signIn(wrong) }
+        }
+        for daemon in daemons {
+            do {
+                _ = try await daemon.signIn(SignInRequest(username: "alice", password: "correct horse"))
+                Issue.record("the sixth attempt must be refused on every daemon")
+            } catch let error as SyncError {
+                #expect(error.code == .tooManyAttempts)
+                #expect(Int(error.extraHeaders[SyncError.retryAfterHeader] ?? "") == 900)
+            }
+        }
+        // Fifteen minutes later the failures have aged out everywhere, and a success clears them.
+        clock.advance(milliseconds: 15 * 60 * 1000 + 1)
+        _ = try await daemons[1].signIn(SignInRequest(username: "alice", password: "correct horse"))
+        for attempt in 0..<4 {
+            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].signIn(wrong) }
+        }
+        _ = try await daemons[0].signIn(SignInRequest(username: "alice", password: "correct horse"))
+        // Another username is counted apart.
+        _ = try await daemons[0].signUp(SignUpRequest(username: "bob", password: "correct horse"))
+        _ = try await daemons[1].signIn(SignInRequest(username: "bob", password: "correct horse"))
+        for store in stores { try await store.close() }
+    }
+
     /// Pushes through two daemons while a reader follows the change cursor: the reader never skips a change (a
     /// change committed later never carries a smaller number than one the reader already passed), and its cursor
     /// never moves back.

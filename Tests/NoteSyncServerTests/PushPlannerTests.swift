@@ -298,15 +298,18 @@ struct PushPlannerRuleTests {
         #expect(retry[0].replayed && retry[0].status == .updated)
     }
 
-    @Test func replayReportsCurrentTextAfterOtherDevicesChangedIt() {
+    /// Issue 15: a replay answers exactly the original result, not the note's current text (it used to answer
+    /// `text: "b\n"` here).
+    @Test func replayAnswersTheOriginalResultAfterOtherDevicesChangedIt() {
         var h = PlannerHarness()
-        let serverID = h.push(alice, [change(10, edit: 1, text: "a\n")])[0].serverID!
+        let created = h.push(alice, [change(10, edit: 1, text: "a\n")])[0]
+        let serverID = created.serverID!
         _ = h.push(alice, [change(10, server: serverID, edit: 2, text: "b\n", baseVersion: 1)])
         let replay = h.push(alice, [change(10, edit: 1, text: "a\n")])
-        #expect(replay[0].replayed)
-        #expect(replay[0].status == .created)
-        #expect(replay[0].version == 1)
-        #expect(replay[0].text == "b\n")
+        var expected = created
+        expected.replayed = true
+        #expect(replay[0] == expected)
+        #expect(replay[0].text == nil)
     }
 
     @Test func cleanMergeEqualToCurrentWritesNothing() {
@@ -568,8 +571,9 @@ struct PushPlannerPropertyTests {
                 } else if let first = firstResults[index] {
                     // A replay answers the stored outcome for every change accepted the first time.
                     for (a, b) in zip(first, results) where a.status != .rejected {
-                        #expect(b.replayed && a.status == b.status && a.serverID == b.serverID && a.version == b.version
-                                && a.conflict == b.conflict, "seed \(seed)")
+                        var expected = a
+                        expected.replayed = true
+                        #expect(b == expected, "seed \(seed)")
                     }
                 }
             }

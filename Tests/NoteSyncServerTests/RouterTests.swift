@@ -120,8 +120,10 @@ struct RouterTests {
                 .signUp, body: Data(#"{"username":"bob","password":"correct horse"}"#.utf8), contentType: "Application/JSON; charset=utf-8"
             )
             #expect(charset.status == 201)
+            // No Content-Type at all is refused too (the protocol's rule; it used to be accepted).
             let noType = try await api.call(.signUp, body: Data(#"{"username":"carol","password":"correct horse"}"#.utf8), contentType: nil)
-            #expect(noType.status == 201)
+            #expect(noType.status == 415)
+            #expect(noType.errorCode == .unsupportedMediaType)
         }
     }
 

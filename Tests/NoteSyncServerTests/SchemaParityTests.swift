@@ -13,7 +13,7 @@ struct SchemaParityTests {
     /// Tables only one backend has: each keeps its own migration bookkeeping, and instance leases exist only where
     /// several daemons share a database.
     static let sqliteOnlyTables: Set<String> = ["grdb_migrations"]
-    static let postgresOnlyTables: Set<String> = ["instance_leases", "notesyncd_migrations"]
+    static let postgresOnlyTables: Set<String> = ["instance_leases", "notesyncd_migrations", "sign_in_attempts"]
 
     @Test func sqliteAndPostgresDescribeTheSameSchema() async throws {
         var sqlite = try Self.sqliteSchema()

@@ -40,7 +40,7 @@ typealias TestServer = InProcessServer
 extension InProcessServer {
     static func make(
         limits: SyncLimits = SyncLimits(), store: (any NoteStore)? = nil, seed: UInt64 = 42,
-        throttle: SignInThrottle = SignInThrottle()
+        throttle: any SignInThrottling = SignInThrottle()
     ) throws -> InProcessServer {
         try InProcessServer(store: store, limits: limits, tokenSeed: seed, throttle: throttle, logger: testLogger)
     }

@@ -397,6 +397,42 @@ struct SyncTests {
         #expect(try await serverTexts(server, "alice") == ["note 0\nsecond line", "note 1 edited\nsecond line", "note 2\nsecond line"])
     }
 
+    /// Issue 15: a replay answers the stored outcome (not the note's current text), so a sign-in that pulled first
+    /// and passed another device's later change must pull again after the replay. Failed with the exact-replay
+    /// server before the engine re-pulled: the device kept its own replayed text, the account had the other device's.
+    @Test func aReplayAfterAPullFirstSignInCatchesUpWithLaterChanges() async throws {
+        let server = try TestServer.make()
+        let transport = FaultInjectingTransport(server.transport)
+        let a = try makeDevice(transport, seed: 1, retry: .none)
+        let b = try makeDevice(server.transport, seed: 2)
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+        let note = try a.add("one\ntwo")
+        try await a.syncOK()
+        try await b.syncOK()
+
+        // a's edit is applied, but its answer is lost.
+        try a.edit(note.id, text: "one, edited on a\ntwo")
+        transport.setPlan { request, _ in request.path == Endpoint.push.path ? .dropAnswer : nil }
+        await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .serverUnreachable }
+        transport.setPlan { _, _ in nil }
+
+        // b takes a's edit and edits the note again.
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first)
+        try b.edit(onB.id, text: "one, edited on a\ntwo, edited on b")
+        try await b.syncOK()
+
+        // a signs out and back in: its sign-in pulls first (passing b's edit), then re-sends the unanswered edit.
+        try await a.signOut()
+        let report = try await signIn(a, "alice").sync.get()
+        #expect(report.replayed == 1)
+        let expected = ["one, edited on a\ntwo, edited on b"]
+        #expect(try await serverTexts(server, "alice") == expected)
+        #expect(try a.texts() == expected)
+        #expect(try a.notes().allSatisfy { !$0.isDirty })
+    }
+
     @Test func anEditDuringAPushStaysDirtyAndIsPushedNext() async throws {
         let server = try TestServer.make()
         let b = try makeDevice(server.transport, seed: 2)

@@ -23,9 +23,11 @@ public struct APIClient: Sendable {
         send = { request, _ in try await transport.send(request) }
     }
 
+    /// Sends a request; `contentType` is the header sent (`application/json` unless the caller says otherwise; nil
+    /// sends none).
     public func call(
         _ endpoint: Endpoint, token: String? = nil, query: [(String, String)] = [], body: Data? = nil,
-        contentType: String? = nil
+        contentType: String? = "application/json"
     ) async throws -> WireResponse {
         try await send(WireRequest(endpoint, query: query, bearerToken: token, body: body), contentType)
     }

@@ -37,7 +37,7 @@ public final class InProcessServer: Sendable {
     public init(
         store: (any NoteStore)? = nil, clock: ManualFlakeClock = ManualFlakeClock(unixMilliseconds: testEpoch),
         instance: Int = 7, after: FlakeID? = nil, limits: SyncLimits = SyncLimits(), bcryptCost: Int = 4,
-        passwords: PasswordHashing? = nil, tokenSeed: UInt64 = 42, throttle: SignInThrottle = SignInThrottle(),
+        passwords: PasswordHashing? = nil, tokenSeed: UInt64 = 42, throttle: any SignInThrottling = SignInThrottle(),
         logger: Logger = .quiet("in-process-server")
     ) throws {
         let store = try store ?? SQLiteNoteStore.inMemory()

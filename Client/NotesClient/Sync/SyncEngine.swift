@@ -17,7 +17,8 @@ import Synchronization
 ///       answer: `whenTooLarge`);
 ///    3. send each batch and apply its answer in one transaction (``PushResultPlanner``: `apply`; refusals:
 ///       `refusal(for:)`).
-/// 4. Pull from the stored cursor, page by page; each page is applied with its new cursor in one transaction
+/// 4. Pull from the stored cursor (when the sync pulled first and a push result was a replay, from where that
+///    first pull started: a replay answers the stored outcome, which the first pull may have passed), page by page; each page is applied with its new cursor in one transaction
 ///    (``PullPlanner``: `apply` per record), so an interrupted sync resumes where it stopped. An `invalid_cursor`
 ///    answer restarts from the beginning, once.
 /// 5. Record the sync time and count the notes still pending.
@@ -96,8 +97,18 @@ final class SyncEngine: Sendable {
         var report = SyncReport()
         let info = try await connection.call(.info, ServerInfo.self)
         let limits = Self.sanitized(info.limits)
+        let cursorBeforePull = pullFirst ? try store.read { tx in try tx.cursor() } : nil
         if pullFirst { try await pull(connection, limits: limits, report: &report, progress: progress) }
+        let replayedBeforePush = report.replayed
         try await push(connection, limits: limits, report: &report, progress: progress)
+        if pullFirst, report.replayed > replayedBeforePush {
+            // A replay answers the outcome stored when the edit was first applied, not the note's state now, and
+            // the pull that came first may already have passed a later change to that note (it left the dirty
+            // note alone): pull again from where that pull started, so the settled note catches up.
+            try store.write { tx in
+                if let cursorBeforePull { try tx.setCursor(cursorBeforePull) } else { try tx.clearCursor() }
+            }
+        }
         try await pull(connection, limits: limits, report: &report, progress: progress)
         let now = now
         report.pending = try store.write { tx in
@@ -298,7 +309,10 @@ final class SyncEngine: Sendable {
     ) async throws(NotesError) -> SignInReport {
         let request = SignInRequest(
             username: username, password: password,
-            deviceName: String(environment.deviceName.prefix(SignInRequest.maxDeviceNameLength)), origin: origin)
+            deviceName: String(
+                String.UnicodeScalarView(environment.deviceName.unicodeScalars.filter { $0.properties.generalCategory != .control })
+                    .prefix(SignInRequest.maxDeviceNameLength)),
+            origin: origin)
         let session = try await connection(to: url, server: server, token: nil)
             .call(.signIn, SignInResponse.self, body: encodeBody(request))
 

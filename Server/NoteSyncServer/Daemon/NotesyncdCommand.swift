@@ -23,6 +23,13 @@ import NoteSyncProtocol
 /// | `--max-note-bytes` | `NOTESYNCD_MAX_NOTE_BYTES` | 256 KiB |
 /// | `--max-batch` | `NOTESYNCD_MAX_BATCH` | 1000 |
 /// | `--max-page` | `NOTESYNCD_MAX_PAGE` | 1000 |
+/// | `--idle-timeout` | `NOTESYNCD_IDLE_TIMEOUT` | 60 (seconds) |
+/// | `--read-timeout` | `NOTESYNCD_READ_TIMEOUT` | 30 (seconds) |
+/// | `--write-timeout` | `NOTESYNCD_WRITE_TIMEOUT` | 60 (seconds) |
+/// | `--max-connections` | `NOTESYNCD_MAX_CONNECTIONS` | 1000 |
+///
+/// Integer options take their value unconditionally (`--instance -1` is the value -1, refused by its range, not a
+/// missing value). A bad option or variable prints one line on stderr and exits 64.
 public struct NotesyncdCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "notesyncd",
@@ -50,61 +57,89 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let maxNoteBytes = "NOTESYNCD_MAX_NOTE_BYTES"
         public static let maxBatch = "NOTESYNCD_MAX_BATCH"
         public static let maxPage = "NOTESYNCD_MAX_PAGE"
+        public static let idleTimeout = "NOTESYNCD_IDLE_TIMEOUT"
+        public static let readTimeout = "NOTESYNCD_READ_TIMEOUT"
+        public static let writeTimeout = "NOTESYNCD_WRITE_TIMEOUT"
+        public static let maxConnections = "NOTESYNCD_MAX_CONNECTIONS"
     }
 
-    @Option(name: .customLong("data-dir"), help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
+    @Option(name: .customLong("data-dir"), parsing: .unconditional, help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
     var dataDirectory: String?
 
-    @Option(help: "Address to listen on (NOTESYNCD_HOST; default 127.0.0.1).")
+    @Option(parsing: .unconditional, help: "Address to listen on (NOTESYNCD_HOST; default 127.0.0.1).")
     var host: String?
 
-    @Option(help: "Port to listen on, 0 for any free port (NOTESYNCD_PORT; default 8080).")
+    @Option(parsing: .unconditional, help: "Port to listen on, 0 for any free port (NOTESYNCD_PORT; default 8080).")
     var port: Int?
 
-    @Option(help: "MiniFlake instance number of this daemon with SQLite, 0...1023; PostgreSQL leases one (NOTESYNCD_INSTANCE; default 0).")
+    @Option(parsing: .unconditional, help: "MiniFlake instance number of this daemon with SQLite, 0...1023; PostgreSQL leases one (NOTESYNCD_INSTANCE; default 0).")
     var instance: Int?
 
     @Option(
-        name: .customLong("instance-lease-seconds"),
+        name: .customLong("instance-lease-seconds"), parsing: .unconditional,
         help: "PostgreSQL: how long an instance-number lease lasts unrenewed (NOTESYNCD_INSTANCE_LEASE_SECONDS; default 30)."
     )
     var instanceLeaseSeconds: Int?
 
     @Option(
-        name: .customLong("database-connections"),
+        name: .customLong("database-connections"), parsing: .unconditional,
         help: "PostgreSQL: most connections this daemon opens (NOTESYNCD_DATABASE_CONNECTIONS; default 20)."
     )
     var databaseConnections: Int?
 
     @Option(
-        name: .customLong("edit-retention-days"),
+        name: .customLong("edit-retention-days"), parsing: .unconditional,
         help: "Days applied edits are kept to recognise replayed pushes; 0 keeps them forever (NOTESYNCD_EDIT_RETENTION_DAYS; default 30)."
     )
     var editRetentionDays: Int?
 
-    @Option(name: .customLong("bcrypt-cost"), help: "bcrypt cost of new password hashes, 4...31 (NOTESYNCD_BCRYPT_COST; default 12).")
+    @Option(name: .customLong("bcrypt-cost"), parsing: .unconditional, help: "bcrypt cost of new password hashes, 4...31 (NOTESYNCD_BCRYPT_COST; default 12).")
     var bcryptCost: Int?
 
     @Option(
-        name: .customLong("log-level"),
+        name: .customLong("log-level"), parsing: .unconditional,
         help: "trace, debug, info, notice, warning, error or critical (NOTESYNCD_LOG_LEVEL; default info)."
     )
     var logLevel: String?
 
-    @Option(help: "'sqlite', or a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require] URL (NOTESYNCD_DATABASE; default sqlite).")
+    @Option(parsing: .unconditional, help: "'sqlite', or a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require] URL (NOTESYNCD_DATABASE; default sqlite).")
     var database: String?
 
-    @Option(name: .customLong("max-body-bytes"), help: "Largest request body in bytes (NOTESYNCD_MAX_BODY_BYTES; default 8388608).")
+    @Option(name: .customLong("max-body-bytes"), parsing: .unconditional, help: "Largest request body in bytes (NOTESYNCD_MAX_BODY_BYTES; default 8388608).")
     var maxBodyBytes: Int?
 
-    @Option(name: .customLong("max-note-bytes"), help: "Largest note text in UTF-8 bytes (NOTESYNCD_MAX_NOTE_BYTES; default 262144).")
+    @Option(name: .customLong("max-note-bytes"), parsing: .unconditional, help: "Largest note text in UTF-8 bytes (NOTESYNCD_MAX_NOTE_BYTES; default 262144).")
     var maxNoteBytes: Int?
 
-    @Option(name: .customLong("max-batch"), help: "Most changes in one push (NOTESYNCD_MAX_BATCH; default 1000).")
+    @Option(name: .customLong("max-batch"), parsing: .unconditional, help: "Most changes in one push (NOTESYNCD_MAX_BATCH; default 1000).")
     var maxBatch: Int?
 
-    @Option(name: .customLong("max-page"), help: "Most notes in one pull page (NOTESYNCD_MAX_PAGE; default 1000).")
+    @Option(name: .customLong("max-page"), parsing: .unconditional, help: "Most notes in one pull page (NOTESYNCD_MAX_PAGE; default 1000).")
     var maxPage: Int?
+
+    @Option(
+        name: .customLong("idle-timeout"), parsing: .unconditional,
+        help: "Seconds a connection with no request in progress may stay silent, 1...3600 (NOTESYNCD_IDLE_TIMEOUT; default 60)."
+    )
+    var idleTimeout: Int?
+
+    @Option(
+        name: .customLong("read-timeout"), parsing: .unconditional,
+        help: "Seconds a request head may take, and a body may stall, 1...3600 (NOTESYNCD_READ_TIMEOUT; default 30)."
+    )
+    var readTimeout: Int?
+
+    @Option(
+        name: .customLong("write-timeout"), parsing: .unconditional,
+        help: "Seconds an answer may wait for a client that does not read it, 1...3600 (NOTESYNCD_WRITE_TIMEOUT; default 60)."
+    )
+    var writeTimeout: Int?
+
+    @Option(
+        name: .customLong("max-connections"), parsing: .unconditional,
+        help: "Most connections served at once; more wait in the listen backlog (NOTESYNCD_MAX_CONNECTIONS; default 1000)."
+    )
+    var maxConnections: Int?
 
     public init() {}
 
@@ -165,6 +200,10 @@ public struct NotesyncdCommand: AsyncParsableCommand {
             configuration.limits.maxPageSize = value
             configuration.limits.defaultPageSize = min(configuration.limits.defaultPageSize, max(value, 1))
         }
+        if let value = try integer(idleTimeout, Environment.idleTimeout) { configuration.idleTimeoutSeconds = value }
+        if let value = try integer(readTimeout, Environment.readTimeout) { configuration.readTimeoutSeconds = value }
+        if let value = try integer(writeTimeout, Environment.writeTimeout) { configuration.writeTimeoutSeconds = value }
+        if let value = try integer(maxConnections, Environment.maxConnections) { configuration.maxConnections = value }
         do {
             try configuration.validate()
         } catch {
@@ -190,9 +229,36 @@ public struct NotesyncdCommand: AsyncParsableCommand {
 }
 
 extension NotesyncdCommand {
-    /// Parses the process's arguments and runs the daemon; on an error prints it to stderr and exits non-zero
-    /// (64 for a bad option or variable). `main.swift` calls only this.
-    public static func runFromCommandLine() async {
-        await main()
+    /// Parses the process's arguments and runs the daemon; on an error prints one line to stderr and exits non-zero
+    /// (64 for a bad option or variable, 1 for a runtime failure). `--help` prints the help and exits 0.
+    /// `main.swift` calls only this.
+    public static func runFromCommandLine(_ arguments: [String]? = nil) async {
+        let command: NotesyncdCommand
+        do {
+            command = try parse(arguments)
+        } catch {
+            exitWithOneLine(error)
+        }
+        do {
+            try await command.run()
+        } catch {
+            exitWithOneLine(error)
+        }
+    }
+
+    /// The one stderr line for an error (`notesyncd: ...`), or nil for help and version requests, which print
+    /// their text as ArgumentParser does.
+    static func oneLine(for error: any Error) -> String? {
+        if exitCode(for: error) == .success { return nil }
+        let message = message(for: error)
+            .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .joined(separator: " ")
+        return "notesyncd: \(message.isEmpty ? "\(error)" : message)"
+    }
+
+    private static func exitWithOneLine(_ error: any Error) -> Never {
+        guard let line = oneLine(for: error) else { exit(withError: error) }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+        Foundation.exit(exitCode(for: error).rawValue)
     }
 }

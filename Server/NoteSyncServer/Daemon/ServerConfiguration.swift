@@ -63,12 +63,23 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var logLevel: Logger.Level
     /// Default `sqlite`.
     public var database: Database
+    /// Connection timeouts in seconds, 1...3600 each (see ``ConnectionTimeouts``). Defaults 60, 30, 60.
+    public var idleTimeoutSeconds: Int
+    public var readTimeoutSeconds: Int
+    public var writeTimeoutSeconds: Int
+    /// Most connections served at once, 1...100000; past it new connections wait in the listen backlog. Default 1000.
+    public var maxConnections: Int
 
     public init(
         dataDirectory: String = "notesyncd-data", host: String = "127.0.0.1", port: Int = 8080, instance: Int = 0,
         bcryptCost: Int = 12, limits: SyncLimits = .default, logLevel: Logger.Level = .info, database: Database = .sqlite,
-        instanceLeaseSeconds: Int = 30, databaseConnections: Int = 20, editRetentionDays: Int = 30
+        instanceLeaseSeconds: Int = 30, databaseConnections: Int = 20, editRetentionDays: Int = 30,
+        idleTimeoutSeconds: Int = 60, readTimeoutSeconds: Int = 30, writeTimeoutSeconds: Int = 60, maxConnections: Int = 1000
     ) {
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.readTimeoutSeconds = readTimeoutSeconds
+        self.writeTimeoutSeconds = writeTimeoutSeconds
+        self.maxConnections = maxConnections
         self.editRetentionDays = editRetentionDays
         self.instanceLeaseSeconds = instanceLeaseSeconds
         self.databaseConnections = databaseConnections
@@ -86,6 +97,16 @@ public struct ServerConfiguration: Sendable, Equatable {
     public static let bcryptCostRange = 4...31
     /// Valid instance numbers.
     public static let instanceRange = 0...1023
+
+    /// Valid timeouts, in seconds.
+    public static let timeoutRange = 1...3600
+    /// Valid connection caps.
+    public static let maxConnectionsRange = 1...100_000
+
+    /// The connection timeouts.
+    public var timeouts: ConnectionTimeouts {
+        ConnectionTimeouts(idle: .seconds(idleTimeoutSeconds), read: .seconds(readTimeoutSeconds), write: .seconds(writeTimeoutSeconds))
+    }
 
     /// Checks every value; throws a ``ConfigurationError`` naming the first bad one.
     public func validate() throws(ConfigurationError) {
@@ -112,6 +133,13 @@ public struct ServerConfiguration: Sendable, Equatable {
         }
         guard (1...1000).contains(databaseConnections) else {
             throw ConfigurationError("database connections must be 1...1000, got \(databaseConnections)")
+        }
+        for (name, value) in [("idle timeout", idleTimeoutSeconds), ("read timeout", readTimeoutSeconds), ("write timeout", writeTimeoutSeconds)]
+        where !Self.timeoutRange.contains(value) {
+            throw ConfigurationError("the \(name) must be 1...3600 seconds, got \(value)")
+        }
+        guard Self.maxConnectionsRange.contains(maxConnections) else {
+            throw ConfigurationError("max connections must be 1...100000, got \(maxConnections)")
         }
         if case .postgres(let url) = database {
             _ = try PostgresDatabase.configuration(url: url, maximumConnections: databaseConnections)

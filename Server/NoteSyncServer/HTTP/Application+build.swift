@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import MiniFlake
 import NIOCore
@@ -61,6 +62,7 @@ public func buildApplication(
     // The store, the ID source, and what must run before the server starts and beside it.
     let store: any NoteStore
     let mintID: @Sendable () throws -> FlakeID
+    let throttle: any SignInThrottling
     var services: [any Service] = []
     var prelude: (@Sendable () async throws -> Void)?
     switch configuration.database {
@@ -77,6 +79,7 @@ public func buildApplication(
         )
         store = sqlite
         mintID = { try generator.next() }
+        throttle = SignInThrottle()
     case .postgres(let url):
         let database = PostgresDatabase(
             configuration: try PostgresDatabase.configuration(url: url, maximumConnections: configuration.databaseConnections),
@@ -85,6 +88,8 @@ public func buildApplication(
         let lease = InstanceLease(database: database, ttl: .seconds(configuration.instanceLeaseSeconds), logger: logger)
         store = PostgresNoteStore(database: database)
         mintID = { try lease.next() }
+        // Shared by every daemon on the database: N daemons must not give an attacker N times the attempts.
+        throttle = PostgresSignInThrottle(database: database)
         // The pool first (it stops last), then the lease (released after the server has drained).
         services = [database.client, InstanceLeaseService(lease: lease, logger: logger)]
         let shown = configuration.database.description
@@ -98,13 +103,18 @@ public func buildApplication(
     }
     let service = SyncService(
         store: store, limits: configuration.limits, bcryptCost: configuration.bcryptCost, clock: SystemFlakeClock.coarse,
-        mintID: mintID, randomBytes: .system, logger: logger
+        mintID: mintID, randomBytes: .system, throttle: throttle, logger: logger
     )
     let api = SyncAPI(service: service, logger: logger)
     let host = configuration.host
     var app = Application(
         router: buildRouter(api: api, logger: logger),
-        configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port), serverName: "notesyncd"),
+        server: .guardedHTTP1(timeouts: configuration.timeouts, logger: logger),
+        configuration: ApplicationConfiguration(
+            address: .hostname(host, port: configuration.port), serverName: "notesyncd",
+            // Past the cap, new connections wait in the listen backlog (256) until one closes.
+            availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections, logger: logger)
+        ),
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
             let shownHost = host.contains(":") ? "[\(host)]" : host
@@ -226,8 +236,10 @@ enum HTTPBridge {
         guard path == route.endpoint.path else {
             return response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: requestID))
         }
+        // Public routes ignore the Authorization header (a stale or malformed one must not lock a client out of
+        // `/healthz`, `/v1/info`, sign-up or sign-in); authenticated routes refuse a malformed one.
         var bearerToken: String?
-        if let authorization = request.headers[.authorization] {
+        if route.endpoint.requiresAuthentication, let authorization = request.headers[.authorization] {
             guard let token = bearer(from: authorization) else {
                 return response(from: SyncError.malformedAuthorization.response(requestID: requestID))
             }

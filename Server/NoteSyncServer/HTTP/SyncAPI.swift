@@ -47,17 +47,21 @@ public struct SyncAPI: Sendable {
 
     // MARK: - In process
 
-    /// Handles a request whose media type is unknown (in-process callers always send JSON).
+    /// Handles a request from an in-process caller, whose body is always JSON (as if it said
+    /// `Content-Type: application/json`).
     public func handle(_ request: WireRequest) async -> WireResponse {
-        await handle(request, contentType: nil)
+        await handle(request, contentType: Self.jsonMediaType)
     }
 
     /// Handles a request: finds its endpoint, checks the body size, then ``respond(_:to:requestID:contentType:)``.
     ///
-    /// - Parameter contentType: The request's `Content-Type` header, if any. A POST with a non-empty body must send
-    ///   `application/json` (parameters such as `charset=utf-8` allowed) or none.
+    /// - Parameter contentType: The request's `Content-Type` header, nil when it sent none. A POST with a non-empty
+    ///   body must say `application/json` (parameters such as `charset=utf-8` allowed): any other type, or none, is
+    ///   415 `unsupported_media_type`.
     public func handle(_ request: WireRequest, contentType: String?) async -> WireResponse {
         let requestID = request.requestID ?? Self.makeRequestID()
+        var request = request
+        request.requestID = requestID
         guard let route = routes.first(where: { $0.endpoint.path == request.path && $0.endpoint.method == request.method })
         else {
             return routeMiss(method: request.method.rawValue, path: request.path, requestID: requestID)
@@ -77,8 +81,12 @@ public struct SyncAPI: Sendable {
         var logger = self.logger
         logger[metadataKey: "request_id"] = .string(requestID)
         do {
-            if endpoint.method == .post, let body = request.body, !body.isEmpty, let contentType, !Self.isJSON(contentType) {
-                throw SyncError(.unsupportedMediaType, "The body must be application/json, not \(contentType).")
+            if endpoint.method == .post, let body = request.body, !body.isEmpty, !(contentType.map(Self.isJSON) ?? false) {
+                throw SyncError(
+                    .unsupportedMediaType,
+                    contentType.map { "The body must be application/json, not \($0)." }
+                        ?? "The body must be application/json; the request has no Content-Type."
+                )
             }
             var response: WireResponse
             switch route.handler {
@@ -135,7 +143,8 @@ public struct SyncAPI: Sendable {
         case .signIn:
             .public { request in
                 let decoded = try WireJSON.decodeRequest(SignInRequest.self, from: request.body ?? Data())
-                return try encode(try await service.signIn(decoded), endpoint)
+                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await service.signIn(decoded, peer: peer), endpoint)
             }
         case .signOut:
             .authenticated { _, session in
@@ -162,6 +171,9 @@ public struct SyncAPI: Sendable {
     private static func encode(_ value: some Encodable, _ endpoint: Endpoint) throws -> WireResponse {
         WireResponse(status: endpoint.successStatus, body: try WireJSON.encoder().encode(value))
     }
+
+    /// The media type in-process requests are taken to have.
+    static let jsonMediaType = "application/json"
 
     /// Whether a Content-Type names JSON (`application/json`, any parameters, any case).
     static func isJSON(_ contentType: String) -> Bool {

@@ -1,7 +1,7 @@
 import PostgresNIO
 
-/// The schema: its migrations and the runner. The tables `instance_leases` (``InstanceLease``) and
-/// `notesyncd_migrations` exist only in PostgreSQL; the others match the SQLite store's (a test compares them).
+/// The schema: its migrations and the runner. The tables `instance_leases` (``InstanceLease``),
+/// `sign_in_attempts` (``PostgresSignInThrottle``) and `notesyncd_migrations` exist only in PostgreSQL; the others match the SQLite store's (a test compares them).
 extension PostgresDatabase {
     /// The migrations, in order. Never edit a shipped migration: append a new one.
     static let migrations: [(version: Int, sql: [String])] = [
@@ -73,6 +73,33 @@ extension PostgresDatabase {
             ]
         ),
         (2, ["CREATE INDEX applied_edits_by_age ON applied_edits(created_at)"]),
+        (
+            3,
+            [
+                // A replay answers exactly the original result, text included. Edits applied before this migration
+                // take the note's text at migration time for the statuses whose answer had one (what their replays
+                // answered until now).
+                "ALTER TABLE applied_edits ADD COLUMN text BYTEA",
+                """
+                UPDATE applied_edits e SET text = n.text FROM notes n
+                WHERE n.server_id = e.server_id AND n.account_id = e.account_id AND e.status IN ('merged', 'conflict', 'kept')
+                """,
+            ]
+        ),
+        (
+            4,
+            [
+                // The sign-in throttle shared by every daemon (PostgresSignInThrottle); PostgreSQL only.
+                """
+                CREATE TABLE sign_in_attempts (
+                    username TEXT NOT NULL,
+                    attempted_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX sign_in_attempts_by_username ON sign_in_attempts(username, attempted_at)",
+                "CREATE INDEX sign_in_attempts_by_age ON sign_in_attempts(attempted_at)",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -29,27 +29,21 @@ struct PostgresPushTransaction: AsyncPushTransaction {
         if !editIDs.isEmpty {
             let rows = try await connection.query(
                 """
-                SELECT edit_id, status, server_id, version, conflict_server_id, conflict_client_id, created_at,
-                       client_id, origin, pusher
+                SELECT \(unescaped: PostgresRows.appliedEditColumns)
                 FROM applied_edits WHERE account_id = \(account) AND edit_id = ANY(\(editIDs))
                 """,
                 logger: logger
             )
-            for try await row in rows.decode(
-                (Int64, String, Int64?, Int64?, Int64?, Int64?, Int64, Int64, Int64, Int64).self
-            ) {
+            for try await row in rows.decode(PostgresRows.AppliedEditRow.self) {
                 loaded.appliedEdits.append(try PostgresRows.appliedEdit(row))
             }
         }
-        if !editIDs.isEmpty || !serverIDs.isEmpty || !clientIDs.isEmpty {
-            // The notes named by server ID, by client ID, or by an applied edit with one of the edit IDs.
+        if !serverIDs.isEmpty || !clientIDs.isEmpty {
+            // The notes named by server ID or by client ID (a replay answers from its applied edit alone).
             let rows = try await connection.query(
                 """
                 SELECT \(unescaped: PostgresRows.noteColumns) FROM notes
-                WHERE account_id = \(account)
-                  AND (server_id = ANY(\(serverIDs)) OR client_id = ANY(\(clientIDs))
-                       OR server_id IN (SELECT server_id FROM applied_edits
-                                        WHERE account_id = \(account) AND edit_id = ANY(\(editIDs))))
+                WHERE account_id = \(account) AND (server_id = ANY(\(serverIDs)) OR client_id = ANY(\(clientIDs)))
                 """,
                 logger: logger
             )
@@ -89,13 +83,15 @@ struct PostgresPushTransaction: AsyncPushTransaction {
                 WHERE notes.server_id = u.s AND notes.account_id = \(account)
             ), edits AS (
                 INSERT INTO applied_edits (account_id, edit_id, status, server_id, version, conflict_server_id,
-                                           conflict_client_id, created_at, client_id, origin, pusher)
-                SELECT \(account), e, st, NULLIF(s, 0), NULLIF(v, 0), NULLIF(cs, 0), NULLIF(cc, 0), ca, c, o, p
+                                           conflict_client_id, created_at, client_id, origin, pusher, text)
+                SELECT \(account), e, st, NULLIF(s, 0), NULLIF(v, 0), NULLIF(cs, 0), NULLIF(cc, 0), ca, c, o, p,
+                       CASE WHEN ht THEN tx END
                 FROM unnest(\(edits.editID)::int8[], \(edits.status)::text[], \(edits.serverID)::int8[],
                             \(edits.version)::int8[], \(edits.conflictServerID)::int8[],
                             \(edits.conflictClientID)::int8[], \(edits.createdAt)::int8[], \(edits.clientID)::int8[],
-                            \(edits.origin)::int8[], \(edits.pusher)::int8[])
-                     AS u(e, st, s, v, cs, cc, ca, c, o, p)
+                            \(edits.origin)::int8[], \(edits.pusher)::int8[], \(edits.hasText)::bool[],
+                            \(edits.text)::bytea[])
+                     AS u(e, st, s, v, cs, cc, ca, c, o, p, ht, tx)
             )
             UPDATE accounts SET change_seq = \(plan.newSequence)
             WHERE id = \(account) AND change_seq <> \(plan.newSequence)
@@ -124,11 +120,13 @@ struct PostgresPushTransaction: AsyncPushTransaction {
         }
     }
 
-    /// Applied edits as column arrays, for `unnest`. Absent values are 0 (IDs and versions are positive).
+    /// Applied edits as column arrays, for `unnest`. Absent values are 0 (IDs and versions are positive); an absent
+    /// text is an empty one with `hasText` false.
     struct EditColumns {
         var editID: [Int64] = [], status: [String] = [], serverID: [Int64] = [], version: [Int64] = []
         var conflictServerID: [Int64] = [], conflictClientID: [Int64] = [], createdAt: [Int64] = []
         var clientID: [Int64] = [], origin: [Int64] = [], pusher: [Int64] = []
+        var hasText: [Bool] = [], text: [ByteBuffer] = []
 
         mutating func append(_ edit: AppliedEdit) {
             editID.append(edit.editID.rawValue)
@@ -141,6 +139,8 @@ struct PostgresPushTransaction: AsyncPushTransaction {
             clientID.append(edit.noteKey.clientID.rawValue)
             origin.append(edit.noteKey.origin.rawValue)
             pusher.append(edit.pusher?.rawValue ?? 0)
+            hasText.append(edit.text != nil)
+            text.append(ByteBuffer(string: edit.text ?? ""))
         }
     }
 }

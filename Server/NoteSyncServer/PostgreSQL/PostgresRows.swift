@@ -19,10 +19,14 @@ enum PostgresRows {
         )
     }
 
-    static func appliedEdit(
-        _ row: (Int64, String, Int64?, Int64?, Int64?, Int64?, Int64, Int64, Int64, Int64)
-    ) throws -> AppliedEdit {
-        let (editID, statusText, serverID, version, conflictServerID, conflictClientID, createdAt, clientID, origin, pusher) = row
+    /// The columns of an applied-edit row, in the order of ``AppliedEditRow``.
+    static let appliedEditColumns =
+        "edit_id, status, server_id, version, conflict_server_id, conflict_client_id, created_at, client_id, origin, pusher, text"
+
+    typealias AppliedEditRow = (Int64, String, Int64?, Int64?, Int64?, Int64?, Int64, Int64, Int64, Int64, ByteBuffer?)
+
+    static func appliedEdit(_ row: AppliedEditRow) throws -> AppliedEdit {
+        let (editID, statusText, serverID, version, conflictServerID, conflictClientID, createdAt, clientID, origin, pusher, text) = row
         guard let status = ChangeStatus(rawValue: statusText) else {
             throw PostgresStoreError("applied_edits.status holds an unknown status '\(statusText)'")
         }
@@ -33,7 +37,7 @@ enum PostgresRows {
         return AppliedEdit(
             editID: try flake(editID), noteKey: NoteKey(clientID: try flake(clientID), origin: try flake(origin)),
             pusher: pusher == 0 ? nil : try flake(pusher), status: status, serverID: try serverID.map(flake),
-            version: version, conflict: conflict, createdAt: createdAt
+            version: version, text: text.map { String(buffer: $0) }, conflict: conflict, createdAt: createdAt
         )
     }
 }

@@ -58,6 +58,20 @@ extension SQLiteNoteStore {
         migrator.registerMigration("v2: applied edits by age") { db in
             try db.execute(sql: "CREATE INDEX applied_edits_by_age ON applied_edits(created_at)")
         }
+        migrator.registerMigration("v3: applied edits keep their answer's text") { db in
+            // A replay answers exactly the original result, text included. Edits applied before this migration
+            // did not keep it: the merged, conflict and kept ones (the statuses whose answer had a text) take the
+            // note's text at migration time, which is what their replays answered until now.
+            try db.execute(
+                sql: """
+                    ALTER TABLE applied_edits ADD COLUMN text BLOB;
+                    UPDATE applied_edits SET text = (
+                        SELECT COALESCE(n.text, X'') FROM notes n
+                        WHERE n.server_id = applied_edits.server_id AND n.account_id = applied_edits.account_id)
+                    WHERE status IN ('merged', 'conflict', 'kept');
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -17,21 +17,16 @@ struct SQLitePushTransaction: PushTransaction {
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch {
         let account = accountID.rawValue
         var loaded = LoadedBatch()
-        // The applied edits, each joined with the note it names.
+        // The applied edits (a replay answers from the edit alone).
         try Self.forEachChunk(keys.editIDs.map(\.rawValue)) { chunk in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT e.edit_id, e.status, e.server_id, e.version, e.conflict_server_id, e.conflict_client_id,
-                           e.created_at, e.client_id, e.origin, e.pusher, \(Self.joinedNoteColumns)
-                    FROM applied_edits e LEFT JOIN notes n ON n.server_id = e.server_id AND +n.account_id = e.account_id
-                    WHERE e.account_id = ? AND e.edit_id IN (\(Self.placeholders(chunk.count)))
+                    SELECT \(SQLiteRows.appliedEditColumns) FROM applied_edits
+                    WHERE account_id = ? AND edit_id IN (\(Self.placeholders(chunk.count)))
                     """
             )
             let rows = try Row.fetchCursor(statement, arguments: StatementArguments([account] + chunk))
-            while let row = try rows.next() {
-                loaded.appliedEdits.append(try SQLiteRows.appliedEdit(row))
-                if !row.hasNull(atIndex: 10) { loaded.notes.append(try SQLiteRows.note(row, at: 10)) }
-            }
+            while let row = try rows.next() { loaded.appliedEdits.append(try SQLiteRows.appliedEdit(row)) }
         }
         try Self.forEachChunk(keys.serverIDs.map(\.rawValue)) { chunk in
             let statement = try db.cachedStatement(
@@ -89,22 +84,22 @@ struct SQLitePushTransaction: PushTransaction {
             let insertEdit = try db.cachedStatement(
                 sql: """
                     INSERT INTO applied_edits (account_id, edit_id, status, server_id, version, conflict_server_id,
-                                               conflict_client_id, created_at, client_id, origin, pusher)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                               conflict_client_id, created_at, client_id, origin, pusher, text)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN COALESCE(?, X'') END)
                     """
             )
             for edit in plan.newEdits {
+                // The text as a blob (a TEXT binding would stop at a NUL); the empty text binds as NULL, so the CASE
+                // tells "no text" (NULL) from "" (an empty blob).
                 try insertEdit.execute(arguments: [
                     account, edit.editID.rawValue, edit.status.rawValue, edit.serverID?.rawValue, edit.version,
                     edit.conflict?.serverID.rawValue, edit.conflict?.clientID.rawValue, edit.createdAt,
                     edit.noteKey.clientID.rawValue, edit.noteKey.origin.rawValue, edit.pusher?.rawValue ?? 0,
+                    edit.text != nil, edit.text.map(SQLiteRows.textBlob),
                 ])
             }
         }
     }
-
-    /// ``SQLiteRows/noteColumns`` of the joined table `n`.
-    private static let joinedNoteColumns = SQLiteRows.noteColumns.split(separator: ", ").map { "n.\($0)" }.joined(separator: ", ")
 
     /// The largest `IN (...)` list one statement takes.
     static let chunkSize = 500

@@ -38,8 +38,11 @@ enum SQLiteRows {
         try row.withUnsafeData(atIndex: index) { data in data.map { String(decoding: $0, as: UTF8.self) } ?? "" }
     }
 
-    /// The applied edit in the row's first ten columns: `edit_id, status, server_id, version, conflict_server_id,
-    /// conflict_client_id, created_at, client_id, origin, pusher`.
+    /// The columns of an applied-edit row, in the order ``appliedEdit(_:)`` reads them.
+    static let appliedEditColumns =
+        "edit_id, status, server_id, version, conflict_server_id, conflict_client_id, created_at, client_id, origin, pusher, text"
+
+    /// The applied edit in the row's ``appliedEditColumns``. `text` is a blob: NULL when the answer had no text.
     static func appliedEdit(_ row: Row) throws -> AppliedEdit {
         let status: String = row[1]
         guard let status = ChangeStatus(rawValue: status) else {
@@ -56,7 +59,7 @@ enum SQLiteRows {
             editID: try flake(row[0]), noteKey: NoteKey(clientID: try flake(row[7]), origin: try flake(row[8])),
             pusher: (row[9] as Int64) == 0 ? nil : try flake(row[9]),
             status: status, serverID: try serverID.map(flake), version: row[3],
-            conflict: conflict, createdAt: row[6]
+            text: row.hasNull(atIndex: 10) ? nil : try text(row, 10), conflict: conflict, createdAt: row[6]
         )
     }
 }

@@ -1,5 +1,24 @@
 import Synchronization
 
+/// Counts failed sign-ins per username and refuses attempts past the limit (429 `too_many_attempts`).
+///
+/// The daemon uses ``SignInThrottle`` (in memory, per daemon) with SQLite and ``PostgresSignInThrottle`` (in the
+/// database, shared by every daemon) with PostgreSQL, so that N daemons behind one address do not give an attacker N
+/// times the attempts. Usernames are canonical; times come from the caller (the service's injected clock).
+public protocol SignInThrottling: Sendable {
+    /// Failures allowed within the window; the next attempt is refused.
+    var maxFailures: Int { get }
+    /// Starts an attempt for `username` at `now`; returns the seconds to wait when it is refused, else nil. An
+    /// attempt in progress counts as a failure until it ends, so a burst of concurrent guesses cannot slip past.
+    ///
+    /// Every attempt that was not refused must be ended with ``finish(username:succeeded:now:)``.
+    func begin(username: String, now: Int64) async throws -> Int?
+    /// Ends an attempt: a failure is recorded; a success clears the username.
+    func finish(username: String, succeeded: Bool, now: Int64) async throws
+}
+
+extension SignInThrottle: SignInThrottling {}
+
 /// Limits failed sign-ins per username: after ``maxFailures`` failures within ``windowMilliseconds``, further
 /// attempts are refused (429 `too_many_attempts`) until the oldest of them ages out.
 ///

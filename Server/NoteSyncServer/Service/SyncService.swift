@@ -22,7 +22,7 @@ public struct SyncService: Sendable {
     let clock: any FlakeClock
     let mintID: @Sendable () throws -> FlakeID
     let randomBytes: RandomBytes
-    let throttle: SignInThrottle
+    let throttle: any SignInThrottling
     /// How passwords are hashed and verified (bcrypt at ``bcryptCost`` unless the caller chose otherwise).
     let passwords: PasswordHashing
     /// A hash verified when the username is unknown, so a wrong username costs as much as a wrong password.
@@ -36,13 +36,14 @@ public struct SyncService: Sendable {
     ///   - clock: Server time (sessions, note timestamps, the sign-in throttle).
     ///   - mintID: Mints account, session and note IDs (the daemon's `FlakeGenerator`).
     ///   - randomBytes: The source of token bytes (``RandomBytes/system`` in production).
-    ///   - throttle: Failed sign-in bookkeeping.
+    ///   - throttle: Failed sign-in bookkeeping (in memory by default; ``PostgresSignInThrottle`` for daemons sharing
+    ///     a PostgreSQL database).
     ///   - passwordHashing: Replaces bcrypt (nil: bcrypt at `bcryptCost`). Only for callers that never store real
     ///     passwords, such as the simulation; the daemon always uses bcrypt.
     public init(
         store: any NoteStore, limits: SyncLimits = .default, bcryptCost: Int = 12, serverVersion: String = NotesyncdVersion.current,
         clock: any FlakeClock, mintID: @escaping @Sendable () throws -> FlakeID, randomBytes: RandomBytes = .system,
-        throttle: SignInThrottle = SignInThrottle(), passwordHashing: PasswordHashing? = nil, logger: Logger
+        throttle: any SignInThrottling = SignInThrottle(), passwordHashing: PasswordHashing? = nil, logger: Logger
     ) {
         self.store = store
         self.limits = limits
@@ -64,18 +65,10 @@ public struct SyncService: Sendable {
     /// - Throws: `invalid_field` (username or password breaks ``CredentialRules``), `username_taken`.
     public func signUp(_ request: SignUpRequest) async throws -> AccountResponse {
         guard let username = CredentialRules.canonicalUsername(request.username) else {
-            throw SyncError(
-                .invalidField,
-                "A username is \(CredentialRules.usernameLength.lowerBound)–\(CredentialRules.usernameLength.upperBound) characters from a–z, 0–9, '.', '_' and '-'.",
-                field: SignUpRequest.CodingKeys.username.stringValue
-            )
+            throw Self.invalidUsername
         }
         guard CredentialRules.isAcceptablePassword(request.password) else {
-            throw SyncError(
-                .invalidField,
-                "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes.",
-                field: SignUpRequest.CodingKeys.password.stringValue
-            )
+            throw Self.invalidPassword
         }
         if try await store.account(byUsername: username) != nil { throw Self.usernameTaken }
         let password = request.password
@@ -91,42 +84,74 @@ public struct SyncService: Sendable {
     }
 
     private static let usernameTaken = SyncError(.usernameTaken, "That username is already registered.", field: SignUpRequest.CodingKeys.username.stringValue)
+    private static let invalidUsername = SyncError(
+        .invalidField,
+        "A username is \(CredentialRules.usernameLength.lowerBound)–\(CredentialRules.usernameLength.upperBound) characters from a–z, 0–9, '.', '_' and '-'.",
+        field: SignUpRequest.CodingKeys.username.stringValue
+    )
+    private static let invalidPassword = SyncError(
+        .invalidField,
+        "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes, without NUL characters.",
+        field: SignUpRequest.CodingKeys.password.stringValue
+    )
+
+    /// Who sent a request, for the log lines operators watch (failed sign-ins and lockouts).
+    public struct Peer: Sendable, Equatable {
+        /// The connected peer's IP address (the proxy's, behind a reverse proxy); nil in process.
+        public var address: String?
+        /// The request id the answer carries in `X-Request-Id`.
+        public var requestID: String?
+
+        public init(address: String? = nil, requestID: String? = nil) {
+            self.address = address
+            self.requestID = requestID
+        }
+    }
 
     /// Signs in and registers the device (`POST /v1/sessions`).
     ///
-    /// - Throws: `invalid_field` (device name too long), `too_many_attempts` (with `Retry-After`),
-    ///   `invalid_credentials` (the same for an unknown username and a wrong password).
-    public func signIn(_ request: SignInRequest) async throws -> SignInResponse {
-        if let deviceName = request.deviceName, deviceName.count > SignInRequest.maxDeviceNameLength {
+    /// A failed sign-in and a refused one (too many attempts) are each logged at `warning`, one line with the
+    /// username (only a well-formed one; else `-`), the peer's address and the request id, never the password: see
+    /// OPERATIONS.md for a fail2ban filter.
+    ///
+    /// - Throws: `invalid_field` (device name too long or holding control characters, a password holding NUL),
+    ///   `too_many_attempts` (with `Retry-After`), `invalid_credentials` (the same for an unknown username and a
+    ///   wrong password).
+    public func signIn(_ request: SignInRequest, peer: Peer = Peer()) async throws -> SignInResponse {
+        if let deviceName = request.deviceName, !CredentialRules.isAcceptableDeviceName(deviceName) {
             throw SyncError(
-                .invalidField, "A device name is at most \(SignInRequest.maxDeviceNameLength) characters.",
+                .invalidField, "A device name is at most \(SignInRequest.maxDeviceNameLength) characters, without control characters.",
                 field: SignInRequest.CodingKeys.deviceName.stringValue
             )
         }
-        // Only well-formed usernames can name an account, so only they are throttled (and tracked in memory).
+        // bcrypt stops at a NUL byte: "secret\0anything" would verify as "secret". Refused outright, like at sign-up.
+        if request.password.utf8.contains(0) {
+            throw SyncError(
+                .invalidField, "A password must not hold NUL characters.", field: SignInRequest.CodingKeys.password.stringValue
+            )
+        }
+        // Only well-formed usernames can name an account, so only they are throttled.
         let canonical = CredentialRules.canonicalUsername(request.username)
-        if let canonical, let wait = throttle.begin(username: canonical, now: clock.unixMilliseconds()) {
+        var log = logger
+        log[metadataKey: "username"] = .string(canonical ?? "-")
+        log[metadataKey: "remote_address"] = .string(peer.address ?? "-")
+        log[metadataKey: "request_id"] = .string(peer.requestID ?? "-")
+        if let canonical, let wait = try await throttle.begin(username: canonical, now: clock.unixMilliseconds()) {
+            log.warning("sign-in refused: too many failed attempts", metadata: ["retry_after": "\(wait)"])
             throw SyncError(
                 .tooManyAttempts, "Too many failed sign-ins for this username; retry in \(wait) seconds.",
                 headers: [SyncError.retryAfterHeader: String(wait)]
             )
         }
-        var succeeded = false
-        defer {
-            if let canonical { throttle.finish(username: canonical, succeeded: succeeded, now: clock.unixMilliseconds()) }
+        let account: AccountRecord
+        do {
+            account = try await verifiedAccount(request, canonical: canonical)
+        } catch {
+            if let canonical { try await throttle.finish(username: canonical, succeeded: false, now: clock.unixMilliseconds()) }
+            if (error as? SyncError)?.code == .invalidCredentials { log.warning("sign-in failed: wrong username or password") }
+            throw error
         }
-
-        // Always one bcrypt verification, so an unknown username or an unacceptable password answers as slowly as
-        // a wrong password (no timing oracle).
-        let account = try await canonical.asyncFlatMap { try await store.account(byUsername: $0) }
-        let acceptable = CredentialRules.isAcceptablePassword(request.password)
-        let candidate = acceptable ? request.password : "-"
-        let hash = (acceptable ? account?.passwordHash : nil) ?? dummyHash
-        let verified = try await passwords.run { $0.verify(candidate, hash) }
-        guard let account, acceptable, verified else {
-            throw SyncError(.invalidCredentials, "Wrong username or password.")
-        }
-        succeeded = true
+        if let canonical { try await throttle.finish(username: canonical, succeeded: true, now: clock.unixMilliseconds()) }
 
         let token = SessionToken.make(randomBytes: randomBytes)
         let session = SessionRecord(
@@ -136,6 +161,22 @@ public struct SyncService: Sendable {
         try await store.createSession(session)
         logger.info("signed in", metadata: ["account_id": "\(account.id)", "session_id": "\(session.id)"])
         return SignInResponse(token: token, accountID: account.id, username: account.username, sessionID: session.id)
+    }
+
+    /// The account whose password `request` holds, after exactly one bcrypt verification whatever the outcome, so an
+    /// unknown username or an unacceptable password answers as slowly as a wrong password (no timing oracle).
+    ///
+    /// - Throws: `invalid_credentials`, or a store error.
+    private func verifiedAccount(_ request: SignInRequest, canonical: String?) async throws -> AccountRecord {
+        let account = try await canonical.asyncFlatMap { try await store.account(byUsername: $0) }
+        let acceptable = CredentialRules.isAcceptablePassword(request.password)
+        let candidate = acceptable ? request.password : "-"
+        let hash = (acceptable ? account?.passwordHash : nil) ?? dummyHash
+        let verified = try await passwords.run { $0.verify(candidate, hash) }
+        guard let account, acceptable, verified else {
+            throw SyncError(.invalidCredentials, "Wrong username or password.")
+        }
+        return account
     }
 
     /// The session a bearer token stands for.
@@ -226,7 +267,7 @@ public struct SyncService: Sendable {
         }
         var pageSize = limits.defaultPageSize
         if let limit {
-            guard let value = Int(limit), value > 0 else {
+            guard let value = Self.positiveLimit(limit) else {
                 throw SyncError(.invalidLimit, "The limit must be a positive integer.", field: PullQuery.limit)
             }
             pageSize = min(value, limits.maxPageSize)
@@ -241,6 +282,15 @@ public struct SyncService: Sendable {
             cursor: last.map { SyncCursor(sequence: $0) } ?? cursor,
             hasMore: page.notes.count == pageSize && (last ?? page.currentSequence) < page.currentSequence
         )
+    }
+
+    /// A pull limit: ASCII digits (no sign, no space) of a positive integer, any size; a value beyond `Int` is
+    /// `Int.max` (clamped to `maxPageSize` like any other large limit). Nil for anything else, `0` included.
+    static func positiveLimit(_ text: String) -> Int? {
+        let digits = text.utf8
+        guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        guard digits.contains(where: { $0 != UInt8(ascii: "0") }) else { return nil }
+        return Int(text) ?? Int.max
     }
 
     // MARK: - Server

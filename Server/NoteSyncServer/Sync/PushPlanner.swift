@@ -11,8 +11,8 @@ import NoteSyncProtocol
 /// Rules, per change in order (an overlay carries notes changed earlier in the same batch):
 /// 1. Validate: text over `maxNoteBytes` → rejected `note_too_large`; the edit ID earlier in the batch → rejected
 ///    `duplicate_edit`; `baseVersion < 1` → rejected `invalid_base`. Rejected changes store nothing.
-/// 2. Replay: the edit ID was applied before (in this account) → its stored outcome, `replayed: true`, `text` set
-///    to the note's current text when that differs from the pushed text. Nothing is written.
+/// 2. Replay: the edit ID was applied before (in this account) → exactly its stored outcome (status, server ID,
+///    version, text, conflict copy), `replayed: true`, whatever the note holds now. Nothing is written.
 /// 3. Find the note: by server ID (absent in this account → `unknown_note`; other client ID or origin →
 ///    `client_id_mismatch`), else by `(clientID, origin)` (a reconciliation match).
 /// 4. No note: a delete is `unchanged`; anything else creates version 1 (`created`).
@@ -76,9 +76,8 @@ public enum PushPlanner {
     /// What a store loads before planning a batch: a function of the changes alone.
     ///
     /// A store loads, in the pushing account only:
-    /// - the applied edits with these edit IDs (whoever pushed them and whatever note they named), and the notes
-    ///   those applied edits name (a replay reports its note's current text), found by the database from the edit
-    ///   IDs in the statement that loads the edits or the other notes, so no load waits on another;
+    /// - the applied edits with these edit IDs (whoever pushed them and whatever note they named; a replay answers
+    ///   from its applied edit alone);
     /// - the notes with these server IDs;
     /// - the notes with these client IDs (any origin: a note with the same client ID and another origin is loaded
     ///   too, and the planner ignores it).
@@ -181,13 +180,9 @@ public enum PushPlanner {
 
             // 2. Replay.
             if let edit = applied[AppliedEditKey(editID: change.editID, noteKey: NoteKey(clientID: change.clientID, origin: change.origin), pusher: pusher)] {
-                var text: String?
-                if let serverID = edit.serverID, let note = notes[serverID], !ThreeWayMerge.sameBytes(note.text, change.text) {
-                    text = note.text
-                }
                 return ChangeResult(
                     clientID: change.clientID, editID: change.editID, status: edit.status, serverID: edit.serverID,
-                    version: edit.version, text: text, conflict: edit.conflict, replayed: true
+                    version: edit.version, text: edit.text, conflict: edit.conflict, replayed: true
                 )
             }
 
@@ -306,8 +301,8 @@ public enum PushPlanner {
         ) -> ChangeResult {
             let noteKey = NoteKey(clientID: change.clientID, origin: change.origin)
             let edit = AppliedEdit(
-                editID: change.editID, noteKey: noteKey, pusher: pusher, status: status, serverID: serverID, version: version, conflict: conflict,
-                createdAt: now
+                editID: change.editID, noteKey: noteKey, pusher: pusher, status: status, serverID: serverID, version: version, text: text,
+                conflict: conflict, createdAt: now
             )
             applied[AppliedEditKey(editID: change.editID, noteKey: noteKey, pusher: pusher)] = edit
             newEdits.append(edit)

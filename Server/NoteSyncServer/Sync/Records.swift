@@ -139,6 +139,9 @@ public struct AppliedEdit: Sendable, Equatable {
     public var serverID: FlakeID?
     /// The note's version right after the change.
     public var version: Int64?
+    /// The text the original answer carried (`merged`, `conflict`, `kept`), nil when it carried none: a replay
+    /// answers exactly the original result, whatever the note holds now.
+    public var text: String?
     /// For `conflict`: the copy that took the pushed text.
     public var conflict: ConflictCopy?
     /// Unix milliseconds.
@@ -146,7 +149,7 @@ public struct AppliedEdit: Sendable, Equatable {
 
     public init(
         editID: FlakeID, noteKey: NoteKey, pusher: FlakeID? = nil, status: ChangeStatus, serverID: FlakeID?,
-        version: Int64?, conflict: ConflictCopy?, createdAt: Int64
+        version: Int64?, text: String? = nil, conflict: ConflictCopy?, createdAt: Int64
     ) {
         self.editID = editID
         self.noteKey = noteKey
@@ -154,6 +157,7 @@ public struct AppliedEdit: Sendable, Equatable {
         self.status = status
         self.serverID = serverID
         self.version = version
+        self.text = text
         self.conflict = conflict
         self.createdAt = createdAt
     }

@@ -69,10 +69,11 @@ public struct JSONByteReader {
         return name
     }
 
-    /// An ID as the wire sends it: a decimal string of a positive 64-bit value (leading zeros allowed, as
-    /// `FlakeID`'s decoder allows them).
+    /// An ID as the wire sends it: the canonical decimal string of a positive 64-bit value (no sign, no leading
+    /// zero: `FlakeID`'s decoder refuses `"0012"`, so this gives up on it).
     @inlinable public mutating func id() -> FlakeID? {
         guard consume(UInt8(ascii: "\"")) else { return nil }
+        guard index < bytes.count, bytes[index] != UInt8(ascii: "0") else { return nil }
         var value: Int64 = 0
         var digits = 0
         while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {

@@ -111,8 +111,8 @@ extension NoteChange {
         }
     }
 
-    /// Reads one change in the common shape (string IDs, known keys once each); `null` stands for an absent
-    /// optional field.
+    /// Reads one change in the common shape (string IDs, known keys once each). `null` is refused for every field
+    /// (the protocol answers it `invalid_json`), so the reader gives up on it and `JSONDecoder` refuses it.
     static func read(_ reader: inout JSONByteReader) -> NoteChange? {
         var clientID: FlakeID?, origin: FlakeID?, serverID: FlakeID?, editID: FlakeID?
         var text: String?, deleted: Bool?, baseVersion: Int64?, baseText: String?
@@ -125,10 +125,10 @@ extension NoteChange {
             case .origin: origin = reader.id(); return origin != nil
             case .editID: editID = reader.id(); return editID != nil
             case .text: text = reader.string(); return text != nil
-            case .serverID: return reader.optional(&serverID) { $0.id() }
-            case .deleted: return reader.optional(&deleted) { $0.bool() }
-            case .baseVersion: return reader.optional(&baseVersion) { $0.integer() }
-            case .baseText: return reader.optional(&baseText) { $0.string() }
+            case .serverID: serverID = reader.id(); return serverID != nil
+            case .deleted: deleted = reader.bool(); return deleted != nil
+            case .baseVersion: baseVersion = reader.integer(); return baseVersion != nil
+            case .baseText: baseText = reader.string(); return baseText != nil
             }
         }
         guard complete, let clientID, let origin, let editID, let text else { return nil }

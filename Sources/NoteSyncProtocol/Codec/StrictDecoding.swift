@@ -44,3 +44,13 @@ extension [any CodingKey] {
         return path
     }
 }
+
+extension KeyedDecodingContainer {
+    /// The value of an optional request field: nil when the key is absent, and `null` refused (a `valueNotFound`,
+    /// answered `invalid_json`) rather than taken for absent, as the protocol says. Responses use
+    /// `decodeIfPresent`, which takes `null` for absent (they are read leniently).
+    func decodeIfPresentRefusingNull<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard contains(key) else { return nil }
+        return try decode(type, forKey: key)
+    }
+}
