@@ -73,6 +73,8 @@ extension PostgresDatabase {
             ]
         ),
         (2, ["CREATE INDEX applied_edits_by_age ON applied_edits(created_at)"]),
+        // When each note's content was edited, by the editing device's clock (NULL before this migration).
+        (3, ["ALTER TABLE notes ADD COLUMN edited_at BIGINT"]),
     ]
 
     /// The newest schema version this build knows.

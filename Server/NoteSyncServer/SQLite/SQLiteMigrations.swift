@@ -58,6 +58,10 @@ extension SQLiteNoteStore {
         migrator.registerMigration("v2: applied edits by age") { db in
             try db.execute(sql: "CREATE INDEX applied_edits_by_age ON applied_edits(created_at)")
         }
+        migrator.registerMigration("v3: edit times") { db in
+            // When each note's content was edited, by the editing device's clock (NULL before this migration).
+            try db.execute(sql: "ALTER TABLE notes ADD COLUMN edited_at INTEGER")
+        }
         return migrator
     }
 }

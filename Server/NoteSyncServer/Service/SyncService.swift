@@ -203,7 +203,8 @@ public struct SyncService: Sendable {
             for note in notes {
                 writer.note(
                     serverID: note.serverID, clientID: note.clientID, origin: note.origin, version: note.version,
-                    text: note.text, deleted: note.deleted, conflictOf: note.conflictOf, updatedAt: note.updatedAt)
+                    text: note.text, deleted: note.deleted, conflictOf: note.conflictOf, updatedAt: note.updatedAt,
+                    editedAt: note.editedAt ?? note.updatedAt)
             }
             return writer.finish(cursor: cursor, hasMore: hasMore)
         }
