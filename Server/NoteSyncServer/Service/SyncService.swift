@@ -264,9 +264,9 @@ public struct SyncService: Sendable {
     }
 }
 
-/// The daemon's version, served by `GET /v1/info`.
+/// The daemon's version, served by `GET /v1/info`: the release's (``FlakeNotesVersion``), which `notes` shows too.
 public enum NotesyncdVersion {
-    public static let current = "0.1.0"
+    public static let current = FlakeNotesVersion.current
 }
 
 extension Optional {
