@@ -2,14 +2,13 @@
 # The main job on a fresh Debian machine: installs what is missing, builds (release), starts notesyncd with its
 # embedded SQLite on 127.0.0.1:${PORT:-8080}, signs a demo client in, and keeps the daemon in the foreground.
 # Data: ./.data/server (daemon), ./.data/client (the demo client's NOTES_HOME). Ctrl-C stops the daemon cleanly
-# and exits 0. A second run reuses the build (both products in one `swift build`, so nothing is rebuilt).
+# and exits 0. A second run reuses the release build (nothing is compiled again unless a source changed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-# One build of both products: building them one `--product` at a time makes SwiftPM rebuild the modules they
-# share (see Docs/PERFORMANCE.md, "start.sh rebuilds").
-swift build -c release --product notesyncd --product notes 2>/dev/null \
-  || swift build -c release
+# One `--product` per call: given twice, `swift build` builds only the last one.
+swift build -c release --product notesyncd
+swift build -c release --product notes
 bin="$(swift build -c release --show-bin-path)"
 port="${PORT:-8080}"
 password="demo-password"
