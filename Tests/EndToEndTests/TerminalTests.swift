@@ -21,8 +21,9 @@ final class TmuxSession: Sendable {
     /// Starts `command` (run by `/bin/sh`) in a fresh 100x30 terminal; when it ends the pane shows `[exit N]`.
     init(_ command: String, directory: URL) async throws {
         // A server per session: a session a test has not finished killing never collides with the next one.
-        socket = directory.appendingPathComponent("tmux-\(UInt32.random(in: 0...UInt32.max)).socket").path
-        let wrapped = "\(command); echo \"[exit $?]\"; exec sleep 600"
+        // (Outside the test's directory, which the test may remove first: the server is reached through it to end it.)
+        socket = "/tmp/notes-tmux-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).socket"
+        let wrapped = "\(command); echo \"[exit $?]\"; exec cat > /dev/null"
         let started = try await Subprocess.run(
             Self.tmux, ["-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "100", "-y", "30", wrapped])
         guard started.status == .exited(0) else { throw NotesE2EError("tmux did not start: \(started.output)") }
@@ -67,6 +68,19 @@ final class TmuxSession: Sendable {
     /// Ends the session (its processes get SIGHUP, as when a terminal window closes) and the server.
     func kill() async {
         _ = try? await Subprocess.run(Self.tmux, ["-S", socket, "kill-server"])
+    }
+
+    /// A session a test did not end (it failed, or its command finished and the pane waits in `cat`, which ends
+    /// when the terminal goes) ends with the test: no tmux server, editor or `notes` outlives it. (A pane waiting
+    /// in `sleep` instead outlived its server and held `swift test`'s output pipe open until it ended.)
+    deinit {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.tmux)
+        process.arguments = ["-S", socket, "kill-server"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        if (try? process.run()) != nil { process.waitUntilExit() }
+        unlink(socket)
     }
 }
 
@@ -115,7 +129,6 @@ struct TerminalTests {
         let setup = try Setup()
         defer { setup.remove() }
         let session = try await TmuxSession(setup.notes(["add"], editor: Self.vi), directory: setup.directory)
-        defer { Task { await session.kill() } }
         try await session.waitFor("vi's screen", Self.viIsUp)
         #expect(try setup.leftovers().count == 1, "the note is edited in a temporary file")
         try await session.send(["i"])
@@ -134,7 +147,6 @@ struct TerminalTests {
 
         // `edit` opens the current text.
         let edit = try await TmuxSession(setup.notes(["edit", listed[0].id], editor: Self.vi), directory: setup.directory)
-        defer { Task { await edit.kill() } }
         try await edit.waitFor("vi showing the note") { $0.contains("typed in vi") && $0.contains("with a second line") }
         try await edit.send(["G", "o"])
         try await edit.send("and a third", literal: true)
@@ -151,7 +163,6 @@ struct TerminalTests {
         defer { setup.remove() }
         // An editor that waits for a line on the terminal.
         let session = try await TmuxSession(setup.notes(["add"], editor: "echo EDITING; read line; true"), directory: setup.directory)
-        defer { Task { await session.kill() } }
         try await session.waitFor("the editor to start") { $0.contains("EDITING") }
         #expect(try setup.leftovers().count == 1)
         try await session.send(["C-c"])
@@ -164,7 +175,6 @@ struct TerminalTests {
 
         // vi itself handles Ctrl-C (it does not quit), then `:q!` abandons the edit: nothing is added.
         let vi = try await TmuxSession(setup.notes(["add"], editor: Self.vi), directory: setup.directory)
-        defer { Task { await vi.kill() } }
         try await vi.waitFor("vi's screen", Self.viIsUp)
         try await vi.send(["i"])
         try await vi.send("never saved", literal: true)
