@@ -6,6 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# SwiftPM orders a dependency's trait flags (Hummingbird's -DConfigurationSupport -DFullFoundation) by a randomly
+# seeded hash, so without this about every other `swift build` sees new compiler arguments and rebuilds Hummingbird
+# and everything above it (notesyncd: minutes in release). Fixed hashing keeps the order, so a second run rebuilds
+# nothing (Docs/PERFORMANCE.md, "start.sh rebuilding notesyncd").
+export SWIFT_DETERMINISTIC_HASHING=1
 # One `--product` per call: given twice, `swift build` builds only the last one.
 swift build -c release --product notesyncd
 swift build -c release --product notes
