@@ -1,18 +1,38 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian machine: installs what is missing, builds (release), starts notesyncd with its
 # embedded SQLite on 127.0.0.1:${PORT:-8080}, signs a demo client in, and keeps the daemon in the foreground.
-# Data: ./.data/server (daemon), ./.data/client (the demo client's NOTES_HOME). Ctrl-C stops the daemon cleanly.
+# Data: ./.data/server (daemon), ./.data/client (the demo client's NOTES_HOME). Ctrl-C stops the daemon cleanly
+# and exits 0. A second run reuses the release build (nothing is compiled again unless a source changed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# SwiftPM orders a dependency's trait flags (Hummingbird's -DConfigurationSupport -DFullFoundation) by a randomly
+# seeded hash, so without this about every other `swift build` sees new compiler arguments and rebuilds Hummingbird
+# and everything above it (notesyncd: minutes in release). Fixed hashing keeps the order, so a second run rebuilds
+# nothing (Docs/PERFORMANCE.md, "start.sh rebuilding notesyncd").
+export SWIFT_DETERMINISTIC_HASHING=1
+# One `--product` per call: given twice, `swift build` builds only the last one.
 swift build -c release --product notesyncd
 swift build -c release --product notes
 bin="$(swift build -c release --show-bin-path)"
 port="${PORT:-8080}"
+password="demo-password"
 mkdir -p .data/server .data/client
 "$bin/notesyncd" --data-dir .data/server --host 127.0.0.1 --port "$port" > .data/notesyncd.out 2> .data/notesyncd.log &
 daemon=$!
-trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT INT TERM
+
+# Stops the daemon (SIGTERM: it drains and closes the store) and exits with its status; a daemon stopped by a
+# signal we sent is a clean stop.
+stop() {
+  trap - INT TERM EXIT
+  kill -TERM "$daemon" 2>/dev/null || true
+  code=0
+  wait "$daemon" 2>/dev/null || code=$?
+  case "$code" in 0 | 130 | 143) echo "notesyncd stopped." >&2; exit 0 ;; *) echo "notesyncd exited with status $code (log: .data/notesyncd.log)" >&2; exit "$code" ;; esac
+}
+trap stop INT TERM
+trap 'kill -TERM $daemon 2>/dev/null || true' EXIT
+
 for _ in $(seq 1 100); do
   grep -q "listening on" .data/notesyncd.out 2>/dev/null && break
   kill -0 $daemon 2>/dev/null || { cat .data/notesyncd.log >&2; exit 1; }
@@ -22,18 +42,23 @@ url="http://127.0.0.1:$port"
 export NOTES_HOME="$PWD/.data/client"
 notes="$bin/notes"
 if ! "$notes" status --json 2>/dev/null | grep -q '"signedIn" *: *true'; then
-  printf 'demo-password\n' | "$notes" signup --server "$url" --username demo --password-stdin 2>/dev/null \
-    || printf 'demo-password\n' | "$notes" login --server "$url" --username demo --password-stdin
+  printf '%s\n' "$password" | "$notes" signup --server "$url" --username demo --password-stdin 2>/dev/null \
+    || printf '%s\n' "$password" | "$notes" login --server "$url" --username demo --password-stdin
   "$notes" add "Welcome to FlakeNotes: this note got its ID offline, then synced."
 fi
 "$notes" sync
-"$notes" list
+"$notes" list --limit 10
 cat <<MSG
 
-notesyncd is running at $url (log: .data/notesyncd.log). The demo client is signed in as 'demo':
+notesyncd is running at $url (log: .data/notesyncd.log). The demo client is signed in as 'demo' (password: $password):
   export NOTES_HOME="$NOTES_HOME"; alias notes="$notes"
-  notes add "buy milk"; notes sync; notes list; notes --help
-A second device is just another home:  NOTES_HOME=/tmp/phone $notes login --server $url --username demo
-Ctrl-C stops the daemon.
+  notes add "buy milk"; notes sync; notes list; notes search milk; notes --help
+A second device is just another home (the password is $password):
+  NOTES_HOME=/tmp/phone $notes login --server $url --username demo
+Another port: PORT=9090 bash scripts/start.sh. Ctrl-C stops the daemon.
 MSG
-wait $daemon
+# `wait` returns early when a signal arrives; the trap then stops the daemon and exits.
+while kill -0 "$daemon" 2>/dev/null; do wait "$daemon" || true; done
+trap - EXIT
+echo "notesyncd exited (log: .data/notesyncd.log)" >&2
+exit 1

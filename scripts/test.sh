@@ -15,6 +15,8 @@ echo "PostgreSQL for the tests: ${FLAKENOTES_POSTGRES_URL%%\?*}" >&2
 # The PostgreSQL tests fail (rather than skip) if the URL is missing.
 export FLAKENOTES_REQUIRE_POSTGRES=1
 
+# The same build arguments every run (see scripts/start.sh): otherwise a random trait-flag order rebuilds Hummingbird.
+export SWIFT_DETERMINISTIC_HASHING=1
 swift build --build-tests
 # The end-to-end tests run the real binaries from the same build folder.
 export FLAKENOTES_BIN_DIR="$(swift build --show-bin-path)"

@@ -31,8 +31,13 @@ public struct LocalNote: Sendable, Equatable, Identifiable {
     public let pushError: PushError?
     /// When the note was created, Unix milliseconds (the creating device's clock).
     public let createdAt: Int64
-    /// When the note last changed, Unix milliseconds (this device's clock, or the server's for pulled changes).
+    /// When the note's content was last edited, Unix milliseconds, by the clock of the device that edited it
+    /// (carried through the server as the change's `editedAt`, so every device shows the same time; the server's
+    /// time for edits from clients that do not send it). Shown as the note's time; never used to order syncs.
     public let updatedAt: Int64
+    /// For a conflict copy: whether it holds this device's text (its own push overlapped another device's edit),
+    /// rather than another device's.
+    public var isConflictFromThisDevice: Bool = false
 
     /// The first non-blank line of the text, trimmed (for listings).
     public var title: String { NoteSummary.title(of: text) }
@@ -108,7 +113,7 @@ public struct NoteSummary: Sendable, Equatable, Identifiable {
     }
 
     /// The first line holding something other than whitespace, without surrounding whitespace.
-    static func title(of text: String) -> String {
+    public static func title(of text: String) -> String {
         var text = text
         let range: Range<Int>? = text.withUTF8 { bytes in
             var lineStart = 0
@@ -199,8 +204,19 @@ public struct SyncReport: Sendable, Equatable {
     /// Pulled records that added a note here or changed one (the rest were already up to date, e.g. this
     /// device's own pushes coming back).
     public var applied = 0
-    /// Changes refused; each note keeps its error and is not pushed again until edited.
+    /// Local IDs of notes whose push overlapped another device's edit: the note keeps the other device's text, and
+    /// this device's text went into a new conflict copy.
+    public var conflictNotes: [Int64] = []
+    /// Conflict copies the pull brought from other devices (their text; the note kept this device's or another's).
+    public var pulledConflictCopies = 0
+    /// Local IDs of notes this device had deleted that came back because another device edited them meanwhile
+    /// (an edit wins over a delete): refused deletes (`kept`) and tombstones a pull restored.
+    public var undeleted: [Int64] = []
+    /// Changes refused by this sync; each note keeps its error and is not pushed again until edited.
     public var failures: [PushFailure] = []
+    /// Every note the server refuses once this sync ended: this sync's ``failures`` and those refused by earlier
+    /// syncs and not edited since (they are not sent again, but they are not synced either).
+    public var refused: [PushFailure] = []
     /// Notes still waiting to be pushed after this sync (edited while it ran); refused ones are not counted (see
     /// ``NotesStatus/failed``).
     public var pending = 0
@@ -282,6 +298,11 @@ public struct NotesStatus: Sendable, Equatable {
     public var conflicts: Int
     /// Push snapshots waiting for an answer (re-sent unchanged at the next sync).
     public var inFlight: Int
+    /// Whether the last sync stopped while the server still had changes to send (an interrupted pull): the next
+    /// sync resumes it.
+    public var pullUnfinished: Bool = false
+    /// The remembered server's largest note, in bytes (from the last sync), if known.
+    public var maxNoteBytes: Int? = nil
 }
 
 /// What ``NotesClient/signOut(wipe:)`` did.

@@ -50,6 +50,9 @@ public final class NotesClient: Sendable {
         engine = SyncEngine(store: store, minter: minter, environment: environment, origin: origin, random: random)
     }
 
+    /// The FlakeNotes release this client belongs to (the same number `notesyncd` reports).
+    public static let version = FlakeNotesVersion.current
+
     // MARK: - Opening
 
     /// The data directory: `$NOTES_HOME`, else `$XDG_DATA_HOME/notes`, else `~/.local/share/notes`.
@@ -79,13 +82,7 @@ public final class NotesClient: Sendable {
                 throw NotesError(.dataDirectory, "The notes data directory \(path) is not a directory.")
             }
         } else {
-            do {
-                try fileManager.createDirectory(at: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw NotesError(
-                    .dataDirectory, "Cannot create the notes data directory \(path).",
-                    cause: (error as NSError).localizedFailureReason ?? error.localizedDescription)
-            }
+            try createDirectories(path)
         }
         guard access(path, R_OK | W_OK | X_OK) == 0 else {
             throw NotesError(
@@ -93,6 +90,26 @@ public final class NotesClient: Sendable {
         }
         let store = try LocalStore.open(directory: home)
         return try NotesClient(store: store, environment: environment, home: home)
+    }
+
+    /// `mkdir -p` with mode 0700, failing with the reason in words: which component is a file, or the system's
+    /// message for the first directory that cannot be made (never a Foundation error number).
+    static func createDirectories(_ path: String) throws(NotesError) {
+        var components: [String] = []
+        var current = path
+        while !current.isEmpty && current != "/" && !FileManager.default.fileExists(atPath: current) {
+            components.append(current)
+            current = (current as NSString).deletingLastPathComponent
+        }
+        var isDirectory: ObjCBool = false
+        if !current.isEmpty && FileManager.default.fileExists(atPath: current, isDirectory: &isDirectory) && !isDirectory.boolValue {
+            throw NotesError(
+                .dataDirectory, "Cannot create the notes data directory \(path): \(current) is a file, not a directory.")
+        }
+        for directory in components.reversed() where mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw NotesError(
+                .dataDirectory, "Cannot create the notes data directory \(path): \(directory): \(String(cString: strerror(errno))).")
+        }
     }
 
     /// A client whose database lives in memory only (tests, the simulation).
@@ -106,12 +123,14 @@ public final class NotesClient: Sendable {
 
     /// Creates a note with a new client ID. Works offline; the note syncs at the next ``sync(progress:)``.
     ///
-    /// - Throws: `empty_note` when `text` is empty or only whitespace.
+    /// - Throws: `empty_note` when `text` is empty or only whitespace; `invalid_text` when it is larger than the
+    ///   remembered server takes (see ``requireFits(_:baseText:settings:)``).
     @discardableResult
     public func add(_ text: String) throws(NotesError) -> LocalNote {
         try Self.requireContent(text)
         let now = now
         return try store.write { tx in
+            try Self.requireFits(text, baseText: nil, settings: try tx.requireSettings())
             let clientID = try tx.mintClientID(with: minter, createdAt: now)
             return try tx.insertNote(clientID: clientID, origin: origin, text: text, now: now)
         }
@@ -127,7 +146,8 @@ public final class NotesClient: Sendable {
 
     /// Replaces a note's text. Editing a deleted note restores it. The same text again changes nothing.
     ///
-    /// - Throws: `empty_note` for empty or whitespace-only text (delete the note instead), `note_not_found`.
+    /// - Throws: `empty_note` for empty or whitespace-only text (delete the note instead), `invalid_text` for a text
+    ///   the remembered server could never take, `note_not_found`.
     @discardableResult
     public func edit(_ id: LocalNote.ID, text: String) throws(NotesError) -> LocalNote {
         try Self.requireContent(text)
@@ -135,8 +155,35 @@ public final class NotesClient: Sendable {
         return try store.write { tx in
             let note = try tx.note(id)
             if note.text == text && !note.isDeleted { return note }
+            try Self.requireFits(text, baseText: note.baseText, settings: try tx.requireSettings())
             try tx.replaceText(ofNote: id, with: text, now: now)
             return try tx.note(id)
+        }
+    }
+
+    /// Refuses a text the remembered server (its limits from the last sync's `GET /v1/info`) would refuse: one
+    /// over its `maxNoteBytes`, or whose change (with `baseText`, which a push carries) cannot fit in one request
+    /// of `maxBodyBytes`. Without remembered limits (never synced) everything is accepted; the sync then reports
+    /// what the server refuses.
+    static func requireFits(_ text: String, baseText: String?, settings: Settings) throws(NotesError) {
+        let bytes = text.utf8.count
+        let server = settings.serverURL.map { " at \($0)" } ?? ""
+        if let limit = settings.maxNoteBytes, bytes > limit {
+            throw NotesError(
+                .invalidText,
+                "The note is \(bytes) bytes; the server\(server) takes notes of at most \(limit) bytes, so it could never sync. Nothing was stored.")
+        }
+        if let limit = settings.maxBodyBytes, bytes + (baseText?.utf8.count ?? 0) + 512 > limit {
+            // Escapes can make the JSON longer than the text: measure the change as it would be sent.
+            let stand = settings.origin
+            let change = NoteChange(
+                clientID: stand, origin: stand, serverID: stand, editID: stand, text: text, baseVersion: Int64.max,
+                baseText: baseText, editedAt: WireTime.format(unixMilliseconds: 0))
+            if change.encodedJSON().count + PushRequest.envelopeBytes > limit {
+                throw NotesError(
+                    .invalidText,
+                    "The note does not fit in one request to the server\(server) (at most \(limit) bytes with its last synced text), so it could never sync. Nothing was stored.")
+            }
         }
     }
 
@@ -147,14 +194,17 @@ public final class NotesClient: Sendable {
     @discardableResult
     public func delete(_ id: LocalNote.ID) throws(NotesError) -> LocalNote {
         let now = now
-        return try store.write { tx in
-            let note = try tx.note(id)
-            if note.isDeleted { return note }
-            let inFlight = try tx.hasSnapshot(noteID: id)
-            let neverSynced = note.baseText == nil && note.serverID == nil && !inFlight
-            try tx.markDeleted(id, syncs: !neverSynced, now: now)
-            return try tx.note(id)
-        }
+        return try store.write { tx in try Self.delete(id, in: tx, now: now) }
+    }
+
+    /// ``delete(_:)`` inside a transaction.
+    static func delete(_ id: LocalNote.ID, in tx: LocalStore.Transaction, now: Int64) throws -> LocalNote {
+        let note = try tx.note(id)
+        if note.isDeleted { return note }
+        let inFlight = try tx.hasSnapshot(noteID: id)
+        let neverSynced = note.baseText == nil && note.serverID == nil && !inFlight
+        try tx.markDeleted(id, syncs: !neverSynced, now: now)
+        return try tx.note(id)
     }
 
     static func requireContent(_ text: String) throws(NotesError) {
@@ -191,15 +241,6 @@ public final class NotesClient: Sendable {
     /// read in one transaction and without the texts: what an invariant checker reads after every step.
     public func identities() throws(NotesError) -> NoteIdentities {
         try store.read { tx in try tx.identities() }
-    }
-
-    /// Live notes containing every word, case-insensitively, newest first. No words: every live note.
-    public func search(_ words: [String]) throws(NotesError) -> [LocalNote] {
-        let needles = words.flatMap { $0.split(whereSeparator: \.isWhitespace) }.map { $0.lowercased() }
-        return try notes().filter { note in
-            let haystack = note.text.lowercased()
-            return needles.allSatisfy { haystack.contains($0) }
-        }
     }
 
     /// Live conflict copies, newest first: each holds text that overlapped another device's edit of the note

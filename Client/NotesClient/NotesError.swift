@@ -9,6 +9,9 @@ public struct NotesError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable, Codable, CaseIterable {
         /// `add`/`edit` with empty or whitespace-only text (delete the note instead).
         case emptyNote = "empty_note"
+        /// Text that is not valid UTF-8 (the message gives the byte offset), or a note larger than the server's
+        /// limit: refused before anything is stored.
+        case invalidText = "invalid_text"
         /// No local note has this ID or ID prefix.
         case noteNotFound = "note_not_found"
         /// An ID prefix matches more than one local note.

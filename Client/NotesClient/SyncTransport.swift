@@ -83,14 +83,34 @@ public struct URLSessionTransport: SyncTransport {
         return WireResponse(status: http.statusCode, headers: headers, body: data)
     }
 
-    private static func describe(_ error: URLError) -> String {
+    /// One human reason for a failed exchange. libcurl's own strings ("Send failure: Broken pipe", OpenSSL's
+    /// handshake errors) say what broke, not what the person should check: they are translated here.
+    static func describe(_ error: URLError) -> String {
+        let notNotes = "is a FlakeNotes server (notesyncd) listening at that address and port?"
         switch error.code {
-        case .timedOut: "timed out"
-        case .cannotConnectToHost: "connection refused"
-        case .cannotFindHost, .dnsLookupFailed: "unknown host"
-        case .networkConnectionLost: "connection lost"
-        case .notConnectedToInternet: "no network"
-        default: error.localizedDescription
+        case .timedOut: return "timed out"
+        case .cannotConnectToHost: return "connection refused"
+        case .cannotFindHost, .dnsLookupFailed: return "unknown host"
+        case .notConnectedToInternet: return "no network"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+            .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected,
+            .clientCertificateRequired:
+            return tlsFailure
+        case .badServerResponse, .cannotParseResponse, .zeroByteResource: return "the answer is not HTTP; \(notNotes)"
+        case .networkConnectionLost: return "the connection was closed before an answer; \(notNotes)"
+        default: break
         }
+        let text = error.localizedDescription
+        let lowered = text.lowercased()
+        if ["ssl", "tls", "certificate", "handshake", "wrong version number"].contains(where: lowered.contains) { return tlsFailure }
+        if ["send failure", "recv failure", "empty reply", "broken pipe", "connection reset", "unsupported protocol", "weird server reply"]
+            .contains(where: lowered.contains)
+        {
+            return "the connection failed (\(text)); \(notNotes)"
+        }
+        return text
     }
+
+    private static let tlsFailure =
+        "the secure (https) connection could not be set up; if the server speaks plain HTTP (notesyncd does unless a proxy adds TLS), use an http:// URL"
 }

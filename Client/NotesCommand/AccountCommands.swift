@@ -25,7 +25,16 @@ struct SyncOutput: Encodable {
     var pulled: Int
     var applied: Int
     var pending: Int
+    /// Refused by this sync.
     var failures: [Failure]
+    /// Every note the server refuses (this sync's and earlier ones not edited since).
+    var refused: [Failure]
+    /// Notes whose edit overlapped another device's: this device's text is in a conflict copy.
+    var conflictNotes: [String]
+    /// Conflict copies that arrived from other devices.
+    var pulledConflictCopies: Int
+    /// Notes deleted here that came back because another device edited them.
+    var undeleted: [String]
 
     init(_ report: SyncReport, ids: [Int64: String]) {
         pushed = report.pushed
@@ -42,39 +51,78 @@ struct SyncOutput: Encodable {
         pulled = report.pulled
         applied = report.applied
         pending = report.pending
-        failures = report.failures.map {
-            Failure(id: ids[$0.noteID] ?? $0.clientID.base32, code: $0.error.code, message: $0.error.message)
+        func failure(_ failure: PushFailure) -> Failure {
+            Failure(id: ids[failure.noteID] ?? failure.clientID.base32, code: failure.error.code, message: failure.error.message)
         }
+        failures = report.failures.map(failure)
+        refused = report.refused.map(failure)
+        conflictNotes = report.conflictNotes.map { ids[$0] ?? String($0) }
+        pulledConflictCopies = report.pulledConflictCopies
+        undeleted = report.undeleted.map { ids[$0] ?? String($0) }
     }
 }
 
-/// Prints what a sync did: a summary line on stdout, refusals and conflicts on stderr.
-func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) throws {
-    let ids = report.failures.isEmpty ? [:] : try client.displayIDs()
-    if json {
-        try Console.json(SyncOutput(report, ids: ids))
-        return
+/// The display IDs a report names, looked up one by one (a sync may touch few of many notes).
+func reportIDs(_ report: SyncReport, client: NotesClient) throws -> [Int64: String] {
+    var ids: [Int64: String] = [:]
+    let named = report.failures.map(\.noteID) + report.refused.map(\.noteID) + report.conflictNotes + report.undeleted
+    for noteID in Set(named) {
+        if let note = try? client.note(noteID) { ids[noteID] = try client.displayID(of: note) }
     }
+    return ids
+}
+
+/// What a push did, in words whose counts add up to the changes sent.
+func pushSummary(_ report: SyncReport) -> String {
+    guard report.pushed > 0 else { return "nothing to send" }
     var details: [String] = []
     if report.created > 0 { details.append("\(report.created) new") }
-    if report.reconciled > 0 { details.append("\(report.reconciled) reconciled") }
+    if report.reconciled > 0 { details.append("\(report.reconciled) matched to notes the server had") }
     if report.updated > 0 { details.append("\(report.updated) updated") }
+    if report.unchanged > 0 { details.append("\(report.unchanged) already up to date") }
     if report.merged > 0 { details.append("\(report.merged) merged") }
     if report.deleted > 0 { details.append("\(report.deleted) deleted") }
-    if report.kept > 0 { details.append("\(report.kept) kept (edited elsewhere)") }
+    if report.kept > 0 { details.append("\(report.kept) delete\(report.kept == 1 ? "" : "s") undone (edited elsewhere)") }
     if report.conflicts > 0 { details.append(plural(report.conflicts, "conflict")) }
-    let sent = report.pushed == 0 ? "nothing to send" : "sent " + plural(report.pushed, "change") + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")
-    let received = report.applied == 0 ? "nothing new from the server" : plural(report.applied, "note") + " added or changed from the server"
-    let found = report.matched == 0 ? "" : "; " + plural(report.matched, "note") + " of this device already on the server"
-    Console.out("Synced: \(sent); \(received)\(found).")
-    if report.conflicts > 0 {
-        Console.warn("\(plural(report.conflicts, "note")) changed on another device too: the other text was kept as a conflict copy; see `notes conflicts`.")
+    var text = "sent " + plural(report.pushed, "change") + " (\(details.joined(separator: ", "))"
+    if report.replayed > 0 { text += "; \(report.replayed) of them already applied by an earlier, interrupted sync" }
+    return text + ")"
+}
+
+/// Prints what a sync did: a summary line on stdout; refusals, conflicts and undone deletes on stderr.
+///
+/// - Throws: a failure (exit 1) when the server refuses a note, this sync or an earlier one: such a note is not
+///   synced until it is edited, and every sync says so.
+func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) throws {
+    let ids = try reportIDs(report, client: client)
+    if json {
+        try Console.json(SyncOutput(report, ids: ids))
+    } else {
+        let received = report.applied == 0 ? "nothing new from the server" : plural(report.applied, "note") + " added or changed from the server"
+        let found = report.matched == 0 ? "" : "; " + plural(report.matched, "note") + " of this device already on the server"
+        Console.out("Synced: \(pushSummary(report)); \(received)\(found).")
+        func id(_ noteID: Int64) -> String { ids[noteID] ?? "a note" }
+        for noteID in report.conflictNotes {
+            Console.warn(
+                "\(id(noteID)): your edit overlapped another device's: the note keeps the other device's text, and this device's text is in a conflict copy; see `notes conflicts --diff`, then `notes resolve`.")
+        }
+        if report.pulledConflictCopies > 0 {
+            Console.warn(
+                "\(plural(report.pulledConflictCopies, "conflict copy", "conflict copies")) arrived from another device (its text, where its edit overlapped another); see `notes conflicts --diff`.")
+        }
+        for noteID in report.undeleted {
+            Console.warn("\(id(noteID)): your delete was undone because another device edited the note meanwhile; it is back (`notes rm \(id(noteID))` to delete it again).")
+        }
+        for failure in report.refused {
+            Console.warn("\(ids[failure.noteID] ?? failure.clientID.base32) is not synced: \(failure.error.message) (\(failure.error.code)); edit it to try again.")
+        }
+        if report.pending > 0 {
+            Console.warn("\(plural(report.pending, "note")) changed during the sync; run `notes sync` again to send them.")
+        }
     }
-    for failure in report.failures {
-        Console.warn("\(ids[failure.noteID] ?? failure.clientID.base32) was not synced: \(failure.error.message) (\(failure.error.code)); edit it to try again.")
-    }
-    if report.pending > 0 {
-        Console.warn("\(plural(report.pending, "note")) changed during the sync; run `notes sync` again to send them.")
+    if !report.refused.isEmpty {
+        throw CommandFailure(
+            message: "\(plural(report.refused.count, "note")) refused by the server \(report.refused.count == 1 ? "is" : "are") not synced; edit \(report.refused.count == 1 ? "it" : "them") to try again")
     }
 }
 
@@ -108,6 +156,29 @@ struct CredentialOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Read the password from the first line of standard input instead of the terminal.")
     var passwordStdin = false
+
+    /// The server to talk to: `--server`, else the remembered one, checked the way a person types it.
+    ///
+    /// - Throws: a usage failure (exit 2) when none is known or it is not an `http://` or `https://` URL with a host.
+    func server(remembered: String?) throws -> String {
+        guard let server = server ?? remembered else {
+            throw CommandFailure(message: "no server known yet; pass --server URL", status: .usage)
+        }
+        return try checkedServerURL(server)
+    }
+}
+
+/// `text` when it is an `http://` or `https://` URL with a host (and a valid port, if any); a usage failure
+/// otherwise, so that a typo (`htp://`, `http//host`) is reported as one instead of as an unreachable server.
+func checkedServerURL(_ text: String) throws -> String {
+    let trimmed = text.trimmingCharacters(in: .whitespaces)
+    let usage = CommandFailure(message: "'\(text)' is not a server URL; expected http://HOST:PORT or https://HOST:PORT", status: .usage)
+    guard let components = URLComponents(string: trimmed), let scheme = components.scheme?.lowercased(),
+        scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+    else { throw usage }
+    if let port = components.port, !(1...65535).contains(port) { throw usage }
+    if components.query != nil || components.fragment != nil || components.user != nil { throw usage }
+    return trimmed
 }
 
 /// Reports a sign-in and the sync that followed.
@@ -141,18 +212,22 @@ struct SignInOutput: Encodable {
 struct SignUp: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "signup", abstract: "Create an account on a server and sign in to it.",
-        discussion: "The password is asked twice on the terminal, or read from standard input with --password-stdin.")
+        discussion: """
+            The password is asked twice on the terminal, or read from standard input with --password-stdin. Without \
+            --server, the server this device last used.
+            """)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var credentials: CredentialOptions
 
     func validate() throws {
-        if credentials.server == nil { throw ValidationError("Missing --server URL.") }
         if credentials.username == nil { throw ValidationError("Missing --username.") }
     }
 
     func run() async throws {
         let client = try options.openClient()
+        // Like login: the remembered server when none is given.
+        let server = try credentials.server(remembered: try client.status().serverURL)
         let password: String
         if credentials.passwordStdin {
             password = try Terminal.readPasswordFromStdin()
@@ -165,7 +240,7 @@ struct SignUp: AsyncParsableCommand {
         let progress = ProgressLine()
         defer { progress.finish() }
         let report = try await client.signUp(
-            server: credentials.server!, username: credentials.username!, password: password, progress: progress.callback)
+            server: server, username: credentials.username!, password: password, progress: progress.callback)
         progress.finish()
         try printSignIn(report, verb: "Created the account", client: client, json: options.json)
     }
@@ -185,9 +260,7 @@ struct Login: AsyncParsableCommand {
     func run() async throws {
         let client = try options.openClient()
         let status = try client.status()
-        guard let server = credentials.server ?? status.serverURL else {
-            throw CommandFailure(message: "no server known yet; pass --server URL", status: .usage)
-        }
+        let server = try credentials.server(remembered: status.serverURL)
         guard let username = credentials.username ?? status.account?.username else {
             throw CommandFailure(message: "missing --username", status: .usage)
         }

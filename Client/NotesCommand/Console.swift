@@ -106,7 +106,7 @@ enum LocalTime {
         }
     }
 
-    /// `just now`, `5 minutes ago`, ... for recent times; the date otherwise.
+    /// `just now`, `5 minutes ago`, `yesterday`, `3 days ago` for the last week; the date and time otherwise.
     static func relative(_ unixMilliseconds: Int64, now: Int64) -> String {
         let seconds = (now - unixMilliseconds) / 1000
         switch seconds {
@@ -114,6 +114,8 @@ enum LocalTime {
         case ..<60: return "just now"
         case ..<3600: return plural(Int(seconds / 60), "minute") + " ago"
         case ..<86_400: return plural(Int(seconds / 3600), "hour") + " ago"
+        case ..<172_800: return "yesterday"
+        case ..<604_800: return "\(seconds / 86_400) days ago"
         default: return format(unixMilliseconds)
         }
     }
@@ -169,4 +171,99 @@ final class ProgressLine: Sendable {
     }
 
     var callback: @Sendable (SyncProgress) -> Void { { [self] in update($0) } }
+}
+
+/// What the terminal on stdout can show: its size, and whether to colour.
+enum Screen {
+    /// Whether stdout is a terminal.
+    static var isTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+    /// Rows and columns of the terminal on stdout (nil when it is not one or does not say).
+    static var size: (rows: Int, columns: Int)? {
+        guard isTerminal else { return nil }
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return nil }
+        return (Int(size.ws_row), Int(size.ws_col))
+    }
+
+    /// Whether to colour and highlight: a terminal, not `TERM=dumb`, and no `NO_COLOR` (no-color.org).
+    static var colors: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return isTerminal && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
+    }
+
+    static let bold = "\u{1B}[1m"
+    static let highlight = "\u{1B}[1;33m"
+    static let red = "\u{1B}[31m"
+    static let green = "\u{1B}[32m"
+    static let dim = "\u{1B}[2m"
+    static let reset = "\u{1B}[0m"
+
+    /// `text` in `style` when colouring, else as it is.
+    static func styled(_ text: String, _ style: String) -> String {
+        colors ? style + text + reset : text
+    }
+}
+
+/// Shows long output through `$PAGER` (default `less -FRX`) when stdout is a terminal and the output is taller
+/// than the screen; prints it directly otherwise, or when no pager can start.
+enum Pager {
+    static func show(_ bytes: [UInt8]) {
+        var output = bytes
+        if output.last != UInt8(ascii: "\n") { output.append(UInt8(ascii: "\n")) }
+        let lines = output.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+        guard let size = Screen.size, lines >= size.rows, page(output) else {
+            Console.out(bytes: Array(output.dropLast()))
+            return
+        }
+    }
+
+    /// Pipes `output` into the pager and waits for it; false when it could not start.
+    private static func page(_ output: [UInt8]) -> Bool {
+        Console.flush()
+        let environment = ProcessInfo.processInfo.environment
+        let pager = environment["PAGER"].flatMap { $0.allSatisfy(\.isWhitespace) ? nil : $0 } ?? "less -FRX"
+        if pager == "cat" { return false }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return false }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, ends[0], STDIN_FILENO)
+        posix_spawn_file_actions_addclose(&actions, ends[0])
+        posix_spawn_file_actions_addclose(&actions, ends[1])
+        let words: [String] = ["sh", "-c", pager]
+        var argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        // `less` reads LESS; -F quits when one screen holds everything, -R keeps colours, -X leaves the text shown.
+        var pid: pid_t = 0
+        let started = posix_spawn(&pid, "/bin/sh", &actions, nil, &argv, environ)
+        close(ends[0])
+        guard started == 0 else {
+            close(ends[1])
+            return false
+        }
+        // The person may quit the pager early: writing then fails (EPIPE) instead of killing `notes`.
+        let previousPipe = signal(SIGPIPE, SIG_IGN)
+        let previousInterrupt = signal(SIGINT, SIG_IGN)
+        defer {
+            signal(SIGPIPE, previousPipe)
+            signal(SIGINT, previousInterrupt)
+        }
+        var offset = 0
+        output.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let written = write(ends[1], raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    break
+                }
+                offset += written
+            }
+        }
+        close(ends[1])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return true
+    }
 }

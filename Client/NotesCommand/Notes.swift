@@ -14,14 +14,17 @@ public struct Notes: AsyncParsableCommand {
 
             Data lives in --home, else $NOTES_HOME, else $XDG_DATA_HOME/notes, else ~/.local/share/notes.
 
-            Exit status: 0 success; 1 error (unknown or ambiguous ID, empty note, server refused, local storage); \
-            2 usage (bad arguments, or a confirmation that cannot be asked); 3 server unreachable or failing \
-            (try again later); 4 not signed in, wrong password, or signed out by the server.
+            Shell completions: notes --generate-completion-script bash|zsh|fish (see the README).
+
+            Exit status: 0 success; 1 error (unknown or ambiguous ID, empty or invalid note, a note the server \
+            refuses, local storage); 2 usage (bad arguments or server URL, or a confirmation that cannot be asked); \
+            3 server unreachable or failing (try again later); 4 not signed in, wrong password, locked out after \
+            too many attempts, or signed out by the server.
             """,
-        version: "1.0.0",
+        version: NotesClient.version,
         subcommands: [
-            Add.self, List.self, Show.self, Edit.self, Remove.self, Search.self, Conflicts.self, Sync.self, SignUp.self,
-            Login.self, Logout.self, Status.self,
+            Add.self, List.self, Show.self, Edit.self, Remove.self, Search.self, Conflicts.self, Resolve.self, Trash.self,
+            Restore.self, Export.self, Import.self, Sync.self, SignUp.self, Login.self, Logout.self, Status.self,
         ]
     )
 
@@ -30,6 +33,7 @@ public struct Notes: AsyncParsableCommand {
     /// Parses the arguments, runs the command and exits with a documented status (see the discussion above).
     public static func main(_ arguments: [String]?) async -> Never {
         do {
+            if arguments == nil { try checkArgumentEncoding() }
             var command = try await asyncParseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -59,6 +63,18 @@ public struct Notes: AsyncParsableCommand {
     public static func main() async {
         await main(nil)
     }
+
+    /// Refuses arguments that are not UTF-8 (Swift's `CommandLine.arguments` would replace the bad bytes with
+    /// U+FFFD, and a note would be stored changed).
+    static func checkArgumentEncoding() throws {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let pointer = CommandLine.unsafeArgv[index] else { continue }
+            let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer)))
+            if let offset = TextInput.firstInvalidOffset(bytes) {
+                throw NotesError(.invalidText, "Argument \(index) is not valid UTF-8 at byte offset \(offset); nothing was stored.")
+            }
+        }
+    }
 }
 
 /// The exit statuses of `notes`.
@@ -72,9 +88,12 @@ public enum ExitStatus: Int32, Sendable {
     static func `for`(_ error: NotesError) -> ExitStatus {
         switch error.code {
         case .serverUnreachable, .badResponse: .unavailable
+        // 429: locked out after too many failed sign-ins: an authentication problem, like a wrong password.
+        case .serverError where error.httpStatus == 429: .authentication
         case .serverError: (error.httpStatus ?? 500) >= 500 ? .unavailable : .failure
         case .notSignedIn, .signedOutByServer, .invalidCredentials: .authentication
         case .invalidInput: .usage
+        case .invalidText: .failure
         default: .failure
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NotesClient
 
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +9,7 @@ import Musl
 import Darwin
 #endif
 
-/// Reading from people: passwords without echo, confirmations, the editor, piped text.
+/// Reading from people: passwords without echo, confirmations, piped text (the editor: ``Editor``).
 enum Terminal {
     /// Reads a line from the terminal with echo off, after printing `prompt` on stderr.
     ///
@@ -55,40 +56,32 @@ enum Terminal {
         return answer == "yes" || answer == "y"
     }
 
-    /// All of stdin as text.
-    static func readAllStdin() -> String {
+    /// All of stdin as text, byte-exact (a NUL is kept).
+    ///
+    /// - Throws: `invalid_text` with the byte offset when it is not UTF-8.
+    static func readAllStdin() throws(NotesError) -> String {
         let data = FileHandle.standardInput.readDataToEndOfFile()
-        return String(decoding: data, as: UTF8.self)
+        return try TextInput.decode(Array(data), source: "Standard input")
     }
 
-    /// Opens `$VISUAL`/`$EDITOR` (default `vi`) on `initial` and returns what was saved.
-    static func edit(_ initial: String) throws -> String {
-        let environment = ProcessInfo.processInfo.environment
-        let editor = [environment["VISUAL"], environment["EDITOR"]].compactMap { $0 }.first { !$0.isEmpty } ?? "vi"
-        let directory = FileManager.default.temporaryDirectory
-        let file = directory.appendingPathComponent("notes-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).txt")
-        guard FileManager.default.createFile(atPath: file.path, contents: Data(initial.utf8), attributes: [.posixPermissions: 0o600])
-        else {
-            throw CommandFailure(message: "cannot create a temporary file in \(directory.path)")
+    /// Whether stdin is a pipe or a file (what `notes add` reads without being asked), not a terminal or a device
+    /// such as `/dev/null`.
+    static var stdinIsPipeOrFile: Bool {
+        var info = stat()
+        guard fstat(STDIN_FILENO, &info) == 0 else { return false }
+        let kind = info.st_mode & S_IFMT
+        return kind == S_IFIFO || kind == S_IFREG || kind == S_IFSOCK
+    }
+
+    /// Refuses to start the default editor with no terminal to run it on (a configured `$VISUAL`/`$EDITOR` is
+    /// trusted: it may be a script).
+    static func requireEditor() throws {
+        guard Editor.configured() == nil else { return }
+        guard isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 else {
+            throw CommandFailure(
+                message: "no terminal to run the editor on; give the text as arguments or with --stdin, or set $EDITOR",
+                status: .usage)
         }
-        defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // The editor may carry arguments ("code --wait"): let the shell split it; the file is passed as $1.
-        process.arguments = ["-c", "\(editor) \"$1\"", "sh", file.path]
-        do {
-            try process.run()
-        } catch {
-            throw CommandFailure(message: "cannot start the editor '\(editor)': \(error.localizedDescription)")
-        }
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CommandFailure(message: "the editor '\(editor)' failed (status \(process.terminationStatus)); nothing saved")
-        }
-        guard let data = FileManager.default.contents(atPath: file.path) else {
-            throw CommandFailure(message: "cannot read back the edited file")
-        }
-        return String(decoding: data, as: UTF8.self)
     }
 
     /// Text from a file or a pipe, without the trailing newlines editors and `echo` add.

@@ -112,10 +112,13 @@ public struct NoteChange: Codable, Sendable, Equatable {
     public var baseVersion: Int64?
     /// The text the client last synced (kept across sign-out); nil for a note never synced.
     public var baseText: String?
+    /// When the edit was made, by the editing device's clock (``WireTime`` form): informational, shown to people,
+    /// never used for ordering or deciding anything. Absent (older clients): the server stores its own time.
+    public var editedAt: String?
 
     public init(
         clientID: FlakeID, origin: FlakeID, serverID: FlakeID? = nil, editID: FlakeID, text: String,
-        deleted: Bool = false, baseVersion: Int64? = nil, baseText: String? = nil
+        deleted: Bool = false, baseVersion: Int64? = nil, baseText: String? = nil, editedAt: String? = nil
     ) {
         self.clientID = clientID
         self.origin = origin
@@ -125,10 +128,11 @@ public struct NoteChange: Codable, Sendable, Equatable {
         self.deleted = deleted
         self.baseVersion = baseVersion
         self.baseText = baseText
+        self.editedAt = editedAt
     }
 
     public enum CodingKeys: String, WireKey {
-        case clientID, origin, serverID, editID, text, deleted, baseVersion, baseText
+        case clientID, origin, serverID, editID, text, deleted, baseVersion, baseText, editedAt
         public var isID: Bool { self == .clientID || self == .origin || self == .serverID || self == .editID }
     }
     public init(from decoder: any Decoder) throws {
@@ -142,6 +146,13 @@ public struct NoteChange: Codable, Sendable, Equatable {
         deleted = try c.decodeIfPresentRefusingNull(Bool.self, forKey: .deleted) ?? false
         baseVersion = try c.decodeIfPresentRefusingNull(Int64.self, forKey: .baseVersion)
         baseText = try c.decodeIfPresentRefusingNull(String.self, forKey: .baseText)
+        editedAt = try c.decodeIfPresentRefusingNull(String.self, forKey: .editedAt)
+        if let editedAt, WireTime.parse(editedAt) == nil {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: c.codingPath + [CodingKeys.editedAt],
+                    debugDescription: "not a time in the form 2026-11-22T10:15:30.123Z"))
+        }
     }
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -153,6 +164,7 @@ public struct NoteChange: Codable, Sendable, Equatable {
         try c.encode(deleted, forKey: .deleted)
         try c.encodeIfPresent(baseVersion, forKey: .baseVersion)
         try c.encodeIfPresent(baseText, forKey: .baseText)
+        try c.encodeIfPresent(editedAt, forKey: .editedAt)
     }
 }
 
@@ -320,12 +332,18 @@ public struct NoteRecord: Codable, Sendable, Equatable {
     public var conflictOf: FlakeID?
     /// Server time of the latest change, ISO 8601 UTC with milliseconds (informational; ordering uses the cursor).
     public var updatedAt: String
+    /// When the note's current content was edited, by the editing device's clock (the pushed
+    /// ``NoteChange/editedAt``; the server's time for a change that carried none). Informational, like `updatedAt`:
+    /// what clients show, so every device shows the same time. Absent from older servers.
+    public var editedAt: String?
 
-    public enum CodingKeys: String, WireKey { case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt }
+    public enum CodingKeys: String, WireKey {
+        case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt, editedAt
+    }
 
     public init(
         serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String, deleted: Bool,
-        conflictOf: FlakeID? = nil, updatedAt: String
+        conflictOf: FlakeID? = nil, updatedAt: String, editedAt: String? = nil
     ) {
         self.serverID = serverID
         self.clientID = clientID
@@ -335,6 +353,7 @@ public struct NoteRecord: Codable, Sendable, Equatable {
         self.deleted = deleted
         self.conflictOf = conflictOf
         self.updatedAt = updatedAt
+        self.editedAt = editedAt
     }
 }
 

@@ -110,6 +110,11 @@ struct NotesDevice: Sendable {
         home = try NotesE2E.temporaryDirectory(label).appendingPathComponent("home")
     }
 
+    /// A device whose data directory is `home` (its parent is removed by ``remove()``).
+    init(home: URL) {
+        self.home = home
+    }
+
     /// Runs `notes ARGS --home HOME` with `stdin` as standard input (never a terminal, so no editor or prompt).
     func run(_ arguments: [String], stdin: String = "", withHome: Bool = true) async throws -> NotesRun {
         try await NotesE2E.blocking { try runBlocking(arguments, stdin: stdin, withHome: withHome, killWhenStderrShows: nil) }

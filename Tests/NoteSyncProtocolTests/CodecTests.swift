@@ -34,7 +34,7 @@ struct PullCodecTests {
             writer.note(
                 serverID: record.serverID, clientID: record.clientID, origin: record.origin, version: record.version,
                 text: record.text, deleted: record.deleted, conflictOf: record.conflictOf,
-                updatedAt: WireTime.parse(record.updatedAt)!)
+                updatedAt: WireTime.parse(record.updatedAt)!, editedAt: record.editedAt.map { WireTime.parse($0)! })
         }
         return writer.finish(cursor: response.cursor, hasMore: response.hasMore)
     }
@@ -49,7 +49,8 @@ struct PullCodecTests {
                     origin: id(Int64(rng.next() >> 2) | 1), version: Int64(1 + rng.next() % 9),
                     text: (0..<Int(rng.next() % 20)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined(),
                     deleted: rng.next() % 2 == 0, conflictOf: rng.next() % 3 == 0 ? id(Int64(index + 7)) : nil,
-                    updatedAt: WireTime.format(unixMilliseconds: testEpoch + Int64(rng.next() % 3) * 1_000_003))
+                    updatedAt: WireTime.format(unixMilliseconds: testEpoch + Int64(rng.next() % 3) * 1_000_003),
+                    editedAt: rng.next() % 3 == 0 ? nil : WireTime.format(unixMilliseconds: testEpoch - Int64(rng.next() % 3) * 7_000_001))
             }
             let response = PullResponse(changes: records, cursor: SyncCursor(sequence: Int64(rng.next() % 100)), hasMore: rng.next() % 2 == 0)
             let fast = Self.write(response)
@@ -128,7 +129,8 @@ struct PushCodecTests {
                 serverID: rng.next() % 2 == 0 ? id(Int64(rng.next() >> 2) | 1) : nil, editID: id(Int64(rng.next() >> 1) | 1),
                 text: randomText(&rng), deleted: rng.next() % 3 == 0,
                 baseVersion: rng.next() % 2 == 0 ? Int64(rng.next() % 1000) - 1 : nil,
-                baseText: rng.next() % 2 == 0 ? randomText(&rng) : nil)
+                baseText: rng.next() % 2 == 0 ? randomText(&rng) : nil,
+                editedAt: rng.next() % 2 == 0 ? WireTime.format(unixMilliseconds: testEpoch + Int64(rng.next() % 1_000_000_000)) : nil)
         })
     }
 
@@ -166,6 +168,12 @@ struct PushCodecTests {
         #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseVersion":1e2}]}"#,
         #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseVersion":9223372036854775808}]}"#,
         #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","deleted":"yes"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","editedAt":"2026-11-22T10:15:30.123Z"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","editedAt":null}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","editedAt":"2026-11-22T10:15:30Z"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","editedAt":"2026-02-30T10:15:30.123Z"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","editedAt":"yesterday"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","editedAt":1732270530123}]}"#,
         #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","deleted":true,"deleted":false}]}"#,
         #"{"changes":[{"clientID":1,"origin":"11","editID":"5","text":"x"}]}"#,
         #"{"changes":[{"clientID":"9223372036854775807","origin":"11","editID":"5","text":"x"}]}"#,
@@ -199,6 +207,25 @@ struct PushCodecTests {
             }
             let answered = Result { () throws(APIErrorBody) in try PushRequest.decodeBody(body) }
             #expect(answered == reference, "\(text)")
+        }
+    }
+
+    /// `editedAt` is optional; one that is not a protocol time is refused, naming the field, by both paths.
+    @Test func editTimesAreOptionalAndAMalformedOneIsRefused() throws {
+        let good = Data(#"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","editedAt":"2026-11-22T10:15:30.123Z"}]}"#.utf8)
+        #expect(try PushRequest.decodeBody(good).changes[0].editedAt == "2026-11-22T10:15:30.123Z")
+        #expect(PushRequest.fastDecode(good)?.changes[0].editedAt == "2026-11-22T10:15:30.123Z")
+        let absent = Data(#"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x"}]}"#.utf8)
+        #expect(try PushRequest.decodeBody(absent).changes[0].editedAt == nil)
+        for bad in ["2026-11-22", "2026-02-30T10:15:30.123Z", "soon"] {
+            let body = Data(#"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x"},{"clientID":"1","origin":"11","editID":"6","text":"x","editedAt":"\#(bad)"}]}"#.utf8)
+            #expect(PushRequest.fastDecode(body) == nil)
+            #expect(throws: APIErrorBody.self) { try PushRequest.decodeBody(body) }
+            guard case .failure(let error) = Self.reference(body) else {
+                Issue.record("JSONDecoder accepted editedAt \(bad)")
+                continue
+            }
+            #expect(error.code == .invalidJSON && error.field == "changes[1].editedAt", "\(error)")
         }
     }
 

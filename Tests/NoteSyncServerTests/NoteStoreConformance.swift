@@ -98,6 +98,22 @@ enum NoteStoreConformance {
             #expect(after.last?.createdAt == testEpoch)
             #expect(try await store.pull(accountID: alice, after: 5, limit: 10).notes.map(\.serverID) == [first])
         },
+        Check(name: "edit times are stored and pulled") { store in
+            let alice = try await makeAccount(store, "alice")
+            let edited = testEpoch - 86_400_000
+            let results = try await store.push(
+                accountID: alice,
+                changes: [change(1, edit: 1, text: "dated\n", editedAt: edited), change(2, edit: 2, text: "undated\n")],
+                context: context(now: testEpoch + 5))
+            var pulled = try await everything(store, alice)
+            #expect(pulled.map(\.editedAt) == [edited, testEpoch + 5], "an absent edit time is the server's")
+            #expect(pulled.map(\.record.editedAt) == [WireTime.format(unixMilliseconds: edited), WireTime.format(unixMilliseconds: testEpoch + 5)])
+            _ = try await store.push(
+                accountID: alice, changes: [change(1, server: results[0].serverID, edit: 3, text: "", deleted: true, baseVersion: 1, editedAt: edited + 7)],
+                context: context(now: testEpoch + 9))
+            pulled = try await everything(store, alice)
+            #expect(pulled.last?.deleted == true && pulled.last?.editedAt == edited + 7)
+        },
         Check(name: "replays write nothing") { store in
             let alice = try await makeAccount(store, "alice")
             let batch = [change(1, edit: 1, text: "a\n"), change(2, edit: 2, text: "b\n"), change(3, edit: 3, text: "", deleted: true)]

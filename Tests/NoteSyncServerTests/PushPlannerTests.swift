@@ -66,6 +66,33 @@ let bob = id(2)
 
 @Suite("PushPlanner rules")
 struct PushPlannerRuleTests {
+    /// The edit time is carried, never decided on: each write keeps the change's (else the server's time), a clean
+    /// merge the later of the two, a conflict copy the pushed change's while the note keeps its own.
+    @Test func editTimesFollowTheEdits() {
+        var h = PlannerHarness()
+        let early = testEpoch - 50_000
+        let created = h.push(alice, [change(10, edit: 100, text: "a\nb\nc\n", editedAt: early)])[0]
+        let serverID = created.serverID
+        #expect(h.note(serverID)?.editedAt == early)
+        #expect(h.note(serverID)?.updatedAt == testEpoch)
+
+        let untimed = h.push(alice, [change(10, server: serverID, edit: 101, text: "a\nb\nc\nd\n", baseVersion: 1)])[0]
+        #expect(untimed.status == .updated)
+        #expect(h.note(serverID)?.editedAt == h.now - 1, "no editedAt: the server's time")
+
+        // A device whose edit happened before the stored one merges cleanly: the later time stays.
+        let merged = h.push(alice, [change(10, server: serverID, edit: 102, text: "A\nb\nc\n", baseVersion: 1, baseText: "a\nb\nc\n", editedAt: early + 1)])[0]
+        #expect(merged.status == .merged)
+        let afterMerge = h.note(serverID)?.editedAt
+        #expect(afterMerge == testEpoch + 1)
+
+        // An overlapping edit: the copy has the pushed edit's time, the note keeps its own.
+        let conflict = h.push(alice, [change(10, server: serverID, edit: 103, text: "X\nb\nc\n", baseVersion: 1, baseText: "a\nb\nc\n", editedAt: early + 2)])[0]
+        #expect(conflict.status == .conflict)
+        #expect(h.note(conflict.conflict?.serverID)?.editedAt == early + 2)
+        #expect(h.note(serverID)?.editedAt == afterMerge)
+    }
+
     @Test func createThenReplay() {
         var h = PlannerHarness()
         let first = h.push(alice, [change(10, edit: 100, text: "hello\n")])

@@ -51,12 +51,13 @@ struct PullPlannerTests {
 
     static func record(
         serverID: Int64 = 500, version: Int64 = 3, text: String = "text", deleted: Bool = false, conflictOf: Int64? = nil,
-        updatedAt: String = recordTime
+        updatedAt: String = recordTime, editedAt: Int64? = nil
     ) -> NoteRecord {
         NoteRecord(
             serverID: try! FlakeID(validating: serverID), clientID: try! FlakeID(validating: 1 << 40),
             origin: try! FlakeID(validating: 42), version: version, text: text, deleted: deleted,
-            conflictOf: conflictOf.map { try! FlakeID(validating: $0) }, updatedAt: updatedAt)
+            conflictOf: conflictOf.map { try! FlakeID(validating: $0) }, updatedAt: updatedAt,
+            editedAt: editedAt.map { WireTime.format(unixMilliseconds: $0) })
     }
 
     static func pulled(_ record: NoteRecord) -> PullPlanner.Pulled {
@@ -89,7 +90,26 @@ struct PullPlannerTests {
                         PullPlanner.NewNote(
                             clientID: 1 << 40, origin: 42, state: pulled(copy),
                             createdAt: (try! FlakeID(validating: 1 << 40)).unixMilliseconds, updatedAt: recordMilliseconds)),
-                    applied: true, matched: false)),
+                    applied: true, matched: false, newConflictCopy: true)),
+            Case(
+                name: "an edit takes the editing device's time when the record carries it",
+                record: record(version: 4, text: "edited elsewhere", editedAt: 777_000), local: LocalNoteValue(),
+                outcome: PullPlanner.Outcome(
+                    action: .take(noteID: 1, pulled(edited), updatedAt: 777_000), applied: true, matched: false)),
+            Case(
+                name: "a note already as pulled but with another edit time takes the time",
+                record: record(editedAt: 2_000), local: LocalNoteValue(),
+                outcome: PullPlanner.Outcome(action: .take(noteID: 1, pulled(same), updatedAt: 2_000), applied: false, matched: false)),
+            Case(
+                name: "a note already as pulled, edit time included, is not written",
+                record: record(editedAt: 1_000), local: LocalNoteValue(),
+                outcome: PullPlanner.Outcome(action: .none, applied: false, matched: false)),
+            Case(
+                name: "a tombstone here that an edit elsewhere brings back is reported",
+                record: edited, local: LocalNoteValue(text: "", isDeleted: true, baseText: ""),
+                outcome: PullPlanner.Outcome(
+                    action: .take(noteID: 1, pulled(edited), updatedAt: recordMilliseconds), applied: true, matched: false,
+                    undeleted: true)),
             Case(
                 name: "a note already as pulled is not written",
                 record: same, local: LocalNoteValue(),
@@ -199,7 +219,8 @@ struct PullPlannerTests {
                 serverID: Int64.random(in: 500...501, using: &random), version: Int64.random(in: 1...3, using: &random),
                 text: texts.randomElement(using: &random)!, deleted: Bool.random(using: &random),
                 conflictOf: Bool.random(using: &random) ? 7 : nil,
-                updatedAt: Bool.random(using: &random) ? Self.recordTime : "garbage")
+                updatedAt: Bool.random(using: &random) ? Self.recordTime : "garbage",
+                editedAt: [nil, 1_000, 5_000].randomElement(using: &random)!)
             let local: LocalNoteValue? =
                 Int.random(in: 0..<5, using: &random) == 0
                 ? nil

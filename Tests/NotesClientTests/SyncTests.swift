@@ -656,10 +656,11 @@ struct SyncTests {
         let server = try TestServer.make(limits: SyncLimits(maxNoteBytes: 100))
         let transport = FaultInjectingTransport(server.transport)
         let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        // Written before the first sync, when the server's limit is not known yet (afterwards `add` refuses it).
         let big = try a.add(String(repeating: "y", count: 300))
         try a.add("small")
-        let report = try await a.syncOK()
+        let report = try await signUp(a, "alice")
+        #expect { try a.add(String(repeating: "y", count: 300)) } throws: { ($0 as? NotesError)?.code == .invalidText }
         #expect(report.created == 1 && report.failures.count == 1 && report.failures.first?.error.code == "note_too_large")
         #expect(try a.note(big.id).pushError?.code == "note_too_large")
         #expect(try await a.syncOK().pushed == 0, "not re-sent")
@@ -667,6 +668,7 @@ struct SyncTests {
         // The server refuses it too when the client believes a larger limit.
         let info = try WireJSON.encoder().encode(ServerInfo(version: "test", limits: SyncLimits(maxNoteBytes: 1 << 20)))
         transport.setPlan { request, _ in request.path == Endpoint.info.path ? .answer(WireResponse(status: 200, body: info)) : nil }
+        try await a.syncOK()  // the client now remembers the larger limit, so the edit below is not refused locally
         try a.edit(big.id, text: String(repeating: "z", count: 300))
         let refused = try await a.syncOK()
         #expect(refused.failures.map(\.error.code) == ["note_too_large"] && refused.pushed == 0)

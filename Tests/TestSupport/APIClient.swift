@@ -107,11 +107,11 @@ extension WireResponse {
 /// Builds a change tersely from raw ID values.
 public func change(
     _ clientID: Int64, origin: Int64 = 77, server: FlakeID? = nil, edit: Int64, text: String, deleted: Bool = false,
-    baseVersion: Int64? = nil, baseText: String? = nil
+    baseVersion: Int64? = nil, baseText: String? = nil, editedAt: Int64? = nil
 ) -> NoteChange {
     NoteChange(
         clientID: id(clientID), origin: id(origin), serverID: server, editID: id(edit), text: text, deleted: deleted,
-        baseVersion: baseVersion, baseText: baseText)
+        baseVersion: baseVersion, baseText: baseText, editedAt: editedAt.map { WireTime.format(unixMilliseconds: $0) })
 }
 
 /// A valid ID from a raw value (a test's constant).

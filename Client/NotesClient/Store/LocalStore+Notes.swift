@@ -14,7 +14,7 @@ extension LocalStore.Transaction {
                 INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at)
                 VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?)
                 """,
-            arguments: [clientID.rawValue, origin.rawValue, text, now, now])
+            arguments: [clientID.rawValue, origin.rawValue, text.stored, now, now])
         return LocalNote(
             id: db.lastInsertedRowID, clientID: clientID, origin: origin, serverID: nil, serverVersion: nil,
             text: text, isDeleted: false, baseText: nil, revision: 1, isDirty: true, isConflict: false,
@@ -29,7 +29,7 @@ extension LocalStore.Transaction {
                 UPDATE notes SET text = ?, deleted = 0, revision = revision + 1, dirty = 1, push_error = NULL,
                 push_error_message = NULL, updated_at = ? WHERE id = ?
                 """,
-            arguments: [text, now, id])
+            arguments: [text.stored, now, id])
     }
 
     /// Makes a note a tombstone and bumps its revision; `syncs` says whether the delete is to be pushed (it is
@@ -41,6 +41,39 @@ extension LocalStore.Transaction {
                 push_error_message = NULL, updated_at = ? WHERE id = ?
                 """,
             arguments: [syncs, now, id])
+    }
+
+    /// Inserts a note from an export: its own identity and times, dirty and never synced (a sign-in or push
+    /// finds it on the server by client ID and origin).
+    func importNote(clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at)
+                VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?)
+                """
+        ).execute(arguments: [clientID.rawValue, origin.rawValue, text.stored, createdAt, editedAt])
+    }
+
+    /// Whether a note with this identity is here (tombstones included).
+    func hasNote(clientID: FlakeID, origin: FlakeID) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notes WHERE client_id = ? AND origin = ?)"),
+            arguments: [clientID.rawValue, origin.rawValue]) ?? false
+    }
+
+    /// Every live note's text without trailing newlines (what tells an imported plain text is already here).
+    func liveTextKeys() throws -> [String] {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT text FROM notes WHERE NOT deleted"))
+        var keys: [String] = []
+        while let row = try rows.next() { keys.append(NotesClient.importKey(row.text(at: 0))) }
+        return keys
+    }
+
+    /// Makes the stored flake high-water mark at least `id`, so the generator never mints it again.
+    func raiseHighWaterMark(to id: FlakeID) throws {
+        try db.cachedStatement(
+            sql: "UPDATE settings SET flake_high_water = ? WHERE id = 1 AND (flake_high_water IS NULL OR flake_high_water < ?)"
+        ).execute(arguments: [id.rawValue, id.rawValue])
     }
 
     /// Whether a push snapshot of the note is waiting for its answer.
@@ -113,7 +146,8 @@ extension LocalStore.Transaction {
             keys.append(key)
             let deleted: Bool = row[4]
             guard includeDeleted || !deleted else { continue }
-            let head: String? = row[3]
+            // The first 400 bytes: a character cut at the end would decode as U+FFFD, so drop a partial one.
+            let head: String? = row.textIfPresent(at: 3).map(Self.droppingCutCharacter)
             summaries.append(
                 NoteSummary(
                     id: key.id, clientID: key.clientID, origin: key.origin, title: head.map(NoteSummary.title(of:)) ?? "",
@@ -121,6 +155,13 @@ extension LocalStore.Transaction {
         }
         summaries.sort { $0.updatedAt != $1.updatedAt ? $0.updatedAt > $1.updatedAt : $0.id > $1.id }
         return Listing(notes: summaries, displayIDs: ShortID.assign(keys))
+    }
+
+    /// `text` without a replacement character at its end (what a UTF-8 sequence cut by `substr` decodes to).
+    static func droppingCutCharacter(_ text: String) -> String {
+        var scalars = text.unicodeScalars
+        if scalars.last == "\u{FFFD}" { scalars.removeLast() }
+        return String(scalars)
     }
 
     /// Every note's identity (tombstones included, in local ID order), the signed-in account and the pull cursor.
@@ -177,6 +218,7 @@ extension LocalStore.Transaction {
             clientIDHighWaterMark: try FlakeID(storedIfPresent: clientIDMark),
             serverURL: settings.serverURL, account: settings.account, cursor: settings.cursor,
             lastSyncAt: settings.lastSyncAt, notes: counts[0], deletedNotes: counts[1], pending: counts[2],
-            failed: counts[3], conflicts: counts[4], inFlight: inFlight)
+            failed: counts[3], conflicts: counts[4], inFlight: inFlight, pullUnfinished: settings.pullUnfinished,
+            maxNoteBytes: settings.maxNoteBytes)
     }
 }

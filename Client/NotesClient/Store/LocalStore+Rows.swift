@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import MiniFlake
 import NoteSyncProtocol
@@ -7,8 +8,52 @@ import NoteSyncProtocol
 /// The columns of `notes` in the order ``LocalNote/init(row:)`` reads them.
 let noteColumns = """
     id, client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty, is_conflict, \
-    conflict_of_server_id, push_error, push_error_message, created_at, updated_at
+    conflict_of_server_id, push_error, push_error_message, created_at, updated_at, conflict_here
     """
+
+/// A note text as the store keeps it: its UTF-8 bytes in a BLOB, because GRDB binds and reads a Swift string as a
+/// C string, which stops at the first NUL, and a note may hold NUL. The empty text is the TEXT value `''` (GRDB binds
+/// an empty blob as NULL, and NULL means "no text" in `base_text`). Equal texts are always stored as equal values, so
+/// SQL comparisons (`text IS NOT base_text`) stay right.
+struct StoredText: DatabaseValueConvertible {
+    var text: String
+
+    init(_ text: String) { self.text = text }
+
+    var databaseValue: DatabaseValue {
+        text.isEmpty ? "".databaseValue : Data(text.utf8).databaseValue
+    }
+
+    static func fromDatabaseValue(_ value: DatabaseValue) -> StoredText? {
+        switch value.storage {
+        case .blob(let data): StoredText(String(decoding: data, as: UTF8.self))
+        case .string(let string): StoredText(string)
+        default: nil
+        }
+    }
+}
+
+extension Optional where Wrapped == String {
+    /// The stored form of an optional text (NULL stays NULL).
+    var stored: StoredText? { map(StoredText.init) }
+}
+
+extension String {
+    /// The stored form of a text.
+    var stored: StoredText { StoredText(self) }
+}
+
+extension Row {
+    /// A text column read byte-exactly, in place (NUL included); "" for NULL.
+    func text(at index: Int) -> String {
+        (try? withUnsafeData(atIndex: index) { data in data.map { String(decoding: $0, as: UTF8.self) } }) ?? ""
+    }
+
+    /// A nullable text column read byte-exactly.
+    func textIfPresent(at index: Int) -> String? {
+        hasNull(atIndex: index) ? nil : text(at: index)
+    }
+}
 
 extension FlakeID {
     /// An ID read from the database, where only valid IDs are written.
@@ -35,9 +80,9 @@ extension LocalNote {
         origin = try FlakeID(stored: row[2])
         serverID = try FlakeID(storedIfPresent: row[3])
         serverVersion = row[4]
-        text = row[5]
+        text = row.text(at: 5)
         isDeleted = row[6]
-        baseText = row[7]
+        baseText = row.textIfPresent(at: 7)
         revision = row[8]
         isDirty = row[9]
         isConflict = row[10]
@@ -45,6 +90,7 @@ extension LocalNote {
         pushError = errorCode.map { PushError(code: $0, message: row[13] ?? $0) }
         createdAt = row[14]
         updatedAt = row[15]
+        isConflictFromThisDevice = row[16]
     }
 }
 
@@ -62,6 +108,12 @@ struct Settings: Sendable {
     /// The account whose base texts `notes` and `outbox` hold (see `switchBases` in LocalStore+Sync); nil before
     /// the first sign-in.
     var baseAccountID: FlakeID?
+    /// The remembered server's limits from its `GET /v1/info` at the last sync (nil before one): local writes are
+    /// checked against them.
+    var maxNoteBytes: Int?
+    var maxBodyBytes: Int?
+    /// Whether the last pull stopped before the server said it had nothing more (an interrupted sync).
+    var pullUnfinished: Bool
 
     static func fetch(_ db: Database) throws -> Settings? {
         guard
@@ -69,7 +121,7 @@ struct Settings: Sendable {
                 db.cachedStatement(
                     sql: """
                         SELECT origin, flake_instance, flake_high_water, server_url, account_id, username, token, cursor,
-                        last_sync_at, base_account_id FROM settings WHERE id = 1
+                        last_sync_at, base_account_id, max_note_bytes, max_body_bytes, pull_unfinished FROM settings WHERE id = 1
                         """))
         else { return nil }
         return Settings(
@@ -82,7 +134,10 @@ struct Settings: Sendable {
             token: row[6],
             cursor: row[7],
             lastSyncAt: row[8],
-            baseAccountID: try FlakeID(storedIfPresent: row[9])
+            baseAccountID: try FlakeID(storedIfPresent: row[9]),
+            maxNoteBytes: row[10],
+            maxBodyBytes: row[11],
+            pullUnfinished: row[12]
         )
     }
 

@@ -76,6 +76,71 @@ extension LocalStore {
             // values, and their IDs lie far below MiniFlake's, so they cannot share `flake_high_water`.
             try db.execute(sql: "ALTER TABLE settings ADD COLUMN client_id_high_water INTEGER")
         }
+        migrator.registerMigration("v4-text-bytes") { db in
+            // Texts become UTF-8 BLOBs (see `StoredText`): GRDB binds and reads a Swift string as a C string, so a NUL
+            // in a note cut it short. The empty text stays the TEXT value ''.
+            for (table, column) in [("notes", "text"), ("notes", "base_text"), ("outbox", "text"), ("outbox", "base_text"), ("account_bases", "base_text")] {
+                try db.execute(
+                    sql: "UPDATE \(table) SET \(column) = CAST(\(column) AS BLOB) WHERE typeof(\(column)) = 'text' AND \(column) <> ''")
+            }
+        }
+        migrator.registerMigration("v5-limits-and-edit-times") { db in
+            try db.execute(
+                sql: """
+                    -- The remembered server's limits (GET /v1/info at the last sync): local writes are checked against them.
+                    ALTER TABLE settings ADD COLUMN max_note_bytes INTEGER;
+                    ALTER TABLE settings ADD COLUMN max_body_bytes INTEGER;
+                    -- Set while a pull has more pages to fetch: `notes status` tells an interrupted sync from a finished one.
+                    ALTER TABLE settings ADD COLUMN pull_unfinished INTEGER NOT NULL DEFAULT 0;
+                    -- A snapshot's edit time (the note's updated_at when it was taken), sent as the change's editedAt.
+                    ALTER TABLE outbox ADD COLUMN edited_at INTEGER;
+                    -- A conflict copy that holds this device's text (the answer to its own push), not another device's.
+                    ALTER TABLE notes ADD COLUMN conflict_here INTEGER NOT NULL DEFAULT 0;
+                    -- Notes the server refused: every sync lists them.
+                    CREATE INDEX notes_refused ON notes(id) WHERE push_error IS NOT NULL;
+                    """)
+        }
+        migrator.registerMigration("v6-search") { db in
+            // Full-text search over every note's text (SQLite FTS5, external content: the index holds no copy of
+            // the texts). Triggers keep it in step with `notes` inside the same transactions.
+            try db.execute(
+                sql: """
+                    CREATE VIRTUAL TABLE notes_search USING fts5(
+                        text, content = 'notes', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2');
+                    INSERT INTO notes_search (notes_search) VALUES ('rebuild');
+                    CREATE TRIGGER notes_search_insert AFTER INSERT ON notes BEGIN
+                        INSERT INTO notes_search (rowid, text) VALUES (new.id, new.text);
+                    END;
+                    CREATE TRIGGER notes_search_delete AFTER DELETE ON notes BEGIN
+                        INSERT INTO notes_search (notes_search, rowid, text) VALUES ('delete', old.id, old.text);
+                    END;
+                    CREATE TRIGGER notes_search_update AFTER UPDATE OF text ON notes WHEN old.text IS NOT new.text BEGIN
+                        INSERT INTO notes_search (notes_search, rowid, text) VALUES ('delete', old.id, old.text);
+                        INSERT INTO notes_search (rowid, text) VALUES (new.id, new.text);
+                    END;
+                    """)
+        }
+        migrator.registerMigration("v7-trash") { db in
+            // The text of each deleted note, kept for `notes trash` and `notes restore` (a sync empties the note
+            // itself): filled by a trigger whenever a note becomes a tombstone, whoever deleted it; emptied when the
+            // note comes back, and of entries older than the trash keeps (NotesClient.trashDays).
+            try db.execute(
+                sql: """
+                    CREATE TABLE trash (
+                        note_id INTEGER PRIMARY KEY REFERENCES notes(id) ON DELETE CASCADE,
+                        text BLOB NOT NULL,
+                        deleted_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX trash_by_age ON trash(deleted_at);
+                    CREATE TRIGGER notes_trash_in AFTER UPDATE OF deleted ON notes
+                    WHEN new.deleted AND NOT old.deleted AND length(old.text) > 0 BEGIN
+                        INSERT OR REPLACE INTO trash (note_id, text, deleted_at) VALUES (old.id, old.text, new.updated_at);
+                    END;
+                    CREATE TRIGGER notes_trash_out AFTER UPDATE OF deleted ON notes WHEN old.deleted AND NOT new.deleted BEGIN
+                        DELETE FROM trash WHERE note_id = new.id;
+                    END;
+                    """)
+        }
         return migrator
     }
 }

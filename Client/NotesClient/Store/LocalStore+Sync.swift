@@ -27,15 +27,15 @@ extension LocalStore.Transaction {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
-                    SELECT id, text, deleted, server_version, base_text, server_id, revision FROM notes
+                    SELECT id, text, deleted, server_version, base_text, server_id, revision, updated_at FROM notes
                     WHERE dirty AND push_error IS NULL AND id NOT IN (SELECT note_id FROM outbox) ORDER BY id
                     """))
         var notes: [OutboxPlanner.DirtyNote] = []
         while let row = try rows.next() {
             notes.append(
                 OutboxPlanner.DirtyNote(
-                    id: row[0], text: row[1], isDeleted: row[2], serverVersion: row[3], baseText: row[4], serverID: row[5],
-                    revision: row[6]))
+                    id: row[0], text: row.text(at: 1), isDeleted: row[2], serverVersion: row[3], baseText: row.textIfPresent(at: 4), serverID: row[5],
+                    revision: row[6], updatedAt: row[7]))
         }
         return notes
     }
@@ -45,13 +45,13 @@ extension LocalStore.Transaction {
         guard !snapshots.isEmpty else { return }
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO outbox (note_id, edit_id, text, deleted, base_version, base_text, server_id, revision)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO outbox (note_id, edit_id, text, deleted, base_version, base_text, server_id, revision, edited_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         for snapshot in snapshots {
             try insert.execute(arguments: [
-                snapshot.noteID, snapshot.editID.rawValue, snapshot.text, snapshot.deleted, snapshot.baseVersion,
-                snapshot.baseText, snapshot.serverID, snapshot.revision,
+                snapshot.noteID, snapshot.editID.rawValue, snapshot.text.stored, snapshot.deleted, snapshot.baseVersion,
+                snapshot.baseText.stored, snapshot.serverID, snapshot.revision, snapshot.editedAt,
             ])
         }
     }
@@ -62,19 +62,46 @@ extension LocalStore.Transaction {
             db.cachedStatement(
                 sql: """
                     SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
-                    n.client_id, n.origin, n.is_conflict
+                    n.client_id, n.origin, n.is_conflict, o.edited_at
                     FROM outbox o JOIN notes n ON n.id = o.note_id
                     """))
         var entries: [OutboxEntry] = []
         while let row = try rows.next() {
             entries.append(
                 OutboxEntry(
-                    noteID: row[0], editID: try FlakeID(stored: row[1]), text: row[2], deleted: row[3],
-                    baseVersion: row[4], baseText: row[5], serverID: try FlakeID(storedIfPresent: row[6]),
+                    noteID: row[0], editID: try FlakeID(stored: row[1]), text: row.text(at: 2), deleted: row[3],
+                    baseVersion: row[4], baseText: row.textIfPresent(at: 5), serverID: try FlakeID(storedIfPresent: row[6]),
                     revision: row[7], clientID: try FlakeID(stored: row[8]), origin: try FlakeID(stored: row[9]),
-                    isConflict: row[10]))
+                    isConflict: row[10], editedAt: row[11]))
         }
         return entries
+    }
+
+    /// Every note the server refused (its error kept until the note is edited), in local ID order.
+    func refusedNotes() throws -> [PushFailure] {
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: "SELECT id, client_id, origin, push_error, push_error_message FROM notes WHERE push_error IS NOT NULL ORDER BY id"))
+        var failures: [PushFailure] = []
+        while let row = try rows.next() {
+            let code: String = row[3]
+            failures.append(
+                PushFailure(
+                    noteID: row[0], clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2]),
+                    error: PushError(code: code, message: row[4] ?? code)))
+        }
+        return failures
+    }
+
+    /// Remembers the server's limits (checked by local writes).
+    func rememberLimits(_ limits: SyncLimits) throws {
+        try db.cachedStatement(sql: "UPDATE settings SET max_note_bytes = ?, max_body_bytes = ? WHERE id = 1")
+            .execute(arguments: [limits.maxNoteBytes, limits.maxBodyBytes])
+    }
+
+    /// Records whether the pull stopped with more pages waiting.
+    func setPullUnfinished(_ unfinished: Bool) throws {
+        try db.cachedStatement(sql: "UPDATE settings SET pull_unfinished = ? WHERE id = 1").execute(arguments: [unfinished])
     }
 
     /// Notes waiting to be pushed: dirty and not refused.
@@ -144,8 +171,8 @@ extension LocalStore.Transaction {
             insertCopy = try db.cachedStatement(
                 sql: """
                     INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
-                    is_conflict, conflict_of_server_id, created_at, updated_at)
-                    VALUES (?, ?, ?, 1, ?, 0, ?, 0, 0, 1, ?, ?, ?)
+                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here)
+                    VALUES (?, ?, ?, 1, ?, 0, ?, 0, 0, 1, ?, ?, ?, 1)
                     """)
         }
 
@@ -167,18 +194,18 @@ extension LocalStore.Transaction {
                 try Row.fetchOne(findCopy, arguments: [copy.serverID, copy.clientID, copy.origin]) == nil
             {
                 try insertCopy.execute(arguments: [
-                    copy.clientID, copy.origin, copy.serverID, copy.text, copy.text, copy.conflictOf, copy.createdAt,
+                    copy.clientID, copy.origin, copy.serverID, copy.text.stored, copy.text.stored, copy.conflictOf, copy.createdAt,
                     copy.updatedAt,
                 ])
             }
             switch acceptance.update {
             case .settle(let state):
                 try settle.execute(arguments: [
-                    state.serverID, state.serverVersion, state.text, state.deleted, state.baseText, state.updatedAt != nil,
+                    state.serverID, state.serverVersion, state.text.stored, state.deleted, state.baseText.stored, state.updatedAt != nil,
                     state.updatedAt, noteID,
                 ])
             case .rebase(let serverID, let baseText):
-                try rebase.execute(arguments: [serverID, baseText, noteID])
+                try rebase.execute(arguments: [serverID, baseText.stored, noteID])
             case nil:
                 break
             }
@@ -251,14 +278,14 @@ extension LocalStore.Transaction {
             case .insert(let new):
                 let state = new.state
                 try insert.execute(arguments: [
-                    new.clientID, new.origin, state.serverID, state.version, state.text, state.deleted, state.baseText,
+                    new.clientID, new.origin, state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored,
                     state.isConflict, state.conflictOf, new.createdAt, new.updatedAt,
                 ])
             case .adoptServerID(let noteID, let serverID):
                 try adopt.execute(arguments: [serverID, noteID])
             case .take(let noteID, let state, let updatedAt):
                 try take.execute(arguments: [
-                    state.serverID, state.version, state.text, state.deleted, state.baseText, state.isConflict,
+                    state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored, state.isConflict,
                     state.conflictOf, updatedAt, noteID,
                 ])
             case .none:
@@ -275,11 +302,11 @@ extension LocalStore.Transaction {
         var id: Int64 { row[0] }
         var isDirty: Bool { row[1] }
         var serverID: Int64? { row[2] }
-        var text: String { row[3] }
+        var text: String { row.text(at: 3) }
         var isDeleted: Bool { row[4] }
         var updatedAt: Int64 { row[5] }
         var serverVersion: Int64? { row[6] }
-        var baseText: String? { row[7] }
+        var baseText: String? { row.textIfPresent(at: 7) }
         var isConflict: Bool { row[8] }
         var conflictOf: Int64? { row[9] }
         var pushError: String? { row[10] }
@@ -306,8 +333,8 @@ extension LocalStore.Transaction {
     func forgetAccountState() throws {
         try db.execute(
             sql: """
-                UPDATE settings SET account_id = NULL, username = NULL, token = NULL, cursor = NULL, last_sync_at = NULL
-                WHERE id = 1;
+                UPDATE settings SET account_id = NULL, username = NULL, token = NULL, cursor = NULL, last_sync_at = NULL,
+                pull_unfinished = 0 WHERE id = 1;
                 UPDATE notes SET server_id = NULL, server_version = NULL, conflict_of_server_id = NULL
                 WHERE server_id IS NOT NULL OR server_version IS NOT NULL OR conflict_of_server_id IS NOT NULL;
                 UPDATE outbox SET server_id = NULL, base_version = NULL;

@@ -18,12 +18,15 @@ struct OutboxEntry: Sendable, Equatable {
     var origin: FlakeID
     /// Whether the note is a conflict copy (see ``OutboxPlanner/pushOrder(_:)``).
     var isConflict: Bool
+    /// When the snapshotted edit was made (Unix milliseconds, this device's clock); nil for a snapshot taken before
+    /// edit times were kept (the server then stores its own time).
+    var editedAt: Int64? = nil
 
     /// The change as the server reads it.
     var change: NoteChange {
         NoteChange(
             clientID: clientID, origin: origin, serverID: serverID, editID: editID, text: text, deleted: deleted,
-            baseVersion: baseVersion, baseText: baseText)
+            baseVersion: baseVersion, baseText: baseText, editedAt: editedAt.map { WireTime.format(unixMilliseconds: $0) })
     }
 }
 
@@ -96,6 +99,8 @@ enum OutboxPlanner {
         var baseText: String?
         var serverID: Int64?
         var revision: Int64
+        /// The note's edit time (its `updatedAt`).
+        var updatedAt: Int64 = 0
     }
 
     /// An outbox row to insert.
@@ -109,6 +114,8 @@ enum OutboxPlanner {
         var baseText: String?
         var serverID: Int64?
         var revision: Int64
+        /// The edit's time, sent as the change's `editedAt`.
+        var editedAt: Int64 = 0
     }
 
     /// The snapshots of `notes` (ascending local ID), `editIDs[i]` for `notes[i]`; `editIDs` come from one mint of
@@ -118,7 +125,8 @@ enum OutboxPlanner {
         return zip(notes, editIDs).map { note, editID in
             Snapshot(
                 noteID: note.id, editID: editID, text: note.isDeleted ? "" : note.text, deleted: note.isDeleted,
-                baseVersion: note.serverVersion, baseText: note.baseText, serverID: note.serverID, revision: note.revision)
+                baseVersion: note.serverVersion, baseText: note.baseText, serverID: note.serverID, revision: note.revision,
+                editedAt: note.updatedAt)
         }
     }
 

@@ -30,8 +30,9 @@ protocol PullLocalNote {
 /// - A dirty note (local changes wait to be pushed): keep its text and base so the server merges them; only learn
 ///   the server ID when the note lacked it or had another.
 /// - A clean note: take the record (server ID, version, text, deleted, base, conflict fields; push error cleared).
-///   Its time becomes the record's when the text or deleted flag changed, and stays otherwise. A note already
-///   exactly as `take` would write it (a sign-in pulls back every note it just pushed) is not written.
+///   Its time becomes the record's `editedAt` (the editing device's time, so every device shows the same); from a
+///   server that sends none, the record's `updatedAt` when the text or deleted flag changed, and stays otherwise. A
+///   note already exactly as `take` would write it (a sign-in pulls back every note it just pushed) is not written.
 /// - Counters: `applied` when the record added a note or changed a clean note's text or deleted flag; `matched`
 ///   when the note was found without a server ID (by client ID and origin: after a sign-in, a note the account
 ///   already holds).
@@ -70,11 +71,16 @@ enum PullPlanner {
         var updatedAt: Int64
     }
 
-    /// An action and how it counts in ``SyncReport/applied`` and ``SyncReport/matched``.
+    /// An action and how it counts in ``SyncReport/applied``, ``SyncReport/matched``,
+    /// ``SyncReport/pulledConflictCopies`` and ``SyncReport/undeleted``.
     struct Outcome: Sendable, Equatable {
         var action: Action
         var applied: Bool
         var matched: Bool
+        /// A conflict copy new to this device.
+        var newConflictCopy = false
+        /// A tombstone here that the record brings back (another device's edit won over this device's delete).
+        var undeleted = false
     }
 
     /// What `record` does given the local note it names (nil: none). `now` stands in for a record time that does
@@ -84,8 +90,8 @@ enum PullPlanner {
         guard let local else {
             let new = NewNote(
                 clientID: record.clientID.rawValue, origin: record.origin.rawValue, state: pulled(record),
-                createdAt: record.clientID.unixMilliseconds, updatedAt: changedAt(record, now: now))
-            return Outcome(action: .insert(new), applied: true, matched: false)
+                createdAt: record.clientID.unixMilliseconds, updatedAt: editedAt(record) ?? changedAt(record, now: now))
+            return Outcome(action: .insert(new), applied: true, matched: false, newConflictCopy: record.conflictOf != nil && !record.deleted)
         }
         let id = local.id
         let localServerID = local.serverID
@@ -94,15 +100,20 @@ enum PullPlanner {
             let action: Action = localServerID != serverID ? .adoptServerID(noteID: id, serverID: serverID) : .none
             return Outcome(action: action, applied: false, matched: matched)
         }
-        let changed = local.text != record.text || local.isDeleted != record.deleted
+        let wasDeleted = local.isDeleted
+        let changed = local.text != record.text || wasDeleted != record.deleted
+        let localTime = local.updatedAt
+        let recordTime = editedAt(record)
         if !changed && localServerID == serverID && local.serverVersion == record.version && local.baseText == record.text
             && local.isConflict == (record.conflictOf != nil) && local.conflictOf == record.conflictOf?.rawValue
-            && local.pushError == nil
+            && local.pushError == nil && (recordTime == nil || recordTime == localTime)
         {
             return Outcome(action: .none, applied: false, matched: matched)
         }
-        let updatedAt = changed ? changedAt(record, now: now) : local.updatedAt
-        return Outcome(action: .take(noteID: id, pulled(record), updatedAt: updatedAt), applied: changed, matched: matched)
+        let updatedAt = recordTime ?? (changed ? changedAt(record, now: now) : localTime)
+        return Outcome(
+            action: .take(noteID: id, pulled(record), updatedAt: updatedAt), applied: changed, matched: matched,
+            undeleted: wasDeleted && !record.deleted)
     }
 
     private static func pulled(_ record: NoteRecord) -> Pulled {
@@ -114,5 +125,10 @@ enum PullPlanner {
     /// When the record's note changed, by the server's clock.
     private static func changedAt(_ record: NoteRecord, now: Int64) -> Int64 {
         WireTime.parse(record.updatedAt) ?? now
+    }
+
+    /// When the record's content was edited, by the editing device's clock; nil from servers that do not say.
+    private static func editedAt(_ record: NoteRecord) -> Int64? {
+        record.editedAt.flatMap(WireTime.parse)
     }
 }

@@ -85,8 +85,8 @@ enum PushResultPlanner {
         case recordError(APIErrorBody)
     }
 
-    /// What `result` does to the note `entry` snapshotted, whose revision is now `localRevision`. `now` stamps
-    /// a conflict copy.
+    /// What `result` does to the note `entry` snapshotted, whose revision is now `localRevision`. A conflict copy
+    /// takes the snapshot's edit time (the server's too), else `now`.
     static func apply(_ result: ChangeResult, to entry: OutboxEntry, localRevision: Int64, now: Int64) -> Action {
         if result.status == .rejected {
             let error = result.error ?? APIErrorBody(code: APIErrorCode("rejected"), message: "The server refused the change.")
@@ -97,7 +97,8 @@ enum PushResultPlanner {
         if result.status == .conflict, let copy = result.conflict, let serverID {
             acceptance.conflictCopy = ConflictCopyRow(
                 clientID: copy.clientID.rawValue, origin: entry.origin.rawValue, serverID: copy.serverID.rawValue,
-                text: entry.text, conflictOf: serverID, createdAt: copy.clientID.unixMilliseconds, updatedAt: now)
+                text: entry.text, conflictOf: serverID, createdAt: copy.clientID.unixMilliseconds,
+                updatedAt: entry.editedAt ?? now)
         }
         if localRevision == entry.revision {
             let text = result.text ?? entry.text

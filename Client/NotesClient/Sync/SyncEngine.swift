@@ -8,7 +8,8 @@ import Synchronization
 /// the server, runs each step in a ``LocalStore`` transaction, and hands each planner what it reads.
 ///
 /// A sync (``sync(progress:pullFirst:)``):
-/// 1. Read the server's limits (`GET /v1/info`), once per sync.
+/// 1. Read the server's limits (`GET /v1/info`), once per sync, and remember them (local writes are checked
+///    against them).
 /// 2. A sign-in's sync pulls first (step 4), so that the notes the account already has are matched and need no push.
 /// 3. Push rounds, at most ``maxPushRounds``, until no note waits:
 ///    1. one transaction: queue, snapshot and order the outbox (``OutboxPlanner``: `prepare`, `snapshots`,
@@ -21,7 +22,7 @@ import Synchronization
 ///    first pull started: a replay answers the stored outcome, which the first pull may have passed), page by page; each page is applied with its new cursor in one transaction
 ///    (``PullPlanner``: `apply` per record), so an interrupted sync resumes where it stopped. An `invalid_cursor`
 ///    answer restarts from the beginning, once.
-/// 5. Record the sync time and count the notes still pending.
+/// 5. Record the sync time, count the notes still pending and list every note the server refuses.
 ///
 /// A sign-in (``signIn(url:server:username:password:progress:)``):
 /// 1. The sign-in request (``Endpoint/signIn``).
@@ -97,6 +98,7 @@ final class SyncEngine: Sendable {
         var report = SyncReport()
         let info = try await connection.call(.info, ServerInfo.self)
         let limits = Self.sanitized(info.limits)
+        try store.write { tx in try tx.rememberLimits(limits) }
         let cursorBeforePull = pullFirst ? try store.read { tx in try tx.cursor() } : nil
         if pullFirst { try await pull(connection, limits: limits, report: &report, progress: progress) }
         let replayedBeforePush = report.replayed
@@ -111,9 +113,9 @@ final class SyncEngine: Sendable {
         }
         try await pull(connection, limits: limits, report: &report, progress: progress)
         let now = now
-        report.pending = try store.write { tx in
+        (report.pending, report.refused) = try store.write { tx in
             try tx.recordSync(at: now)
-            return try tx.pendingCount()
+            return (try tx.pendingCount(), try tx.refusedNotes())
         }
         return report
     }
@@ -209,6 +211,8 @@ final class SyncEngine: Sendable {
             switch PushResultPlanner.apply(result, to: entry, localRevision: revision, now: now) {
             case .accept(let acceptance):
                 report.countAccepted(result)
+                if result.status == .conflict && !result.replayed { report.conflictNotes.append(entry.noteID) }
+                if result.status == .kept && !result.replayed { report.undeleted.append(entry.noteID) }
                 try writer.apply(acceptance, toNote: entry.noteID)
             case .refuse(let refusal):
                 try record(refusal, of: entry, in: tx, report: &report)
@@ -264,9 +268,11 @@ final class SyncEngine: Sendable {
             }
             report.requests += 1
             let now = now
-            let (applied, matched) = try store.write { tx in try apply(page, in: tx, now: now) }
-            report.applied += applied
-            report.matched += matched
+            let counts = try store.write { tx in try apply(page, in: tx, now: now) }
+            report.applied += counts.applied
+            report.matched += counts.matched
+            report.pulledConflictCopies += counts.conflictCopies
+            report.undeleted += counts.undeleted
             report.pulled += page.changes.count
             done += page.changes.count
             progress?(SyncProgress(phase: .pulling, done: done, total: nil))
@@ -278,20 +284,29 @@ final class SyncEngine: Sendable {
         }
     }
 
-    /// Applies one pull page (``PullPlanner``) and stores its cursor. Returns the page's `applied` and `matched`
-    /// counts.
-    private func apply(_ page: PullResponse, in tx: LocalStore.Transaction, now: Int64) throws -> (applied: Int, matched: Int) {
-        let writer = try tx.pullPageWriter()
+    /// What a pull page did, for the report.
+    private struct PageCounts {
         var applied = 0
         var matched = 0
+        var conflictCopies = 0
+        var undeleted: [Int64] = []
+    }
+
+    /// Applies one pull page (``PullPlanner``) and stores its cursor (and whether more pages wait).
+    private func apply(_ page: PullResponse, in tx: LocalStore.Transaction, now: Int64) throws -> PageCounts {
+        let writer = try tx.pullPageWriter()
+        var counts = PageCounts()
         for record in page.changes {
             let outcome = try writer.withLocalNote(matching: record) { local in PullPlanner.apply(record, local: local, now: now) }
-            if outcome.applied { applied += 1 }
-            if outcome.matched { matched += 1 }
+            if outcome.applied { counts.applied += 1 }
+            if outcome.matched { counts.matched += 1 }
+            if outcome.newConflictCopy { counts.conflictCopies += 1 }
+            if outcome.undeleted, case .take(let noteID, _, _) = outcome.action { counts.undeleted.append(noteID) }
             try writer.perform(outcome.action)
         }
         try tx.setCursor(page.cursor.text)
-        return (applied, matched)
+        try tx.setPullUnfinished(page.hasMore)
+        return counts
     }
 
     // MARK: - Accounts

@@ -38,7 +38,8 @@ public struct NotesyncdCommand: AsyncParsableCommand {
             Every option can also be set with the environment variable named in its help; a flag wins over the \
             environment. On start the server prints one line, 'notesyncd listening on http://HOST:PORT', to \
             standard output; logs go to standard error. SIGTERM or SIGINT stop it gracefully.
-            """
+            """,
+        version: NotesyncdVersion.current
     )
 
     /// Environment variable names.

@@ -100,6 +100,8 @@ extension PostgresDatabase {
                 "CREATE INDEX sign_in_attempts_by_age ON sign_in_attempts(attempted_at)",
             ]
         ),
+        // When each note's content was edited, by the editing device's clock (NULL before this migration).
+        (5, ["ALTER TABLE notes ADD COLUMN edited_at BIGINT"]),
     ]
 
     /// The newest schema version this build knows.

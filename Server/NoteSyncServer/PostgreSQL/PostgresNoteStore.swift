@@ -167,7 +167,7 @@ public final class PostgresNoteStore: NoteStore {
             let rows = try await client.query(
                 """
                 SELECT a.change_seq, n.server_id, n.account_id, n.client_id, n.origin, n.version, n.text, n.deleted,
-                       n.conflict_of, n.change_seq, n.created_at, n.updated_at
+                       n.conflict_of, n.change_seq, n.created_at, n.updated_at, n.edited_at
                 FROM accounts a
                 LEFT JOIN LATERAL (
                     SELECT \(unescaped: PostgresRows.noteColumns) FROM notes
@@ -182,16 +182,17 @@ public final class PostgresNoteStore: NoteStore {
             var current: Int64 = 0
             var notes: [StoredNote] = []
             for try await row in rows {
-                let (seq, serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt) =
+                let (seq, serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt) =
                     try row.decode(
-                        (Int64, Int64?, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Bool?, Int64?, Int64?, Int64?, Int64?).self
+                        (Int64, Int64?, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Bool?, Int64?, Int64?, Int64?, Int64?, Int64?).self
                     )
                 current = seq
                 guard let serverID, let accountID, let clientID, let origin, let version, let text, let deleted,
                     let changeSeq, let createdAt, let updatedAt
                 else { continue }
                 notes.append(
-                    try PostgresRows.note((serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt))
+                    try PostgresRows.note(
+                        (serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt))
                 )
             }
             return PullPage(notes: notes, currentSequence: current)

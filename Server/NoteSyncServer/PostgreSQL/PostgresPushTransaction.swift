@@ -68,18 +68,20 @@ struct PostgresPushTransaction: AsyncPushTransaction {
             """
             WITH inserted AS (
                 INSERT INTO notes (server_id, account_id, client_id, origin, version, text, deleted, conflict_of,
-                                   change_seq, created_at, updated_at)
-                SELECT s, \(account), c, o, v, t, d, NULLIF(cf, 0), q, ca, ua
+                                   change_seq, created_at, updated_at, edited_at)
+                SELECT s, \(account), c, o, v, t, d, NULLIF(cf, 0), q, ca, ua, NULLIF(ea, \(NoteColumns.noTime))
                 FROM unnest(\(new.serverID)::int8[], \(new.clientID)::int8[], \(new.origin)::int8[],
                             \(new.version)::int8[], \(new.text)::bytea[], \(new.deleted)::bool[],
                             \(new.conflictOf)::int8[], \(new.changeSeq)::int8[], \(new.createdAt)::int8[],
-                            \(new.updatedAt)::int8[])
-                     AS u(s, c, o, v, t, d, cf, q, ca, ua)
+                            \(new.updatedAt)::int8[], \(new.editedAt)::int8[])
+                     AS u(s, c, o, v, t, d, cf, q, ca, ua, ea)
             ), updated AS (
-                UPDATE notes SET version = u.v, text = u.t, deleted = u.d, change_seq = u.q, updated_at = u.ua
+                UPDATE notes SET version = u.v, text = u.t, deleted = u.d, change_seq = u.q, updated_at = u.ua,
+                                 edited_at = NULLIF(u.ea, \(NoteColumns.noTime))
                 FROM unnest(\(changed.serverID)::int8[], \(changed.version)::int8[], \(changed.text)::bytea[],
-                            \(changed.deleted)::bool[], \(changed.changeSeq)::int8[], \(changed.updatedAt)::int8[])
-                     AS u(s, v, t, d, q, ua)
+                            \(changed.deleted)::bool[], \(changed.changeSeq)::int8[], \(changed.updatedAt)::int8[],
+                            \(changed.editedAt)::int8[])
+                     AS u(s, v, t, d, q, ua, ea)
                 WHERE notes.server_id = u.s AND notes.account_id = \(account)
             ), edits AS (
                 INSERT INTO applied_edits (account_id, edit_id, status, server_id, version, conflict_server_id,
@@ -100,11 +102,15 @@ struct PostgresPushTransaction: AsyncPushTransaction {
         )
     }
 
-    /// Notes as column arrays, for `unnest`. Absent values are 0 (IDs are positive), turned back into NULL in SQL.
+    /// Notes as column arrays, for `unnest`. Absent values are 0 (IDs are positive), or ``noTime`` for an edit time,
+    /// turned back into NULL in SQL.
     struct NoteColumns {
         var serverID: [Int64] = [], clientID: [Int64] = [], origin: [Int64] = [], version: [Int64] = []
         var text: [ByteBuffer] = [], deleted: [Bool] = [], conflictOf: [Int64] = [], changeSeq: [Int64] = []
-        var createdAt: [Int64] = [], updatedAt: [Int64] = []
+        var createdAt: [Int64] = [], updatedAt: [Int64] = [], editedAt: [Int64] = []
+
+        /// Stands for an absent edit time (no ``WireTime`` comes near it).
+        static let noTime = Int64.min
 
         mutating func append(_ note: StoredNote) {
             serverID.append(note.serverID.rawValue)
@@ -117,6 +123,7 @@ struct PostgresPushTransaction: AsyncPushTransaction {
             changeSeq.append(note.changeSeq)
             createdAt.append(note.createdAt)
             updatedAt.append(note.updatedAt)
+            editedAt.append(note.editedAt ?? Self.noTime)
         }
     }
 

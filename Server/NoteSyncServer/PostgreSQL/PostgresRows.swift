@@ -6,16 +6,17 @@ import PostgresNIO
 /// How the PostgreSQL store reads note and applied-edit rows.
 enum PostgresRows {
     static let noteColumns =
-        "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at"
+        "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at, edited_at"
 
-    typealias NoteRow = (Int64, Int64, Int64, Int64, Int64, ByteBuffer, Bool, Int64?, Int64, Int64, Int64)
+    typealias NoteRow = (Int64, Int64, Int64, Int64, Int64, ByteBuffer, Bool, Int64?, Int64, Int64, Int64, Int64?)
 
     static func note(_ row: NoteRow) throws -> StoredNote {
-        let (serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt) = row
+        let (serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt) = row
         return StoredNote(
             accountID: try flake(accountID), serverID: try flake(serverID), clientID: try flake(clientID),
             origin: try flake(origin), version: version, text: String(buffer: text), deleted: deleted,
-            conflictOf: try conflictOf.map(flake), changeSeq: changeSeq, createdAt: createdAt, updatedAt: updatedAt
+            conflictOf: try conflictOf.map(flake), changeSeq: changeSeq, createdAt: createdAt, updatedAt: updatedAt,
+            editedAt: editedAt
         )
     }
 

@@ -72,6 +72,10 @@ extension SQLiteNoteStore {
                     """
             )
         }
+        migrator.registerMigration("v4: edit times") { db in
+            // When each note's content was edited, by the editing device's clock (NULL before this migration).
+            try db.execute(sql: "ALTER TABLE notes ADD COLUMN edited_at INTEGER")
+        }
         return migrator
     }
 }

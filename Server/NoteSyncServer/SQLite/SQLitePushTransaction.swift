@@ -50,13 +50,13 @@ struct SQLitePushTransaction: PushTransaction {
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO notes (server_id, account_id, client_id, origin, version, text, deleted, conflict_of,
-                                       change_seq, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                       change_seq, created_at, updated_at, edited_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             )
             let update = try db.cachedStatement(
                 sql: """
-                    UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?
+                    UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?, edited_at = ?
                     WHERE server_id = ? AND account_id = ?
                     """
             )
@@ -68,12 +68,12 @@ struct SQLitePushTransaction: PushTransaction {
                     try insert.execute(arguments: [
                         note.serverID.rawValue, account, note.clientID.rawValue, note.origin.rawValue, note.version,
                         SQLiteRows.textBlob(note.text), note.deleted, note.conflictOf?.rawValue, note.changeSeq,
-                        note.createdAt, note.updatedAt,
+                        note.createdAt, note.updatedAt, note.editedAt,
                     ])
                 } else {
                     try update.execute(arguments: [
                         note.version, SQLiteRows.textBlob(note.text), note.deleted, note.changeSeq, note.updatedAt,
-                        note.serverID.rawValue, account,
+                        note.editedAt, note.serverID.rawValue, account,
                     ])
                 }
             }

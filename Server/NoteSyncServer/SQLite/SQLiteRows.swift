@@ -10,7 +10,7 @@ import NoteSyncProtocol
 enum SQLiteRows {
     /// The columns of a note row, in the order ``note(_:at:)`` reads them.
     static let noteColumns =
-        "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at"
+        "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at, edited_at"
 
     /// Appends the notes a statement selects (``noteColumns`` first).
     static func fetchNotes(_ statement: Statement, _ arguments: StatementArguments, into notes: inout [StoredNote]) throws {
@@ -25,7 +25,7 @@ enum SQLiteRows {
             accountID: try flake(row[offset + 1]), serverID: try flake(row[offset]), clientID: try flake(row[offset + 2]),
             origin: try flake(row[offset + 3]), version: row[offset + 4], text: try text(row, offset + 5),
             deleted: row[offset + 6], conflictOf: try conflictOf.map(flake), changeSeq: row[offset + 8],
-            createdAt: row[offset + 9], updatedAt: row[offset + 10]
+            createdAt: row[offset + 9], updatedAt: row[offset + 10], editedAt: row[offset + 11]
         )
     }
 

@@ -244,7 +244,8 @@ public struct SyncService: Sendable {
             for note in notes {
                 writer.note(
                     serverID: note.serverID, clientID: note.clientID, origin: note.origin, version: note.version,
-                    text: note.text, deleted: note.deleted, conflictOf: note.conflictOf, updatedAt: note.updatedAt)
+                    text: note.text, deleted: note.deleted, conflictOf: note.conflictOf, updatedAt: note.updatedAt,
+                    editedAt: note.editedAt ?? note.updatedAt)
             }
             return writer.finish(cursor: cursor, hasMore: hasMore)
         }
@@ -313,9 +314,9 @@ public struct SyncService: Sendable {
     }
 }
 
-/// The daemon's version, served by `GET /v1/info`.
+/// The daemon's version, served by `GET /v1/info`: the release's (``FlakeNotesVersion``), which `notes` shows too.
 public enum NotesyncdVersion {
-    public static let current = "0.1.0"
+    public static let current = FlakeNotesVersion.current
 }
 
 extension Optional {

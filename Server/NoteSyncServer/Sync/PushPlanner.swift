@@ -21,6 +21,8 @@ import NoteSyncProtocol
 ///    Same text → `unchanged`. Base current → fast-forward (`updated`). Otherwise a three-way merge: clean →
 ///    `merged`; overlapping → `conflict`, the pushed text going to a new note (a conflict copy).
 ///    A note found by `(clientID, origin)` reports `reconciled` instead of `updated` or `unchanged`.
+///    Every write keeps the change's `editedAt` (else `now`) as the note's edit time; a clean merge keeps the later
+///    of the two edits' times. The edit time is informational: nothing here reads it to decide.
 /// 6. Every change that is not rejected records an ``AppliedEdit``.
 public enum PushPlanner {
     /// Everything the planner reads.
@@ -206,6 +208,9 @@ public enum PushPlanner {
                 matched = found != nil
             }
 
+            // The edit's time, informational only (see ``NoteChange/editedAt``).
+            let editedAt = change.editedAt.flatMap(WireTime.parse) ?? now
+
             // 4. No note.
             guard var note = found else {
                 if change.deleted {
@@ -215,7 +220,7 @@ public enum PushPlanner {
                 let note = StoredNote(
                     accountID: accountID, serverID: serverID, clientID: change.clientID, origin: change.origin,
                     version: 1, text: change.text, deleted: false, conflictOf: nil, changeSeq: 0, createdAt: now,
-                    updatedAt: now
+                    updatedAt: now, editedAt: editedAt
                 )
                 write(note, isNew: true)
                 return record(change, status: .created, serverID: serverID, version: 1)
@@ -240,6 +245,7 @@ public enum PushPlanner {
                     note.text = ""
                     note.deleted = true
                     note.version += 1
+                    note.editedAt = editedAt
                     write(note, isNew: false)
                     return record(change, status: .deleted, serverID: note.serverID, version: note.version)
                 }
@@ -253,6 +259,7 @@ public enum PushPlanner {
                 note.text = change.text
                 note.deleted = false
                 note.version += 1
+                note.editedAt = editedAt
                 write(note, isNew: false)
                 return record(change, status: applied, serverID: note.serverID, version: note.version)
             }
@@ -262,6 +269,7 @@ public enum PushPlanner {
             if baseIsCurrent {
                 note.text = change.text
                 note.version += 1
+                note.editedAt = editedAt
                 write(note, isNew: false)
                 return record(change, status: applied, serverID: note.serverID, version: note.version)
             }
@@ -272,6 +280,7 @@ public enum PushPlanner {
                 if !ThreeWayMerge.sameBytes(merged, note.text) {
                     note.text = merged
                     note.version += 1
+                    note.editedAt = max(note.editedAt ?? note.updatedAt, editedAt)
                     write(note, isNew: false)
                 }
                 let text = ThreeWayMerge.sameBytes(merged, change.text) ? nil : merged
@@ -284,7 +293,7 @@ public enum PushPlanner {
                 let copy = StoredNote(
                     accountID: accountID, serverID: copyServerID, clientID: copyClientID, origin: change.origin,
                     version: 1, text: change.text, deleted: false, conflictOf: note.serverID, changeSeq: 0,
-                    createdAt: now, updatedAt: now
+                    createdAt: now, updatedAt: now, editedAt: editedAt
                 )
                 write(copy, isNew: true)
                 return record(

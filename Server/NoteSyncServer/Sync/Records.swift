@@ -91,10 +91,14 @@ public struct StoredNote: Sendable, Equatable {
     public var createdAt: Int64
     /// Unix milliseconds (server clock; informational only, never used for ordering).
     public var updatedAt: Int64
+    /// When the current content was edited, Unix milliseconds by the editing device's clock (the pushed
+    /// ``NoteChange/editedAt``, else the server's time). Informational only, never used for ordering. Nil for notes
+    /// written before the server stored it: ``updatedAt`` stands in.
+    public var editedAt: Int64?
 
     public init(
         accountID: FlakeID, serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String,
-        deleted: Bool, conflictOf: FlakeID?, changeSeq: Int64, createdAt: Int64, updatedAt: Int64
+        deleted: Bool, conflictOf: FlakeID?, changeSeq: Int64, createdAt: Int64, updatedAt: Int64, editedAt: Int64? = nil
     ) {
         self.accountID = accountID
         self.serverID = serverID
@@ -107,6 +111,7 @@ public struct StoredNote: Sendable, Equatable {
         self.changeSeq = changeSeq
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.editedAt = editedAt
     }
 
     /// The note's `(clientID, origin)` key.
@@ -116,7 +121,8 @@ public struct StoredNote: Sendable, Equatable {
     public var record: NoteRecord {
         NoteRecord(
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
-            conflictOf: conflictOf, updatedAt: WireTime.format(unixMilliseconds: updatedAt)
+            conflictOf: conflictOf, updatedAt: WireTime.format(unixMilliseconds: updatedAt),
+            editedAt: WireTime.format(unixMilliseconds: editedAt ?? updatedAt)
         )
     }
 }

@@ -33,6 +33,7 @@ extension PullResponse: WireFastDecodable {
         private static let deleted = PullKeys.record.quoted(.deleted)
         private static let conflictOf = PullKeys.record.quoted(.conflictOf)
         private static let updatedAt = PullKeys.record.quoted(.updatedAt)
+        private static let editedAt = PullKeys.record.quoted(.editedAt)
 
         /// A writer for a page of about `textBytes` bytes of text in `count` notes (a capacity hint).
         public init(count: Int, textBytes: Int) {
@@ -42,10 +43,11 @@ extension PullResponse: WireFastDecodable {
             bytes.append(UInt8(ascii: "["))
         }
 
-        /// Appends one note; `updatedAt` in Unix milliseconds (written as ``WireTime``).
+        /// Appends one note; `updatedAt` and `editedAt` in Unix milliseconds (written as ``WireTime``; no
+        /// `editedAt` field when nil).
         public mutating func note(
             serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String, deleted: Bool,
-            conflictOf: FlakeID?, updatedAt: Int64
+            conflictOf: FlakeID?, updatedAt: Int64, editedAt: Int64? = nil
         ) {
             if notes > 0 { bytes.append(UInt8(ascii: ",")) }
             notes += 1
@@ -74,14 +76,24 @@ extension PullResponse: WireFastDecodable {
             }
             bytes.append(UInt8(ascii: ","))
             bytes += Self.updatedAt
-            if let (time, formatted) = lastTime, time == updatedAt {
-                bytes += formatted
-            } else {
-                let formatted = Array("\"\(WireTime.format(unixMilliseconds: updatedAt))\"".utf8)
-                lastTime = (updatedAt, formatted)
-                bytes += formatted
+            time(updatedAt)
+            if let editedAt {
+                bytes.append(UInt8(ascii: ","))
+                bytes += Self.editedAt
+                time(editedAt)
             }
             bytes.append(UInt8(ascii: "}"))
+        }
+
+        /// A quoted ``WireTime``; the last one is kept, since notes changed by one push share it.
+        private mutating func time(_ unixMilliseconds: Int64) {
+            if let (time, formatted) = lastTime, time == unixMilliseconds {
+                bytes += formatted
+            } else {
+                let formatted = Array("\"\(WireTime.format(unixMilliseconds: unixMilliseconds))\"".utf8)
+                lastTime = (unixMilliseconds, formatted)
+                bytes += formatted
+            }
         }
 
         /// Ends the page and returns its bytes.
@@ -119,7 +131,7 @@ extension PullResponse: WireFastDecodable {
 extension NoteRecord {
     static func read(_ reader: inout JSONByteReader) -> NoteRecord? {
         var serverID: FlakeID?, clientID: FlakeID?, origin: FlakeID?, version: Int64?, text: String?, deleted: Bool?
-        var conflictOf: FlakeID?, updatedAt: String?
+        var conflictOf: FlakeID?, updatedAt: String?, editedAt: String?
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = PullKeys.record.match(name), seen & bit == 0 else { return false }
@@ -133,12 +145,13 @@ extension NoteRecord {
             case .deleted: deleted = reader.bool(); return deleted != nil
             case .conflictOf: return reader.optional(&conflictOf) { $0.id() }
             case .updatedAt: updatedAt = reader.string(); return updatedAt != nil
+            case .editedAt: return reader.optional(&editedAt) { $0.string() }
             }
         }
         guard complete, let serverID, let clientID, let origin, let version, let text, let deleted, let updatedAt
         else { return nil }
         return NoteRecord(
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
-            conflictOf: conflictOf, updatedAt: updatedAt)
+            conflictOf: conflictOf, updatedAt: updatedAt, editedAt: editedAt)
     }
 }

@@ -67,7 +67,7 @@ extension PushRequest {
 extension NoteChange {
     /// The JSON `WireJSON.encoder()` writes for this change (the same bytes, in its encoding order).
     public func encodedJSON() -> Data {
-        let writer = Writer(bytes: JSONBytes(capacity: 160 + text.utf8.count + (baseText?.utf8.count ?? 0)))
+        let writer = Writer(bytes: JSONBytes(capacity: 200 + text.utf8.count + (baseText?.utf8.count ?? 0)))
         writer.change(self)
         return writer.bytes.takeData()
     }
@@ -107,6 +107,11 @@ extension NoteChange {
                 bytes += keys.quoted(.baseText)
                 string(baseText)
             }
+            if let editedAt = change.editedAt {
+                bytes.append(UInt8(ascii: ","))
+                bytes += keys.quoted(.editedAt)
+                string(editedAt)
+            }
             bytes.append(UInt8(ascii: "}"))
         }
     }
@@ -115,7 +120,7 @@ extension NoteChange {
     /// (the protocol answers it `invalid_json`), so the reader gives up on it and `JSONDecoder` refuses it.
     static func read(_ reader: inout JSONByteReader) -> NoteChange? {
         var clientID: FlakeID?, origin: FlakeID?, serverID: FlakeID?, editID: FlakeID?
-        var text: String?, deleted: Bool?, baseVersion: Int64?, baseText: String?
+        var text: String?, deleted: Bool?, baseVersion: Int64?, baseText: String?, editedAt: String?
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = PushKeys.change.match(name), seen & bit == 0 else { return false }
@@ -129,12 +134,16 @@ extension NoteChange {
             case .deleted: deleted = reader.bool(); return deleted != nil
             case .baseVersion: baseVersion = reader.integer(); return baseVersion != nil
             case .baseText: baseText = reader.string(); return baseText != nil
+            // A time that does not parse is left to JSONDecoder, which refuses it naming the field.
+            case .editedAt:
+                editedAt = reader.string().flatMap { WireTime.parse($0) == nil ? nil : $0 }
+                return editedAt != nil
             }
         }
         guard complete, let clientID, let origin, let editID, let text else { return nil }
         return NoteChange(
             clientID: clientID, origin: origin, serverID: serverID, editID: editID, text: text,
-            deleted: deleted ?? false, baseVersion: baseVersion, baseText: baseText)
+            deleted: deleted ?? false, baseVersion: baseVersion, baseText: baseText, editedAt: editedAt)
     }
 }
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Whole-process timings of the daily `notes` commands on a store of N notes (Docs/PERFORMANCE.md, "notes search
+and add at 200,000 notes").
+
+Seeds a fresh NOTES_HOME through `notes import` of a generated export (make-export.py), then runs each command
+RUNS times after one warm-up, the commands in turn (A B C ... A B C ...) so a drift in the machine's speed touches
+them alike, and prints the median, minimum and maximum wall time of each, and each median as a ratio to the
+baseline measured in the same run: `notes --version`, which starts the process and exits without opening the store.
+
+usage: bench.py NOTES_BINARY [N=200000] [RUNS=9]
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1])
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000
+    runs = int(sys.argv[3]) if len(sys.argv) > 3 else 9
+    with tempfile.TemporaryDirectory(prefix="notes-bench-") as work:
+        export = os.path.join(work, "export.json")
+        subprocess.run([sys.executable, os.path.join(HERE, "make-export.py"), str(count), export], check=True)
+        env = dict(os.environ, NOTES_HOME=os.path.join(work, "home"))
+        env.pop("VISUAL", None)
+        started = time.perf_counter()
+        subprocess.run([binary, "import", export], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(f"seeded {count} notes with `notes import` in {time.perf_counter() - started:.1f} s")
+        commands = {
+            "notes --version (baseline: process start)": [binary, "--version"],
+            "notes search quetzalcoatl (a rare word)": [binary, "search", "quetzalcoatl"],
+            "notes search --limit 20 garden (a common word)": [binary, "search", "--limit", "20", "garden"],
+            "notes add TEXT": [binary, "add", "a benchmark note"],
+            "notes list --limit 20": [binary, "list", "--limit", "20"],
+        }
+        times = {name: [] for name in commands}
+        for round_ in range(runs + 1):
+            for name, argv in commands.items():
+                started = time.perf_counter()
+                done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                elapsed = (time.perf_counter() - started) * 1000
+                if done.returncode != 0:
+                    sys.exit(f"{name} failed: {done.stderr.decode(errors='replace')}")
+                if round_ > 0:  # the first round warms the page cache
+                    times[name].append(elapsed)
+        baseline = statistics.median(next(iter(times.values())))
+        print(f"{'command':50} {'median ms':>9} {'min':>7} {'max':>7} {'vs baseline':>11}")
+        for name, values in times.items():
+            median = statistics.median(values)
+            print(f"{name:50} {median:9.1f} {min(values):7.1f} {max(values):7.1f} {median / baseline:10.2f}x")
+
+
+if __name__ == "__main__":
+    main()

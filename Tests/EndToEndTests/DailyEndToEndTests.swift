@@ -1,0 +1,362 @@
+import Foundation
+import NoteSyncProtocol
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The everyday surface of the real `notes` binary against the real `notesyncd` (issue 17): input fidelity, the
+/// server's limits, edit times, conflicts, one-line errors, search, listing, trash, export and import.
+@Suite("notes every day, end to end", .serialized, .enabled(if: NotesE2E.binariesExist, "build notes and notesyncd first (swift build)"))
+struct DailyEndToEndTests {
+    func withServer(_ arguments: [String] = ["--bcrypt-cost", "4"], _ body: (NotesE2EServer) async throws -> Void) async throws {
+        let server = try await NotesE2EServer.start(extraArguments: arguments)
+        defer { server.stop() }
+        try await body(server)
+    }
+
+    func expectSuccess(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
+    }
+
+    /// One line on stderr starting `notes: `, holding `text`, and the exit status.
+    func expectFailure(_ run: NotesRun, status: Int32, containing text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(run.status == status, "\(run)", sourceLocation: sourceLocation)
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.last?.hasPrefix("notes: ") == true && run.stderr.contains(text), "\(run)", sourceLocation: sourceLocation)
+        #expect(lines.count == 1, "one line: \(run)", sourceLocation: sourceLocation)
+    }
+
+    func signUp(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws {
+        expectSuccess(
+            try await device.run(["signup", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n"))
+    }
+
+    func logIn(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws {
+        expectSuccess(
+            try await device.run(["login", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n"))
+    }
+
+    /// Runs `notes` through `/bin/sh -c SCRIPT` (for bytes no Swift string can carry), with `$NOTES` the binary.
+    func shell(_ script: String, home: URL) async throws -> NotesRun {
+        let directory = try NotesE2E.temporaryDirectory("shell")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("out").path
+        let errors = directory.appendingPathComponent("err").path
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["EDITOR", "VISUAL", "XDG_DATA_HOME"] { environment.removeValue(forKey: key) }
+        environment["NOTES"] = NotesE2E.notesBinary.path
+        environment["NOTES_HOME"] = home.path
+        let child = try Subprocess.spawn("/bin/sh", ["-c", script], environment: environment, stdout: .file(output), stderr: .file(errors))
+        let status = await child.waitForExit(timeLimit: .seconds(120))
+        return NotesRun(
+            status: status.code, stdout: (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
+    }
+
+    // MARK: - Defects
+
+    @Test func textIsStoredByteForByteAndInvalidUTF8IsRefused() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let b = try NotesDevice("b")
+            defer { a.remove(); b.remove() }
+            try await signUp(a, server)
+            expectSuccess(try await shell(#"printf 'before\0after\n' | "$NOTES" add"#, home: a.home))
+            expectFailure(try await shell(#"printf 'ok \377 bad\n' | "$NOTES" add"#, home: a.home), status: 1, containing: "not valid UTF-8 at byte offset 3")
+            expectFailure(try await shell(#""$NOTES" add "$(printf 'x\351y')""#, home: a.home), status: 1, containing: "Argument 2 is not valid UTF-8 at byte offset 1")
+            expectSuccess(try await a.run(["sync"]))
+            try await logIn(b, server)
+            for device in [a, b] {
+                let listed = try await device.run(["list", "--json"]).json([NotesE2EListedNote].self)
+                #expect(listed.map { Array($0.text.utf8) } == [Array("before\u{0}after".utf8)])
+            }
+            let id = try #require(try await b.run(["list", "--json"]).json([NotesE2EListedNote].self).first?.id)
+            let shown = try await shell(#""$NOTES" show "# + id + #" | tail -n 1 | od -An -c | tr -s ' '"#, home: b.home)
+            #expect(shown.stdout.contains("b e f o r e \\0 a f t e r"), "\(shown)")
+        }
+    }
+
+    @Test func aNoteTheServerRefusesIsRefusedWhenWrittenOrReportedByEverySync() async throws {
+        try await withServer(["--bcrypt-cost", "4", "--max-note-bytes", "1000"]) { server in
+            let a = try NotesDevice("a")
+            defer { a.remove() }
+            let big = String(repeating: "b", count: 1500)
+            expectSuccess(try await a.run(["add", big]))  // offline, before the limit is known
+            let signup = try await a.run(["signup", "--server", server.url, "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n")
+            #expect(signup.status == 1 && signup.stderr.contains("note_too_large"), "\(signup)")
+            for _ in 0..<2 {
+                let sync = try await a.run(["sync"])
+                #expect(sync.status == 1, "\(sync)")
+                #expect(sync.stderr.contains("is not synced: ") && sync.stderr.contains("note_too_large"), "\(sync)")
+                #expect(sync.stderr.hasSuffix("notes: 1 note refused by the server is not synced; edit it to try again\n"), "\(sync)")
+            }
+            let status = try await a.run(["status"])
+            #expect(status.stdout.contains("Pending:    nothing to send") && status.stdout.contains("Refused:    1 note"), "\(status)")
+            expectFailure(try await a.run(["add", String(repeating: "c", count: 1001)]), status: 1, containing: "takes notes of at most 1000 bytes")
+            #expect(try await a.texts() == [big])
+        }
+    }
+
+    @Test func editTimesAreTheEditingDevicesOnEveryDevice() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let b = try NotesDevice("b")
+            defer { a.remove(); b.remove() }
+            try await signUp(a, server)
+            expectSuccess(try await a.run(["add", "older"]))
+            expectSuccess(try await a.run(["add", "newer"]))
+            expectSuccess(try await a.run(["sync"]))
+            try await Task.sleep(for: .milliseconds(20))  // so that "arrived at" would differ from "edited at"
+            try await logIn(b, server)
+            struct Timed: Decodable { var text: String; var editedAt: String }
+            let onA = try await a.run(["list", "--json"]).json([Timed].self)
+            let onB = try await b.run(["list", "--json"]).json([Timed].self)
+            #expect(onA.map(\.text) == ["newer", "older"] && onB.map(\.text) == ["newer", "older"])
+            #expect(onA.map(\.editedAt) == onB.map(\.editedAt))
+        }
+    }
+
+    @Test func conflictsSayWhoseTextShowADiffAndResolve() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let b = try NotesDevice("b")
+            defer { a.remove(); b.remove() }
+            try await signUp(a, server)
+            expectSuccess(try await a.run(["add", "plan\nship friday"]))
+            expectSuccess(try await a.run(["sync"]))
+            try await logIn(b, server)
+            let id = try #require(try await a.run(["list", "--json"]).json([NotesE2EListedNote].self).first?.id)
+            expectSuccess(try await a.run(["edit", id, "--text", "plan\nship monday"]))
+            expectSuccess(try await b.run(["edit", id, "--text", "plan\nship tuesday"]))
+            expectSuccess(try await a.run(["sync"]))
+            let sync = try await b.run(["sync"])
+            expectSuccess(sync)
+            #expect(sync.stderr.contains("this device's text is in a conflict copy"), "\(sync)")
+            let conflicts = try await b.run(["conflicts", "--diff"])
+            #expect(conflicts.stdout.contains("this device's text"), "\(conflicts)")
+            #expect(conflicts.stdout.contains("- ship monday") && conflicts.stdout.contains("+ ship tuesday"), "\(conflicts)")
+            let pulled = try await a.run(["sync"])
+            #expect(pulled.stderr.contains("arrived from another device"), "\(pulled)")
+            #expect(try await a.run(["conflicts"]).stdout.contains("another device's text"))
+
+            // Merge in the editor: a script editor replaces the draft (which marks the differing lines).
+            let copy = try #require(try await b.run(["list", "--json"]).json([NotesE2EListedNote].self).first { $0.conflict }?.id)
+            let merged = try await shell(
+                #"EDITOR="sh -c 'grep -q \"<<<<<<<\" \"\$1\" && printf \"plan\nship monday or tuesday\n\" > \"\$1\"' sh" "$NOTES" resolve "#
+                    + copy + " --merge", home: b.home)
+            expectSuccess(merged)
+            #expect(try await b.texts() == ["plan\nship monday or tuesday"])
+            expectSuccess(try await b.run(["sync"]))
+            expectSuccess(try await a.run(["sync"]))
+            #expect(try await a.texts() == ["plan\nship monday or tuesday"])
+            #expect(try await a.status().conflicts == 0)
+        }
+    }
+
+    @Test func accountAndServerMistakesGetOneClearLine() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            defer { a.remove() }
+            expectFailure(
+                try await a.run(["login", "--server", "htp://127.0.0.1:1", "--username", "alice", "--password-stdin"], stdin: "password123\n"),
+                status: 2, containing: "is not a server URL")
+            expectFailure(
+                try await a.run(["signup", "--server", "http//localhost", "--username", "alice", "--password-stdin"], stdin: "password123\n"),
+                status: 2, containing: "is not a server URL")
+            // https against the plain-HTTP daemon.
+            let https = server.url.replacingOccurrences(of: "http://", with: "https://")
+            let tls = try await a.run(["login", "--server", https, "--username", "alice", "--password-stdin"], stdin: "password123\n")
+            expectFailure(tls, status: 3, containing: "use an http:// URL")
+            #expect(!tls.stderr.contains("SSL routines") && !tls.stderr.contains("error:"), "\(tls)")
+            // A port where something else listens and hangs up.
+            let closer = try HangUpServer()
+            defer { closer.stop() }
+            let hangUp = try await a.run(["login", "--server", closer.url, "--username", "alice", "--password-stdin"], stdin: "password123\n")
+            expectFailure(hangUp, status: 3, containing: "is a FlakeNotes server (notesyncd) listening at that address and port?")
+            #expect(!hangUp.stderr.contains("Broken pipe") || hangUp.stderr.contains("FlakeNotes server"), "\(hangUp)")
+
+            // signup remembers the server like login: a second account needs no --server.
+            try await signUp(a, server)
+            expectSuccess(try await a.run(["logout"]))
+            expectSuccess(try await a.run(["signup", "--username", "bob", "--password-stdin"], stdin: NotesE2E.password + "\n"))
+            #expect(try await a.status().username == "bob")
+
+            // A lockout after failed sign-ins is an authentication failure (4).
+            expectSuccess(try await a.run(["logout"]))
+            var last = NotesRun(status: 0, stdout: "", stderr: "")
+            for _ in 0..<6 {
+                last = try await a.run(["login", "--username", "bob", "--password-stdin"], stdin: "wrong password\n")
+                #expect(last.status == 4, "\(last)")
+            }
+            expectFailure(last, status: 4, containing: "Too many failed sign-ins")
+
+            // A home under a file.
+            let file = a.home.deletingLastPathComponent().appendingPathComponent("plain-file")
+            try Data("x".utf8).write(to: file)
+            let under = try await a.run(["list", "--home", file.appendingPathComponent("notes").path], withHome: false)
+            expectFailure(under, status: 1, containing: "is a file, not a directory")
+            #expect(!under.stderr.contains("NSCocoaErrorDomain"))
+
+            // `--version` is the daemon's.
+            let version = try await a.run(["--version"], withHome: false)
+            let (_, body) = try await NotesE2EHTTP(baseURL: server.url).send(.info)
+            let info = try JSONDecoder().decode(ServerInfo.self, from: body)
+            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == info.version)
+        }
+    }
+
+    @Test func syncSummaryAccountsForEveryChangeAndScriptsCanUseTheEditor() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let b = try NotesDevice("b")
+            defer { a.remove(); b.remove() }
+            try await signUp(a, server)
+            try await logIn(b, server)
+            expectSuccess(try await a.run(["add", "same on both"]))
+            expectSuccess(try await a.run(["sync"]))
+            expectSuccess(try await b.run(["sync"]))
+            let id = try #require(try await a.run(["list", "--json"]).json([NotesE2EListedNote].self).first?.id)
+            // Both make the same edit: the second push changes nothing on the server ("already up to date").
+            expectSuccess(try await a.run(["edit", id, "--text", "edited the same"]))
+            expectSuccess(try await b.run(["edit", id, "--text", "edited the same"]))
+            expectSuccess(try await b.run(["add", "new on b"]))
+            expectSuccess(try await a.run(["sync"]))
+            let sync = try await b.run(["sync"])
+            #expect(sync.stdout.contains("sent 2 changes (1 new, 1 already up to date)"), "\(sync)")
+
+            // A script editor, with standard input that is not a terminal: the editor runs, stdin is not read.
+            let edited = try await shell(
+                #"echo ignored | EDITOR="sh -c 'printf \"from the editor\" > \"\$1\"' sh" "$NOTES" edit "# + id, home: a.home)
+            expectSuccess(edited)
+            #expect(edited.stdout.contains("Updated "), "\(edited)")
+            #expect(try await a.texts() == ["from the editor"])
+            expectSuccess(try await shell(#"printf 'from stdin' | "$NOTES" edit --stdin "# + id, home: a.home))
+            #expect(try await a.texts().contains("from stdin"))
+        }
+    }
+
+    @Test func statusTellsAnInterruptedFirstSync() async throws {
+        try await withServer(["--bcrypt-cost", "4", "--max-page", "50"]) { server in
+            let a = try NotesDevice("a")
+            let b = try NotesDevice("b")
+            defer { a.remove(); b.remove() }
+            try await signUp(a, server)
+            try await NotesE2EHTTP.signIn(server.url, username: "alice").seed(20_000, prefix: "seeded")
+            let killed = try await b.runKilling(
+                ["login", "--server", server.url, "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n",
+                when: "receiving changes")
+            #expect(killed.killed, "the sync finished before it could be killed: \(killed)")
+            let status = try await b.run(["status"])
+            #expect(status.stdout.contains("more changes waiting on the server"), "\(status)")
+            #expect(status.stdout.contains("Last sync:  not finished"), "\(status)")
+            expectSuccess(try await b.run(["sync"]))
+            let done = try await b.run(["status"])
+            #expect(!done.stdout.contains("not finished") && !done.stdout.contains("waiting on the server"), "\(done)")
+        }
+    }
+
+    // MARK: - Features
+
+    @Test func searchListTrashExportAndImport() async throws {
+        try await withServer { server in
+            let a = try NotesDevice("a")
+            let fresh = try NotesDevice("fresh")
+            defer { a.remove(); fresh.remove() }
+            try await signUp(a, server)
+            for index in 0..<30 { expectSuccess(try await a.run(["add", "note \(index)\nsome body text"])) }
+            expectSuccess(try await a.run(["new", "Groceries\nbuy zebra milk"]))
+            expectSuccess(try await a.run(["add", "zebra zebra zebra"]))
+
+            let search = try await a.run(["search", "zebra"])
+            let lines = search.stdout.split(separator: "\n")
+            #expect(lines.first?.hasSuffix("zebra zebra zebra") == true, "ranked: \(search)")
+            #expect(lines.contains { $0.contains("Groceries") } && lines.contains { $0.trimmingCharacters(in: .whitespaces) == "buy zebra milk" }, "\(search)")
+            let json = try await a.run(["search", "ZEBRA", "milk", "--json"])
+            #expect(json.stdout.contains("\"line\" : \"buy zebra milk\""), "\(json)")
+
+            let limited = try await a.run(["ls", "--limit", "5"])
+            #expect(limited.stdout.split(separator: "\n").count == 6 && limited.stdout.contains("… and 27 more"), "\(limited)")
+            #expect(limited.stdout.split(separator: "\n").first?.contains("just now") == true, "\(limited)")
+
+            // Trash: deleted, synced away, restored.
+            let zebra = try #require(try await a.run(["list", "--json"]).json([NotesE2EListedNote].self).first { $0.text == "zebra zebra zebra" })
+            expectSuccess(try await a.run(["rm", zebra.id]))
+            expectSuccess(try await a.run(["sync"]))
+            let trash = try await a.run(["trash"])
+            #expect(trash.stdout.contains(zebra.id) && trash.stdout.contains("zebra zebra zebra"), "\(trash)")
+            expectSuccess(try await a.run(["restore", zebra.id]))
+            expectSuccess(try await a.run(["sync"]))
+            #expect(try await a.texts().contains("zebra zebra zebra"))
+
+            // Export, then import on a fresh device of the same account: nothing doubles.
+            expectSuccess(try await a.run(["add", "written after the last sync"]))
+            let exportFile = fresh.home.deletingLastPathComponent().appendingPathComponent("export.json")
+            expectSuccess(try await a.run(["export", exportFile.path]))
+            let imported = try await fresh.run(["import", exportFile.path])
+            #expect(imported.stdout.contains("Imported 33 notes"), "\(imported)")
+            try await logIn(fresh, server)
+            expectSuccess(try await a.run(["sync"]))
+            expectSuccess(try await fresh.run(["sync"]))
+            #expect(try await fresh.texts() == (try await a.texts()))
+            let counts = try await NotesE2EHTTP.signIn(server.url, username: "alice").liveNoteCount()
+            #expect(counts.live == 33 && counts.distinctClientIDs == 33, "no duplicate on the server")
+
+            // Markdown out, and back in twice: the second import adds nothing.
+            let markdown = fresh.home.deletingLastPathComponent().appendingPathComponent("md")
+            expectSuccess(try await a.run(["export", "--format", "markdown", markdown.path]))
+            let files = try FileManager.default.contentsOfDirectory(atPath: markdown.path)
+            #expect(files.count == 33 && files.allSatisfy { $0.hasSuffix(".md") })
+            let other = try NotesDevice("other")
+            defer { other.remove() }
+            #expect(try await other.run(["import", markdown.path]).stdout.contains("Imported 33 notes"))
+            #expect(try await other.run(["import", markdown.path]).stdout.contains("Imported 0 notes; skipped 33 with the same text"))
+        }
+    }
+}
+
+/// A TCP server on 127.0.0.1 that reads a little of each request and hangs up without answering.
+final class HangUpServer: @unchecked Sendable {
+    private let socketFD: Int32
+    let url: String
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw NotesE2EError("socket failed") }
+        socketFD = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else { throw NotesE2EError("bind/listen failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                var buffer = [UInt8](repeating: 0, count: 16)
+                _ = read(client, &buffer, buffer.count)
+                // Reset rather than a clean close: what a service speaking another protocol often does.
+                var hardClose = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(client, SOL_SOCKET, SO_LINGER, &hardClose, socklen_t(MemoryLayout<linger>.size))
+                close(client)
+            }
+        }
+    }
+
+    func stop() {
+        shutdown(socketFD, Int32(SHUT_RDWR))
+        close(socketFD)
+    }
+}
