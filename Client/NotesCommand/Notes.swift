@@ -21,7 +21,7 @@ public struct Notes: AsyncParsableCommand {
         version: "1.0.0",
         subcommands: [
             Add.self, List.self, Show.self, Edit.self, Remove.self, Search.self, Conflicts.self, Sync.self, SignUp.self,
-            Login.self, Logout.self, Status.self,
+            Login.self, Logout.self, Status.self, Copy.self,
         ]
     )
 
