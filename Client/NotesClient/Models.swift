@@ -295,13 +295,13 @@ public struct SignOutReport: Sendable, Equatable {
     /// Notes with unsynced changes at sign-out: kept on this device, they sync at the next sign-in (or were
     /// deleted when `wipe` was asked).
     public var pending: Int
-    /// The account's notes deleted from this device (`wipe`, live ones), 0 otherwise.
+    /// Notes deleted from this device (`wipe`: the account's and the unowned ones, live ones), 0 otherwise.
     public var wiped: Int
     /// The account whose notes stay on show (nil: never signed in).
     public var account: AccountName?
     /// The account's live notes kept on this device (0 with `wipe`).
     public var kept = 0
-    /// Live notes without an owner (written while signed out, never synced), on show again.
+    /// Live notes without an owner (written while signed out, never synced), on show again (0 after `wipe`).
     public var unowned = 0
 }
 

@@ -74,8 +74,8 @@ extension NotesClient {
     /// edited or not, with its owner and its unsynced changes, which sync at that account's next sign-in, never to
     /// another. Signed out, the device shows the account's notes and the unowned ones.
     ///
-    /// - Parameter wipe: also delete the account's notes from this device (unsynced changes are lost); other
-    ///   accounts' notes and unowned ones stay.
+    /// - Parameter wipe: also delete the notes on show from this device: the account's and those written while
+    ///   signed out (unsynced changes are lost); other accounts' notes, set aside, stay.
     /// - Returns: whether the token was revoked, how many notes had unsynced changes, how many were wiped.
     @discardableResult
     public func signOut(wipe: Bool = false) async throws(NotesError) -> SignOutReport {

@@ -294,12 +294,12 @@ struct Logout: AsyncParsableCommand {
         discussion: """
             The account's notes stay on this device, shown while signed out with the notes written then; those \
             with unsynced changes sync at this account's next sign-in, never to another account. --wipe deletes \
-            the account's notes from this device (other accounts' notes and notes written while signed out stay): \
-            it asks for confirmation unless --yes, and refuses without a terminal to ask on.
+            the notes this device shows from it (the account's and those written while signed out; other accounts' \
+            notes, set aside, stay): it asks for confirmation unless --yes, and refuses without a terminal to ask on.
             """)
 
     @OptionGroup var options: GlobalOptions
-    @Flag(name: .long, help: "Also delete the account's notes from this device.") var wipe = false
+    @Flag(name: .long, help: "Also delete the notes this device shows (the account's and unowned ones).") var wipe = false
     @Flag(name: .shortAndLong, help: "Do not ask for confirmation.") var yes = false
 
     struct Output: Encodable {
@@ -313,9 +313,9 @@ struct Logout: AsyncParsableCommand {
         let status = try client.status()
         if wipe && !yes {
             guard Console.stdinIsTerminal else {
-                throw CommandFailure(message: "refusing to wipe without confirmation; pass --yes to delete the account's notes from this device", status: .usage)
+                throw CommandFailure(message: "refusing to wipe without confirmation; pass --yes to delete the notes this device shows", status: .usage)
             }
-            var question = "Delete \(status.notes == 1 ? "the only note" : "all \(status.notes) notes") of this account from this device"
+            var question = "Delete \(status.notes == 1 ? "the only note" : "all \(status.notes) notes") shown on this device"
             if status.pending > 0 { question += " (\(status.pending) with changes no server has: they will be lost)" }
             guard Terminal.confirm(question + "? Type 'yes' to confirm: ") else {
                 throw CommandFailure(message: "nothing deleted")
@@ -336,7 +336,7 @@ struct Logout: AsyncParsableCommand {
         }
         let owner = report.account?.display ?? "no account"
         if wipe {
-            Console.out("Deleted \(owner)'s \(plural(report.wiped, "note")) from this device.")
+            Console.out("Deleted \(plural(report.wiped, "note")) (\(owner)'s and those written while signed out) from this device.")
         } else {
             var line = "Kept \(owner)'s \(plural(report.kept, "note")) on this device"
             if report.unowned > 0 { line += "; \(plural(report.unowned, "note")) written while signed out, on no account" }

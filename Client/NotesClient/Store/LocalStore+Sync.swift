@@ -352,11 +352,11 @@ extension LocalStore.Transaction {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND NOT aside")) ?? 0
     }
 
-    /// Deletes `account`'s notes (and their snapshots) from this device; returns how many live ones there were.
-    func deleteNotes(ownedBy account: FlakeID) throws -> Int {
-        let live = try Int.fetchOne(
-            db, sql: "SELECT COUNT(*) FROM notes WHERE owner_account_id = ? AND NOT deleted", arguments: [account.rawValue]) ?? 0
-        try db.execute(sql: "DELETE FROM notes WHERE owner_account_id = ?", arguments: [account.rawValue])
+    /// Deletes the notes on show (and their snapshots) from this device, keeping the ones set aside for other
+    /// accounts; returns how many live ones there were.
+    func deleteNotesOnShow() throws -> Int {
+        let live = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE NOT aside AND NOT deleted") ?? 0
+        try db.execute(sql: "DELETE FROM notes WHERE NOT aside")
         return live
     }
 }

@@ -334,7 +334,7 @@ final class SyncEngine: Sendable {
 
     /// Signs out (see ``NotesClient/signOut(wipe:)``): revokes the token when the server is reachable, then
     /// forgets the account state and shows the unowned notes again (``OwnerPlanner/afterSignOut``); with `wipe`,
-    /// deletes the account's notes from this device.
+    /// deletes the notes on show from this device (the account's and the unowned ones).
     func signOut(wipe: Bool) async throws(NotesError) -> SignOutReport {
         let settings = try store.read { tx in try tx.settings() }
         var revoked = false
@@ -353,8 +353,10 @@ final class SyncEngine: Sendable {
             if OwnerPlanner.afterSignOut { try tx.showUnownedNotes() }
             var wiped = 0
             var kept = 0
-            if let shown {
-                if wipe { wiped = try tx.deleteNotes(ownedBy: shown) } else { kept = try tx.liveCount(ownedBy: shown) }
+            if wipe {
+                wiped = try tx.deleteNotesOnShow()
+            } else if let shown {
+                kept = try tx.liveCount(ownedBy: shown)
             }
             return SignOutReport(
                 revoked: revoked, pending: pending, wiped: wiped, account: try shown.map { id throws in try tx.knownAccount(id) },
