@@ -306,6 +306,10 @@ struct Logout: AsyncParsableCommand {
         var revoked: Bool
         var pending: Int
         var wiped: Int
+        /// The account whose notes stay on show (nil: none was ever signed in to here).
+        var account: String?
+        var kept: Int
+        var unowned: Int
     }
 
     func run() async throws {
@@ -323,7 +327,10 @@ struct Logout: AsyncParsableCommand {
         }
         let report = try await client.signOut(wipe: wipe)
         if options.json {
-            try Console.json(Output(revoked: report.revoked, pending: report.pending, wiped: report.wiped))
+            try Console.json(
+                Output(
+                    revoked: report.revoked, pending: report.pending, wiped: report.wiped, account: report.account?.display,
+                    kept: report.kept, unowned: report.unowned))
             return
         }
         if let account = status.account {

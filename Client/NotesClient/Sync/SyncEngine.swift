@@ -83,7 +83,10 @@ final class SyncEngine: Sendable {
         } catch {
             if error.code == .signedOutByServer {
                 _ = try? store.write { tx in
-                    if try tx.dropToken(token) { try tx.forgetAccountState() }
+                    if try tx.dropToken(token) {
+                        try tx.forgetAccountState()
+                        if OwnerPlanner.afterSignOut { try tx.showUnownedNotes() }
+                    }
                 }
             }
             throw error
