@@ -61,7 +61,8 @@ enum SignInPlanner {
         return Plan(reconciling: !sameAccount, owners: owners, revoke: revoke)
     }
 
-    /// What the queueing rule reads of a local note, after the account state is forgotten and the bases switched.
+    /// What the queueing rule reads of a local note on show, after the account state is forgotten and the owners'
+    /// plan executed.
     struct NoteState: Sendable, Equatable, Hashable {
         var isDirty: Bool
         var isDeleted: Bool

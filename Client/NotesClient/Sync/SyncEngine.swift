@@ -22,11 +22,12 @@ import Synchronization
 ///    answer restarts from the beginning, once.
 /// 5. Record the sync time and count the notes still pending.
 ///
-/// A sign-in (``signIn(url:server:username:password:progress:)``):
+/// A sign-in (``signIn(url:server:username:password:unowned:wipe:progress:)``):
 /// 1. The sign-in request (``Endpoint/signIn``).
-/// 2. One transaction (``SignInPlanner``: `plan`): for another account, forget the account state and switch the
-///    base texts; store the session; for another account, queue what it may not have (``SignInPlanner``:
-///    `queues`).
+/// 2. One transaction (``SignInPlanner``: `plan`): for another account, forget the account state; set the previous
+///    account's notes aside or wipe them, bring this account's back, carry or keep aside the unowned notes
+///    (``OwnerPlanner``); store and remember the session; for another account, queue what it may not have among
+///    the notes on show (``SignInPlanner``: `queues`).
 /// 3. Revoke the replaced session (best effort).
 /// 4. Sync, pulling first for another account.
 final class SyncEngine: Sendable {
