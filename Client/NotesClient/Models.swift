@@ -52,9 +52,13 @@ public struct NoteIdentity: Sendable, Equatable {
     /// The server's ID in the signed-in account, when known.
     public let serverID: FlakeID?
     public let isDeleted: Bool
+    /// The account the note belongs to (nil: written while signed out, never synced; see ``OwnerPlanner``).
+    public var owner: FlakeID? = nil
+    /// Set aside: another account's note (or an unowned one while an account is signed in), hidden.
+    public var isSetAside = false
 }
 
-/// Every local note's identity, the signed-in account and the pull cursor, from one read: see
+/// Every local note's identity (set-aside ones included), the signed-in account and the pull cursor, from one read: see
 /// ``NotesClient/identities()``.
 public struct NoteIdentities: Sendable, Equatable {
     /// Tombstones included, in local ID order.
@@ -312,8 +316,14 @@ public struct SignOutReport: Sendable, Equatable {
     /// Notes with unsynced changes at sign-out: kept on this device, they sync at the next sign-in (or were
     /// deleted when `wipe` was asked).
     public var pending: Int
-    /// Notes deleted from this device (`wipe`), 0 otherwise.
+    /// Notes deleted from this device (`wipe`: the account's and the unowned ones, live ones), 0 otherwise.
     public var wiped: Int
+    /// The account whose notes stay on show (nil: never signed in).
+    public var account: AccountName?
+    /// The account's live notes kept on this device (0 with `wipe`).
+    public var kept = 0
+    /// Live notes without an owner (written while signed out, never synced), on show again (0 after `wipe`).
+    public var unowned = 0
 }
 
 /// What ``NotesClient/signIn(server:username:password:progress:)`` did.
@@ -322,6 +332,8 @@ public struct SignInReport: Sendable {
     /// Whether local notes were queued to be reconciled with this account (a new account, or the first sign-in
     /// since sign-out).
     public var reconciling: Bool
+    /// Whose notes are on show now, and what happened to the others.
+    public var owners: OwnerReport
     /// The sync that followed the sign-in; a failure here leaves the installation signed in with its notes
     /// queued, and the next `sync()` finishes the job.
     public var sync: Result<SyncReport, NotesError>
@@ -332,4 +344,41 @@ public enum NotesTime {
     public static func iso8601(unixMilliseconds: Int64) -> String {
         WireTime.format(unixMilliseconds: unixMilliseconds)
     }
+}
+
+/// What a sign-in does with the notes written while signed out and never synced (no owner, see ``OwnerPlanner``).
+public enum UnownedNotes: String, Sendable, Equatable {
+    /// They join the account signing in and are pushed to it.
+    case carry
+    /// They stay without an owner, set aside while that account is signed in; they come back at sign-out and
+    /// are offered again at the next sign-in.
+    case keepAside = "keep-aside"
+}
+
+/// What a sign-in did to the notes on this device, by owner (see ``OwnerPlanner``).
+public struct OwnerReport: Sendable, Equatable {
+    /// The account whose notes were on show before (nil: none, or the same account again).
+    public var previous: AccountName?
+    /// The previous account's notes set aside (live ones): hidden, kept, back when it signs in again.
+    public var setAside = 0
+    /// The previous account's notes deleted from this device (`wipe`; live ones).
+    public var wiped = 0
+    /// This account's notes that were set aside and are on show again (live ones).
+    public var restored = 0
+    /// Notes without an owner that joined this account (live ones).
+    public var carried = 0
+    /// Notes without an owner kept aside (live ones).
+    public var keptAside = 0
+
+    public init() {}
+}
+
+/// An account this device has signed in to: its server-minted ID and, when known, its username and server.
+public struct AccountName: Sendable, Equatable {
+    public var accountID: FlakeID
+    public var username: String?
+    public var serverURL: String?
+
+    /// The username, else the account ID.
+    public var display: String { username ?? "account \(accountID)" }
 }

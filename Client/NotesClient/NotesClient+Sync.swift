@@ -24,7 +24,8 @@ extension NotesClient {
     /// - Throws: `invalid_input` (username or password break ``CredentialRules``, bad URL); `server_error` with
     ///   `api.code == username_taken`; the transport errors of ``sync(progress:)``.
     public func signUp(
-        server: String, username: String, password: String, progress: (@Sendable (SyncProgress) -> Void)? = nil
+        server: String, username: String, password: String, unowned: UnownedNotes = .keepAside, wipe: Bool = false,
+        progress: (@Sendable (SyncProgress) -> Void)? = nil
     ) async throws(NotesError) -> SignInReport {
         let (url, serverText) = try Self.parseServer(server)
         guard let canonical = CredentialRules.canonicalUsername(username) else {
@@ -38,35 +39,43 @@ extension NotesClient {
                 "A password has \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) bytes.")
         }
         try await engine.signUp(url: url, server: serverText, username: canonical, password: password)
-        return try await signIn(server: server, username: canonical, password: password, progress: progress)
+        return try await signIn(
+            server: server, username: canonical, password: password, unowned: unowned, wipe: wipe, progress: progress)
     }
 
     /// Signs in to an account on `server` (this or another account), then syncs.
     ///
-    /// The session is registered with this installation's origin and ``NotesEnvironment/deviceName``. When the
-    /// account differs from the last one (or the installation was signed out), every note that ever existed here
-    /// (except tombstones never synced anywhere) is queued to push by client ID: the server reconciles the notes
-    /// it already has (no duplicates, no conflict copies for notes nobody else edited) and creates the others.
-    /// The sync's outcome is in the report: a failed sync leaves the installation signed in, notes queued.
+    /// The session is registered with this installation's origin and ``NotesEnvironment/deviceName``. Notes stay
+    /// with their owner (``OwnerPlanner``): signing in to another account than the one on show sets that one's
+    /// notes aside (with `wipe`, deletes them from this device) and brings this account's back; notes without an
+    /// owner (written while signed out, never synced) join this account only with `unowned: .carry`. When the
+    /// installation was signed out or signed in elsewhere, the account's notes that may differ from the server's
+    /// are queued to push by client ID: the server reconciles the notes it already has (no duplicates, no conflict
+    /// copies for notes nobody else edited) and creates the others. The sync's outcome is in the report: a failed
+    /// sync leaves the installation signed in, notes queued.
     ///
     /// - Throws: `invalid_input`, `invalid_credentials`, `server_unreachable`, `server_error`, `bad_response`,
     ///   `storage`. Nothing changes locally when the sign-in fails.
     public func signIn(
-        server: String, username: String, password: String, progress: (@Sendable (SyncProgress) -> Void)? = nil
+        server: String, username: String, password: String, unowned: UnownedNotes = .keepAside, wipe: Bool = false,
+        progress: (@Sendable (SyncProgress) -> Void)? = nil
     ) async throws(NotesError) -> SignInReport {
         let (url, serverText) = try Self.parseServer(server)
         guard let canonical = CredentialRules.canonicalUsername(username) else {
             throw NotesError(.invalidInput, "'\(username)' is not a valid username.")
         }
-        return try await engine.signIn(url: url, server: serverText, username: canonical, password: password, progress: progress)
+        return try await engine.signIn(
+            url: url, server: serverText, username: canonical, password: password, unowned: unowned, wipe: wipe,
+            progress: progress)
     }
 
     /// Signs out: revokes the token on the server when it is reachable (unreachable is fine), then, in one
     /// transaction, forgets the token, the account, the cursor and every server ID and version. Every note stays,
-    /// edited or not, with its unsynced changes, which sync at the next sign-in (to this account or another).
+    /// edited or not, with its owner and its unsynced changes, which sync at that account's next sign-in, never to
+    /// another. Signed out, the device shows the account's notes and the unowned ones.
     ///
-    /// - Parameter wipe: also delete every local note (unsynced changes are lost) and the base texts kept for each
-    ///   account.
+    /// - Parameter wipe: also delete the notes on show from this device: the account's and those written while
+    ///   signed out (unsynced changes are lost); other accounts' notes, set aside, stay.
     /// - Returns: whether the token was revoked, how many notes had unsynced changes, how many were wiped.
     @discardableResult
     public func signOut(wipe: Bool = false) async throws(NotesError) -> SignOutReport {

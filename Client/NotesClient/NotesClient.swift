@@ -232,9 +232,10 @@ public final class NotesClient: Sendable {
         try store.read { tx in try tx.listing(includeDeleted: includeDeleted) }
     }
 
-    /// Every note including tombstones, in local ID order (for invariant checks).
-    public func allNotes() throws(NotesError) -> [LocalNote] {
-        try store.read { tx in try tx.allNotes() }
+    /// Every note on show (see ``OwnerPlanner``) including tombstones, in local ID order (for invariant checks);
+    /// with `includingSetAside`, the notes set aside for other accounts too.
+    public func allNotes(includingSetAside: Bool = false) throws(NotesError) -> [LocalNote] {
+        try store.read { tx in try includingSetAside ? tx.allNotesOfEveryOwner() : tx.allNotes() }
     }
 
     /// Every note's identity (tombstones included, in local ID order), the signed-in account and the pull cursor,

@@ -172,6 +172,7 @@ struct List: AsyncParsableCommand {
         } else {
             listing = try client.listing(includeDeleted: all)
         }
+        if let header = try signedOutHeader(client) { Console.out(header) }
         if listing.notes.isEmpty {
             Console.out("No notes yet. Add one with `notes add TEXT`.")
             return

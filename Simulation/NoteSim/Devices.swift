@@ -42,6 +42,8 @@ final class SimDevice {
     var account: Int?
     /// Its notes' keys by server ID at that read.
     var serverKeys: [FlakeID: NoteKeyValue] = [:]
+    /// The accounts it signed in to (a copy can go to these only).
+    var knownAccounts: Set<Int> = []
 
     init(index: Int, now: Int64, server: any SimServer, seed: UInt64, idScheme: IDScheme = .miniflake) throws {
         self.index = index

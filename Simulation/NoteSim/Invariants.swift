@@ -7,7 +7,9 @@ import NotesClient
 public enum Invariant: String, Codable, Sendable, CaseIterable {
     /// No account holds two notes for one (client ID, origin); no device holds two local notes for one server note.
     case noDuplicates = "no-duplicates"
-    /// Every note in an account was created there by a device signed in to it, or carried there by a sign-in.
+    /// Every note in an account was created there by a device signed in to it, carried there by a sign-in from the
+    /// notes a device wrote while signed out (never synced), or copied there: a note synced with or pulled from one
+    /// account is never in another. A signed-in device shows only its account's notes.
     case noCrossAccount = "no-cross-account"
     /// Every edit is in its note's text, merged into it, or in a conflict copy, unless someone who saw it removed it.
     case noLostEdit = "no-lost-edit"
@@ -129,7 +131,7 @@ extension Simulation {
             let permitted = oracle.permitted[k]?.contains(key) == true
             let isCopyOfOwn = note.conflictOf.map { views[k].byServerID[$0] != nil } ?? false
             if !permitted && !isCopyOfOwn {
-                throw fail(.noCrossAccount, "account \(k) holds note \(note.clientID)/\(note.origin) that no device signed in to it created or carried")
+                throw fail(.noCrossAccount, "account \(k) holds note \(note.clientID)/\(note.origin) that no device signed in to it created, carried from notes written while signed out, or copied")
             }
             if !note.deleted { oracle.seen(tokens: Lines.tokens(note.text), in: k) }
         }
@@ -138,13 +140,17 @@ extension Simulation {
     /// Reads a device's note identities, account and cursor, and checks them all.
     func checkDevice(_ device: SimDevice) throws {
         let snapshot = try local(device.index) { try device.client.identities() }
-        device.liveIDs = snapshot.notes.filter { !$0.isDeleted }.map(\.id)
+        device.liveIDs = snapshot.notes.filter { !$0.isDeleted && !$0.isSetAside }.map(\.id)
         device.account = snapshot.account.flatMap { info in accounts.firstIndex { $0.accountID == info.accountID } }
         var serverIDs: [FlakeID: NoteKeyValue] = [:]
-        var keys = Set<NoteKeyValue>()
+        var keys = Set<OwnedKey>()
+        let accountID = snapshot.account?.accountID
         for note in snapshot.notes {
             let key = NoteKeyValue(clientID: note.clientID, origin: note.origin)
-            guard keys.insert(key).inserted else {
+            if let accountID, !note.isSetAside, note.owner != accountID {
+                throw fail(.noCrossAccount, "device \(device.index) shows note \(note.clientID)/\(note.origin) of another owner (\(note.owner.map { "\($0)" } ?? "none")) while signed in to \(accountID)")
+            }
+            guard keys.insert(OwnedKey(owner: note.owner, key: key)).inserted else {
                 throw fail(.noDuplicates, "device \(device.index) holds two local notes for client ID \(note.clientID) origin \(note.origin)")
             }
             if let serverID = note.serverID {
@@ -173,6 +179,12 @@ extension Simulation {
             }
             device.lastCursor = (account, cursor)
         }
+    }
+
+    /// A note's identity among one owner's notes on a device.
+    struct OwnedKey: Hashable {
+        var owner: FlakeID?
+        var key: NoteKeyValue
     }
 
     /// A device the step did not act on: its store is as the checks last read it, so only the account's changed
@@ -242,7 +254,8 @@ extension Simulation {
             }
         }
         for device in devices {
-            var present = Set(try device.client.notes().flatMap { Lines.tokens($0.text) })
+            // Set-aside notes count: they are kept for their account.
+            var present = Set(try device.client.allNotes(includingSetAside: true).filter { !$0.isDeleted }.flatMap { Lines.tokens($0.text) })
             if let account = try accountIndex(of: device) {
                 present.formUnion((finalTexts[account] ?? []).filter { !$0.deleted }.flatMap { Lines.tokens($0.text) })
             }

@@ -5,8 +5,12 @@ import NotesClient
 
 /// The simulation's own record of what happened, against which the server and devices are checked.
 struct Oracle {
-    /// Per account: the notes devices created while signed in to it or carried into it by a sign-in.
+    /// Per account: the notes devices created while signed in to it, carried into it from the notes they wrote
+    /// while signed out (never synced, so in no account), or copied into it. Nothing else may be in it: a note
+    /// synced with or pulled from one account is never in another.
     var permitted: [Int: Set<NoteKeyValue>] = [:]
+    /// Per device: the notes it wrote while signed out and has not carried into an account yet.
+    var unowned: [Int: Set<NoteKeyValue>] = [:]
     /// Per account: the server ID each note got, which must never change.
     var serverIDs: [Int: [NoteKeyValue: FlakeID]] = [:]
     /// The device that wrote each token.
@@ -17,6 +21,15 @@ struct Oracle {
     var seenOnServer: [Int: Set<String>] = [:]
 
     mutating func permit(_ key: NoteKeyValue, in account: Int) { permitted[account, default: []].insert(key) }
+    /// A note created on `device`, signed in to `account` (nil: signed out, the note has no owner).
+    mutating func created(_ key: NoteKeyValue, on device: Int, in account: Int?) {
+        if let account { permit(key, in: account) } else { unowned[device, default: []].insert(key) }
+    }
+    /// A sign-in of `device` to `account` that carries the notes written while signed out.
+    mutating func carry(from device: Int, into account: Int) {
+        for key in unowned[device] ?? [] { permit(key, in: account) }
+        unowned[device] = nil
+    }
     mutating func added(token: String, by device: Int) { author[token] = device }
     mutating func removed(tokens: [String]) { legitimatelyRemoved.formUnion(tokens) }
     mutating func seen(tokens: [String], in account: Int) { seenOnServer[account, default: []].formUnion(tokens) }

@@ -14,8 +14,11 @@ public enum SimAction: Codable, Sendable, Equatable {
     case sync(device: Int, faults: [FaultPlan])
     /// The device signs out (its notes stay).
     case signOut(device: Int, faults: [FaultPlan])
-    /// The device signs in to an account (and syncs, which reconciles).
-    case signIn(device: Int, account: Int, faults: [FaultPlan])
+    /// The device signs in to an account (and syncs, which reconciles). Another account's notes are set aside, the
+    /// account's own come back; `carry` adds the notes written while signed out to it (else they are kept aside).
+    case signIn(device: Int, account: Int, faults: [FaultPlan], carry: Bool = false)
+    /// The device copies one of its live notes into another account it signed in to before (`notes copy`).
+    case copy(device: Int, note: Int, account: Int)
     /// The device's clock jumps by this many milliseconds (negative: backward).
     case clockJump(device: Int, milliseconds: Int64)
     /// Two devices edit the same note (one both hold) before either syncs.
@@ -30,7 +33,7 @@ public enum SimAction: Codable, Sendable, Equatable {
     public var devices: [Int] {
         switch self {
         case .create(let d, _), .edit(let d, _, _), .delete(let d, _), .sync(let d, _), .signOut(let d, _),
-            .signIn(let d, _, _), .clockJump(let d, _):
+            .signIn(let d, _, _, _), .clockJump(let d, _), .copy(let d, _, _):
             [d]
         case .concurrentEdit(let a, let b, _, _, _), .collide(let a, let b, _, _): [a, b]
         case .restartServer: []
@@ -153,12 +156,16 @@ public enum ScheduleGenerator {
             let roll = rng.next() % 100
             let step: SimAction
             switch roll {
-            case 0..<16: step = .create(device: device(), token: token())
+            case 0..<15: step = .create(device: device(), token: token())
+            case 15: step = .copy(device: device(), note: index(), account: Int(rng.next() % UInt64(max(1, parameters.accounts))))
             case 16..<40: step = .edit(device: device(), note: index(), op: editOp())
             case 40..<45: step = .delete(device: device(), note: index())
             case 45..<70: step = .sync(device: device(), faults: faults())
             case 70..<76: step = .signOut(device: device(), faults: faults())
-            case 76..<83: step = .signIn(device: device(), account: Int(rng.next() % UInt64(max(1, parameters.accounts))), faults: faults())
+            case 76..<83:
+                let d = device()
+                let account = Int(rng.next() % UInt64(max(1, parameters.accounts)))
+                step = .signIn(device: d, account: account, faults: faults(), carry: rng.chance(0.5))
             case 83..<87: step = .clockJump(device: device(), milliseconds: clockJump())
             case 87..<95:
                 let a = device()

@@ -28,6 +28,14 @@ public struct SimSummary: Sendable, Equatable {
     /// chosen (``SimParameters/idScheme``).
     public var clientIDCollisions = 0
     public var reportsClientIDCollisions = false
+    /// Accounts on one device (issue 16): live notes set aside by a sign-in to another account, brought back by
+    /// their account's sign-in, carried into an account from those written while signed out, kept off it, and
+    /// copied into another account.
+    public var setAside = 0
+    public var restored = 0
+    public var carried = 0
+    public var keptAside = 0
+    public var copies = 0
 
     public init() {}
 
@@ -39,6 +47,8 @@ public struct SimSummary: Sendable, Equatable {
         clockJumps += other.clockJumps
         clientIDCollisions += other.clientIDCollisions
         reportsClientIDCollisions = reportsClientIDCollisions || other.reportsClientIDCollisions
+        setAside += other.setAside; restored += other.restored; carried += other.carried; keptAside += other.keptAside
+        copies += other.copies
     }
 
     public var fields: [(String, String)] {
@@ -50,6 +60,8 @@ public struct SimSummary: Sendable, Equatable {
             ("notes on the server", "\(notes)"), ("conflict copies", "\(conflicts)"),
             ("conflict copies repeating another copy's text", "\(repeatedCopies)"), ("merges", "\(merges)"),
             ("duplicates avoided by reconciliation", "\(reconciled)"), ("replays answered idempotently", "\(replayed)"),
+            ("notes set aside", "\(setAside)"), ("notes restored", "\(restored)"), ("notes carried", "\(carried)"),
+            ("notes kept aside", "\(keptAside)"), ("copies to another account", "\(copies)"),
         ] + schemeFields
     }
 }
@@ -150,7 +162,7 @@ public final class Simulation {
             devices.append(try SimDevice(index: d, now: now, server: server, seed: seeds.next(), idScheme: idScheme))
         }
         views = Array(repeating: AccountView(), count: accounts.count)
-        for device in devices { device.liveIDs = try device.client.identities().notes.filter { !$0.isDeleted }.map(\.id) }
+        for device in devices { device.liveIDs = try device.client.identities().notes.filter { !$0.isDeleted && !$0.isSetAside }.map(\.id) }
     }
 
     // MARK: - Steps
@@ -168,7 +180,7 @@ public final class Simulation {
             guard let device = devices[safe: d] else { return }
             let note = try local(d) { try device.client.add(token + "\n") }
             oracle.added(token: token, by: d)
-            if let account = try accountIndex(of: device) { oracle.permit(note.key, in: account) }
+            oracle.created(note.key, on: d, in: try accountIndex(of: device))
             self.note(d, .create, "\(token) \(note.clientID.base32)")
 
         case .edit(let d, let index, let op):
@@ -189,14 +201,23 @@ public final class Simulation {
             guard let device = devices[safe: d], try device.client.account() != nil else { return }
             try await signOut(device, faults: faults)
 
-        case .signIn(let d, let account, let faults):
+        case .signIn(let d, let account, let faults, let carry):
             guard let device = devices[safe: d], let target = accounts[safe: account] else { return }
             if let current = try accountIndex(of: device), current == account {
                 try await sync(device, faults: faults)
                 return
             }
             if try device.client.account() != nil { try await signOut(device, faults: []) }
-            try await signIn(device, to: account, target: target, faults: faults)
+            try await signIn(device, to: account, target: target, faults: faults, carry: carry)
+
+        case .copy(let d, let index, let account):
+            guard let device = devices[safe: d], let target = accounts[safe: account], device.knownAccounts.contains(account),
+                try device.client.shownAccount()?.accountID != target.accountID, let source = try liveNote(d, index: index)
+            else { return }
+            let copy = try local(d) { try device.client.copy(source.id, to: target.username) }
+            oracle.permit(copy.key, in: account)
+            summary.copies += 1
+            note(d, .create, "copy of \(source.clientID.base32) into account \(account): \(copy.clientID.base32)")
 
         case .clockJump(let d, let milliseconds):
             guard let device = devices[safe: d] else { return }
@@ -237,8 +258,8 @@ public final class Simulation {
             let two = try local(b) { try second.client.add(secondToken + "\n") }
             oracle.added(token: firstToken, by: a)
             oracle.added(token: secondToken, by: b)
-            if let account = try accountIndex(of: first) { oracle.permit(one.key, in: account) }
-            if let account = try accountIndex(of: second) { oracle.permit(two.key, in: account) }
+            oracle.created(one.key, on: a, in: try accountIndex(of: first))
+            oracle.created(two.key, on: b, in: try accountIndex(of: second))
             if one.clientID == two.clientID { summary.collisions += 1 }
             note(a, .collide, "\(firstToken) \(one.clientID.base32)")
             note(b, .collide, "\(secondToken) \(two.clientID.base32)")
@@ -359,16 +380,22 @@ public final class Simulation {
         note(device.index, .signOut, "pending \(report?.pending ?? -1)")
     }
 
-    func signIn(_ device: SimDevice, to index: Int, target: SimAccount, faults: [FaultPlan]) async throws {
+    func signIn(_ device: SimDevice, to index: Int, target: SimAccount, faults: [FaultPlan], carry: Bool) async throws {
         summary.signIns += 1
-        // Everything this device holds may now be carried into the account.
-        for note in try device.client.identities().notes { oracle.permit(NoteKeyValue(clientID: note.clientID, origin: note.origin), in: index) }
         let report = try await withFaults(device, faults, "sign-in") {
-            try await device.client.signIn(server: server.url, username: target.username, password: Self.password)
+            try await device.client.signIn(
+                server: server.url, username: target.username, password: Self.password, unowned: carry ? .carry : .keepAside)
         }
         device.lastCursor = nil
-        note(device.index, .signIn, target.username)
+        note(device.index, .signIn, "\(target.username)\(carry ? " --carry" : "")")
         guard let report else { return }
+        device.knownAccounts.insert(index)
+        // Only the notes the device wrote while signed out (never synced) may join the account, and only when asked.
+        if carry { oracle.carry(from: device.index, into: index) }
+        summary.setAside += report.owners.setAside
+        summary.restored += report.owners.restored
+        summary.carried += report.owners.carried
+        summary.keptAside += report.owners.keptAside
         switch report.sync {
         case .success(let sync): record(sync, device: device)
         case .failure(let error):

@@ -22,44 +22,57 @@ struct SignInPlannerTests {
         var testDescription: String { name }
     }
 
+    static func owners(_ setAside: FlakeID?, _ account: FlakeID) -> OwnerPlanner.Plan {
+        OwnerPlanner.Plan(setAside: setAside, wipe: nil, restore: account, unowned: .keepAside)
+    }
+
     static let planCases: [PlanCase] = [
         PlanCase(
-            name: "the first sign-in reconciles and has no bases to set aside",
-            stored: SignInPlanner.Stored(token: nil, accountID: nil, serverURL: nil, baseAccountID: nil),
+            name: "the first sign-in reconciles and has no notes to set aside",
+            stored: SignInPlanner.Stored(token: nil, accountID: nil, serverURL: nil, shownAccountID: nil),
             account: alice, serverURL: url,
-            plan: SignInPlanner.Plan(reconciling: true, bases: SignInPlanner.BaseSwitch(setAside: nil, takeBack: alice), revoke: nil)),
+            plan: SignInPlanner.Plan(reconciling: true, owners: owners(nil, alice), revoke: nil)),
         PlanCase(
             name: "signing in again to the signed-in account only replaces the session",
-            stored: SignInPlanner.Stored(token: "old", accountID: alice, serverURL: url, baseAccountID: alice),
+            stored: SignInPlanner.Stored(token: "old", accountID: alice, serverURL: url, shownAccountID: alice),
             account: alice, serverURL: url,
-            plan: SignInPlanner.Plan(reconciling: false, bases: nil, revoke: SignInPlanner.Session(token: "old", serverURL: url))),
+            plan: SignInPlanner.Plan(
+                reconciling: false, owners: owners(nil, alice), revoke: SignInPlanner.Session(token: "old", serverURL: url))),
         PlanCase(
-            name: "signing back in after sign-out reconciles and keeps the account's bases",
-            stored: SignInPlanner.Stored(token: nil, accountID: nil, serverURL: url, baseAccountID: alice),
+            name: "signing back in after sign-out reconciles the account's own notes",
+            stored: SignInPlanner.Stored(token: nil, accountID: nil, serverURL: url, shownAccountID: alice),
             account: alice, serverURL: url,
-            plan: SignInPlanner.Plan(reconciling: true, bases: nil, revoke: nil)),
+            plan: SignInPlanner.Plan(reconciling: true, owners: owners(nil, alice), revoke: nil)),
         PlanCase(
-            name: "the same account through another URL reconciles and keeps its bases",
-            stored: SignInPlanner.Stored(token: "old", accountID: alice, serverURL: url, baseAccountID: alice),
+            name: "the same account through another URL reconciles and sets nothing aside",
+            stored: SignInPlanner.Stored(token: "old", accountID: alice, serverURL: url, shownAccountID: alice),
             account: alice, serverURL: "http://other.test",
-            plan: SignInPlanner.Plan(reconciling: true, bases: nil, revoke: SignInPlanner.Session(token: "old", serverURL: url))),
+            plan: SignInPlanner.Plan(
+                reconciling: true, owners: owners(nil, alice), revoke: SignInPlanner.Session(token: "old", serverURL: url))),
         PlanCase(
-            name: "another account sets the bases aside and takes its own back",
-            stored: SignInPlanner.Stored(token: "old", accountID: alice, serverURL: url, baseAccountID: alice),
+            name: "another account sets the previous one's notes aside and brings its own back",
+            stored: SignInPlanner.Stored(token: "old", accountID: alice, serverURL: url, shownAccountID: alice),
             account: bob, serverURL: url,
             plan: SignInPlanner.Plan(
-                reconciling: true, bases: SignInPlanner.BaseSwitch(setAside: alice, takeBack: bob),
-                revoke: SignInPlanner.Session(token: "old", serverURL: url))),
+                reconciling: true, owners: owners(alice, bob), revoke: SignInPlanner.Session(token: "old", serverURL: url))),
         PlanCase(
             name: "another account after sign-out",
-            stored: SignInPlanner.Stored(token: nil, accountID: nil, serverURL: url, baseAccountID: alice),
+            stored: SignInPlanner.Stored(token: nil, accountID: nil, serverURL: url, shownAccountID: alice),
             account: bob, serverURL: url,
-            plan: SignInPlanner.Plan(reconciling: true, bases: SignInPlanner.BaseSwitch(setAside: alice, takeBack: bob), revoke: nil)),
+            plan: SignInPlanner.Plan(reconciling: true, owners: owners(alice, bob), revoke: nil)),
     ]
 
     @Test(arguments: planCases)
     func plan(_ example: PlanCase) {
         #expect(SignInPlanner.plan(stored: example.stored, accountID: example.account, serverURL: example.serverURL) == example.plan)
+    }
+
+    @Test func wipeDeletesThePreviousAccountsNotesInsteadOfSettingThemAside() {
+        let plan = OwnerPlanner.signIn(shown: Self.alice, account: Self.bob, unowned: .carry, wipe: true)
+        #expect(plan == OwnerPlanner.Plan(setAside: nil, wipe: Self.alice, restore: Self.bob, unowned: .carry))
+        // The same account again: nothing to wipe, whatever the flag.
+        let same = OwnerPlanner.signIn(shown: Self.alice, account: Self.alice, unowned: .keepAside, wipe: true)
+        #expect(same == OwnerPlanner.Plan(setAside: nil, wipe: nil, restore: Self.alice, unowned: .keepAside))
     }
 
     @Test(arguments: [UInt64(1), 2, 3, 4])
@@ -70,19 +83,22 @@ struct SignInPlannerTests {
         for _ in 0..<500 {
             let stored = SignInPlanner.Stored(
                 token: Bool.random(using: &random) ? "token" : nil, accountID: accounts.randomElement(using: &random)!,
-                serverURL: urls.randomElement(using: &random)!, baseAccountID: accounts.randomElement(using: &random)!)
+                serverURL: urls.randomElement(using: &random)!, shownAccountID: accounts.randomElement(using: &random)!)
             let account = Bool.random(using: &random) ? Self.alice : Self.bob
             let url = Bool.random(using: &random) ? Self.url : "http://other.test"
-            let plan = SignInPlanner.plan(stored: stored, accountID: account, serverURL: url)
+            let unowned: UnownedNotes = Bool.random(using: &random) ? .carry : .keepAside
+            let wipe = Bool.random(using: &random)
+            let plan = SignInPlanner.plan(stored: stored, accountID: account, serverURL: url, unowned: unowned, wipe: wipe)
             let context = "seed \(seed): \(stored) → \(account) at \(url): \(plan)"
             let signedIn = stored.token != nil
             #expect(plan.reconciling == !(signedIn && stored.accountID == account && stored.serverURL == url), "\(context)")
-            if let bases = plan.bases {
-                #expect(plan.reconciling && bases.takeBack == account && bases.setAside == stored.baseAccountID, "\(context)")
-                #expect(stored.baseAccountID != account, "\(context)")
-            } else {
-                #expect(!plan.reconciling || stored.baseAccountID == account, "\(context)")
-            }
+            // The account signing in is always the one on show afterwards; no other account's notes stay on show.
+            #expect(plan.owners.restore == account, "\(context)")
+            #expect(plan.owners.unowned == unowned, "\(context)")
+            let previous = stored.shownAccountID == account ? nil : stored.shownAccountID
+            #expect((plan.owners.setAside ?? plan.owners.wipe) == previous, "\(context)")
+            #expect(plan.owners.setAside == nil || plan.owners.wipe == nil, "\(context)")
+            #expect(plan.owners.setAside != account && plan.owners.wipe != account, "\(context)")
             #expect((plan.revoke != nil) == (signedIn && stored.serverURL != nil), "\(context)")
         }
     }

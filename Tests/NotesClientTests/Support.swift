@@ -53,14 +53,21 @@ extension NotesClient {
 
 /// Signs `client` up (or in, when the account exists) and expects the first sync to succeed.
 @discardableResult
-func signUp(_ client: NotesClient, _ username: String, password: String = "correct horse battery") async throws -> SyncReport {
-    let report = try await client.signUp(server: TestServer.url, username: username, password: password)
+/// Notes written while signed out join the account (`carry`), as a user who answers yes would have them.
+func signUp(
+    _ client: NotesClient, _ username: String, password: String = "correct horse battery", unowned: UnownedNotes = .carry
+) async throws -> SyncReport {
+    let report = try await client.signUp(server: TestServer.url, username: username, password: password, unowned: unowned)
     return try report.sync.get()
 }
 
 @discardableResult
-func signIn(_ client: NotesClient, _ username: String, password: String = "correct horse battery") async throws -> SignInReport {
-    let report = try await client.signIn(server: TestServer.url, username: username, password: password)
+func signIn(
+    _ client: NotesClient, _ username: String, password: String = "correct horse battery", unowned: UnownedNotes = .carry,
+    wipe: Bool = false
+) async throws -> SignInReport {
+    let report = try await client.signIn(
+        server: TestServer.url, username: username, password: password, unowned: unowned, wipe: wipe)
     _ = try report.sync.get()
     return report
 }

@@ -134,11 +134,12 @@ struct SyncTests {
         #expect(copy.text == "title\nbody by b" && copy.conflictOf == original.serverID && copy.serverID != nil)
         #expect(try b.status().pending == 0)
 
-        // Signing in to another account carries the copy there; nothing of it is lost.
+        // Another account gets none of it; the copy waits, set aside, and nothing of it is lost.
         transport.setPlan { _, _ in nil }
         try await b.signOut()
         _ = try await b.signUp(server: TestServer.url, username: "bob", password: "correct horse battery").sync.get()
-        #expect(try await serverTexts(server, "bob") == ["title\nbody by a", "title\nbody by b"])
+        #expect(try await serverTexts(server, "bob") == [])
+        #expect(try b.texts() == [])
 
         // Back in the first account: the copy is reconciled with the server's, not duplicated.
         try await b.signOut()
@@ -194,114 +195,126 @@ struct SyncTests {
         #expect(Set(live.compactMap(\.serverID)).count == live.count && live.allSatisfy { !$0.isDirty })
     }
 
-    /// Found by the 10,000-seed sweep (seed 2531): a device carried into another account a note whose text a
-    /// conflict had replaced, and the conflict copy holding the text it replaced. The note's change went first, so a
-    /// device of that account whose pull stopped between the two (then signed out) held neither: its own line was
-    /// gone from it. Copies are pushed first, so every pulled prefix of the account keeps the text somewhere.
-    @Test func aConflictCopyIsCarriedBeforeTheNoteItWasSplitFrom() async throws {
+    /// Issue 16: a second account on the same device gets nothing of the first: not its notes, not a note pulled
+    /// from it, not an edit made while signed in to it. The first account's notes are set aside and come back.
+    @Test func aSecondAccountGetsNothingOfTheFirst() async throws {
         let server = try TestServer.make()
         let a = try makeDevice(server.transport, seed: 1)
-        let x = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signUp(x, "bob")
-        let note = try x.add("title\nbody")
-        try await x.syncOK()
-        // The note reaches alice too, and both accounts edit the same line.
-        try await x.signOut()
-        try await signIn(x, "alice")
-        try await a.syncOK()
-        let onA = try #require(try a.notes().first { $0.clientID == note.clientID })
-        try a.edit(onA.id, text: "title\nbody by alice")
-        try await a.syncOK()
-        try await x.signOut()
-        try await signIn(x, "bob")
-        try x.edit(note.id, text: "title\nbody by bob")
-        try await x.syncOK()
-        // Back in alice: a conflict. The note takes alice's text; bob's line lives on in a copy.
-        try await x.signOut()
-        let report = try await signIn(x, "alice").sync.get()
-        #expect(report.conflicts == 1)
-        #expect(try x.texts() == ["title\nbody by alice", "title\nbody by bob"])
-        // Carried into bob: the note's text changes there (bob's line leaves it) and the copy arrives with that line.
-        try await x.signOut()
-        try await signIn(x, "bob")
-        let bob = try #require(try x.account()).accountID
-        let changes = try await server.store.pull(accountID: bob, after: 0, limit: 100).notes.map(\.text)
-        let copy = try #require(changes.firstIndex(of: "title\nbody by bob"))
-        let original = try #require(changes.firstIndex(of: "title\nbody by alice"))
-        #expect(copy < original, "bob's change order: \(changes)")
-    }
-
-    @Test func signingInToASecondAccountCreatesTheNotesThereAndLeavesTheFirstAlone() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
+        let phone = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
         try a.add("one")
-        try a.add("two")
+        let two = try a.add("two")
         let gone = try a.add("three")
         try await a.syncOK()
         try a.delete(gone.id)
         try await a.syncOK()
-        try await a.signOut()
-        try a.add("four, offline")
+        try await signIn(phone, "alice")
+        try phone.add("alice private, from the phone")
+        try await phone.syncOK()
+        try await a.syncOK()
 
+        // Signed in as alice, then straight to bob: nothing asked of alice's notes, nothing sent.
         let report = try await a.signUp(server: TestServer.url, username: "bob", password: "correct horse battery")
-        let sync = try report.sync.get()
-        #expect(sync.created == 3 && sync.reconciled == 0 && sync.conflicts == 0)
-        #expect(try await serverTexts(server, "bob") == ["four, offline", "one", "two"])
-        #expect(try await serverTexts(server, "alice", seed: 31337) == ["one", "two"])
-        #expect(try a.account()?.username == "bob")
+        #expect(report.owners.previous?.username == "alice" && report.owners.setAside == 3 && report.owners.carried == 0)
+        #expect(try report.sync.get().pushed == 0)
+        #expect(try await serverTexts(server, "bob") == [])
+        #expect(try a.texts() == [] && a.setAsideNoteCount() == 3)
+        #expect(throws: NotesError.self) { try a.edit(two.id, text: "edited in bob") }
+        try a.add("bob's own")
+        try await a.syncOK()
+
+        // Back to alice: her notes come back as they were, bob's stays with bob.
+        let back = try await signIn(a, "alice")
+        #expect(back.owners.previous?.username == "bob" && back.owners.setAside == 1 && back.owners.restored == 3)
+        #expect(try back.sync.get().created == 0)
+        #expect(try a.texts() == ["alice private, from the phone", "one", "two"])
+        #expect(try await serverTexts(server, "alice", seed: 31337) == ["alice private, from the phone", "one", "two"])
+        #expect(try await serverTexts(server, "bob") == ["bob's own"])
     }
 
-    /// A note carried to another account and edited there comes back with the first account's base text: the
-    /// server merges the edit with what changed meanwhile. Without a base it would be a conflict copy; with the other
-    /// account's base (the text the edit was made on there) the merge would drop the edit's new line.
-    @Test func signingBackInMergesAnEditMadeInAnotherAccount() async throws {
-        try await withTemporaryDirectory { home in
+    /// Notes written while signed out join the account signing in only when asked; kept aside, they come back at
+    /// sign-out and are offered again.
+    @Test func notesWrittenWhileSignedOutJoinAnAccountOnlyWhenAsked() async throws {
         let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1, home: home)
+        let a = try makeDevice(server.transport, seed: 1)
+        try a.add("written before any account")
+        #expect(try a.unownedNoteCount() == 1)
+        let kept = try await signUp(a, "alice", unowned: .keepAside)
+        #expect(kept.pushed == 0)
+        #expect(try a.texts() == [] && a.unownedNoteCount() == 1)
+        #expect(try await serverTexts(server, "alice") == [])
+        let out = try await a.signOut()
+        #expect(out.unowned == 1 && out.account?.username == "alice")
+        #expect(try a.texts() == ["written before any account"])
+        let carried = try await signIn(a, "alice", unowned: .carry)
+        #expect(try carried.owners.carried == 1 && a.unownedNoteCount() == 0)
+        #expect(try await serverTexts(server, "alice") == ["written before any account"])
+    }
+
+    /// Signed out, the device shows the last account's notes; an edit made then goes to that account at its next
+    /// sign-in, never to another, and comes back there with its base (a merge, no conflict copy).
+    @Test func anEditMadeWhileSignedOutWaitsForItsOwnAccount() async throws {
+        let server = try TestServer.make()
+        let a = try makeDevice(server.transport, seed: 1)
         let other = try makeDevice(server.transport, seed: 2)
         try await signUp(a, "alice")
         try await signIn(other, "alice")
         let note = try a.add("one\ntwo\nthree")
         try await a.syncOK()
         try await other.syncOK()
-
-        // a carries the note to bob and edits it there.
         try await a.signOut()
-        try await signUp(a, "bob")
-        try a.edit(note.id, text: "one\ntwo\nthree\nfour, added in bob")
-        #expect(try await a.syncOK().updated == 1)
+        try a.edit(note.id, text: "one\ntwo\nthree\nfour, while signed out")
+        #expect(try a.shownAccount()?.username == "alice")
+
+        // bob signs in on the device: the edit is not his.
+        try await signUp(a, "bob", unowned: .carry)
+        #expect(try await serverTexts(server, "bob") == [])
+        try await a.signOut()
         // Meanwhile alice's other device edits another line.
         let onOther = try #require(try other.notes().first { $0.clientID == note.clientID })
         try other.edit(onOther.id, text: "ONE\ntwo\nthree")
         try await other.syncOK()
 
-        try await a.signOut()
-        let backToAlice = try await signIn(a, "alice").sync.get()
-        #expect(backToAlice.merged == 1 && backToAlice.conflicts == 0)
-        try await other.syncOK()
-        let merged = "ONE\ntwo\nthree\nfour, added in bob"
-        #expect(try a.texts() == [merged] && other.texts() == [merged])
+        let back = try await signIn(a, "alice").sync.get()
+        #expect(back.merged == 1 && back.conflicts == 0)
+        let merged = "ONE\ntwo\nthree\nfour, while signed out"
+        #expect(try a.texts() == [merged])
         #expect(try await serverTexts(server, "alice") == [merged])
+    }
 
-        // Back in bob, bob's base is current: the merged text fast-forwards bob's note, nothing is duplicated.
-        try await a.signOut()
-        let backToBob = try await signIn(a, "bob").sync.get()
-        #expect(backToBob.conflicts == 0 && backToBob.created == 0 && backToBob.updated == 1)
-        #expect(try await serverTexts(server, "bob") == [merged])
+    /// The only way a note reaches another account: a copy, a new note with a new client ID.
+    @Test func aCopyIsANewNoteInTheOtherAccount() async throws {
+        let server = try TestServer.make()
+        let a = try makeDevice(server.transport, seed: 1)
+        try await signUp(a, "bob")
+        try await signUp(a, "alice")
+        let note = try a.add("shared recipe")
+        try await a.syncOK()
+        #expect(throws: NotesError.self) { try a.copy(note.id, to: "carol") }
+        let copy = try a.copy(note.id, to: "bob")
+        #expect(copy.clientID != note.clientID && copy.text == note.text)
+        #expect(try a.texts() == ["shared recipe"], "the copy waits, set aside, for bob")
+        try await a.syncOK()
+        #expect(try await serverTexts(server, "bob") == [])
+        let bob = try await signIn(a, "bob")
+        #expect(bob.owners.restored == 1)
+        #expect(try bob.sync.get().created == 1)
+        #expect(try await serverTexts(server, "bob") == ["shared recipe"])
+        #expect(try await serverTexts(server, "alice") == ["shared recipe"])
+    }
 
-        // The bases set aside are alice's, one per note; a wipe forgets them with the notes.
-        let database = try DatabaseQueue(path: home.appendingPathComponent("notes.sqlite").path)
-        let aliceID = try #require(try await server.store.account(byUsername: "alice")).id
-        let saved = try await database.read { db in
-            try Row.fetchAll(db, sql: "SELECT account_id, base_text FROM account_bases").map { ($0[0] as Int64, $0[1] as String) }
-        }
-        #expect(saved.count == 1 && saved.first?.0 == aliceID.rawValue && saved.first?.1 == merged)
-        try await a.signOut(wipe: true)
-        #expect(try a.allNotes().isEmpty)
-        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM account_bases") } == 0)
-        }
+    /// `wipe`: the previous account's notes are deleted from this device instead of set aside; the server keeps them.
+    @Test func aSignInWithWipeDeletesThePreviousAccountsNotesHere() async throws {
+        let server = try TestServer.make()
+        let a = try makeDevice(server.transport, seed: 1)
+        try await signUp(a, "bob")
+        try await signUp(a, "alice")
+        try a.add("alice's")
+        try await a.syncOK()
+        let wiped = try await signIn(a, "bob", wipe: true)
+        #expect(wiped.owners.wiped == 1 && wiped.owners.setAside == 0)
+        #expect(try a.setAsideNoteCount() == 0 && a.allNotes(includingSetAside: true).isEmpty)
+        #expect(try await serverTexts(server, "alice") == ["alice's"])
     }
 
     /// Several daemons serve one account under different URLs: signing out of one and in through another is the
@@ -347,15 +360,15 @@ struct SyncTests {
         let live = try a.notes()
         #expect(live.allSatisfy { $0.serverID != nil && !$0.isDirty })
 
-        // A note the account never saw (made in bob, no base for alice) is pushed and created.
+        // A note made in another account on this device stays there.
         try await a.signOut()
         try await signUp(a, "bob")
         try a.add("made in bob")
         try await a.syncOK()
         try await a.signOut()
         let back = try await signIn(a, "alice").sync.get()
-        #expect(back.created == 1 && back.conflicts == 0)
-        #expect(try await serverTexts(server, "alice") == ["made in bob", "note 1, edited on b", "note 2"])
+        #expect(back.created == 0 && back.conflicts == 0)
+        #expect(try await serverTexts(server, "alice") == expected)
     }
 
     @Test func aLostAnswerIsReplayedNotDuplicated() async throws {

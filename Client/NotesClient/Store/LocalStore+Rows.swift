@@ -105,8 +105,8 @@ struct Settings: Sendable {
     var token: String?
     var cursor: String?
     var lastSyncAt: Int64?
-    /// The account whose base texts `notes` and `outbox` hold (see `switchBases` in LocalStore+Sync); nil before
-    /// the first sign-in.
+    /// Before migration `v-owner-accounts`: the account whose base texts `notes` and `outbox` held. Unused since
+    /// (every note's base text is its owner's); kept for the old rows.
     var baseAccountID: FlakeID?
     /// The remembered server's limits from its `GET /v1/info` at the last sync (nil before one): local writes are
     /// checked against them.

@@ -141,6 +141,49 @@ extension LocalStore {
                     END;
                     """)
         }
+        migrator.registerMigration("v-owner-accounts") { db in
+            // Accounts on one device (issue 16; see `OwnerPlanner`). Every note has an owner: the account it was
+            // created under or synced with (its server-minted ID), or none for a note written while signed out and
+            // never synced. `aside` hides the notes of every account but the one on show (`last_account_id`: the
+            // signed-in account, else the last one), and the unowned notes while an account they were not carried
+            // into is signed in. Owners of existing notes come from what the store knows: the account of the base
+            // text (or of an in-flight snapshot), else an account that kept a base for the note, else the
+            // signed-in account (the old client pushed every note to it), else none.
+            try db.execute(
+                sql: """
+                    ALTER TABLE notes ADD COLUMN owner_account_id INTEGER;
+                    ALTER TABLE notes ADD COLUMN aside INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE settings ADD COLUMN last_account_id INTEGER;
+                    CREATE TABLE known_accounts (
+                        account_id INTEGER PRIMARY KEY,
+                        username TEXT NOT NULL,
+                        server_url TEXT NOT NULL
+                    );
+                    INSERT INTO known_accounts (account_id, username, server_url)
+                    SELECT account_id, username, server_url FROM settings
+                    WHERE id = 1 AND account_id IS NOT NULL AND username IS NOT NULL AND server_url IS NOT NULL;
+                    UPDATE settings SET last_account_id = CASE WHEN token IS NOT NULL THEN account_id ELSE base_account_id END
+                    WHERE id = 1;
+                    UPDATE notes SET owner_account_id = (SELECT base_account_id FROM settings WHERE id = 1)
+                    WHERE base_text IS NOT NULL OR id IN (SELECT note_id FROM outbox);
+                    UPDATE notes SET owner_account_id = (SELECT MIN(b.account_id) FROM account_bases b WHERE b.note_id = notes.id)
+                    WHERE owner_account_id IS NULL;
+                    UPDATE notes SET owner_account_id = (SELECT account_id FROM settings WHERE id = 1 AND token IS NOT NULL)
+                    WHERE owner_account_id IS NULL;
+                    UPDATE notes SET aside = 1
+                    WHERE owner_account_id IS NOT NULL AND owner_account_id IS NOT (SELECT last_account_id FROM settings WHERE id = 1);
+                    DROP TABLE account_bases;
+                    DROP INDEX notes_client_id_origin;
+                    CREATE UNIQUE INDEX notes_owner_client_id_origin ON notes(owner_account_id, client_id, origin);
+                    CREATE INDEX notes_client_id ON notes(client_id, origin);
+                    CREATE INDEX notes_aside ON notes(owner_account_id) WHERE aside;
+                    -- A new note belongs to the signed-in account (none while signed out): whatever inserts it (a
+                    -- local add, a pull, a conflict copy), unless the insert names an owner (a copy to an account).
+                    CREATE TRIGGER notes_owner AFTER INSERT ON notes WHEN new.owner_account_id IS NULL BEGIN
+                        UPDATE notes SET owner_account_id = (SELECT account_id FROM settings WHERE id = 1) WHERE id = new.id;
+                    END;
+                    """)
+        }
         return migrator
     }
 }

@@ -9,14 +9,14 @@ extension LocalStore.Transaction {
 
     /// Marks dirty every note ``OutboxPlanner/requeues(_:)`` selects.
     func requeueUnmatchedNotes() throws {
-        try db.cachedStatement(sql: "UPDATE notes SET dirty = 1 WHERE server_id IS NULL AND NOT dirty AND NOT deleted").execute()
+        try db.cachedStatement(sql: "UPDATE notes SET dirty = 1 WHERE server_id IS NULL AND NOT dirty AND NOT deleted AND NOT aside").execute()
     }
 
     /// Marks clean every note ``OutboxPlanner/settles(_:)`` selects.
     func settleNeverSyncedTombstones() throws {
         try db.cachedStatement(
             sql: """
-                UPDATE notes SET dirty = 0 WHERE dirty AND deleted AND base_text IS NULL AND server_id IS NULL
+                UPDATE notes SET dirty = 0 WHERE dirty AND deleted AND base_text IS NULL AND server_id IS NULL AND NOT aside
                 AND id NOT IN (SELECT note_id FROM outbox)
                 """
         ).execute()
@@ -28,7 +28,7 @@ extension LocalStore.Transaction {
             db.cachedStatement(
                 sql: """
                     SELECT id, text, deleted, server_version, base_text, server_id, revision, updated_at FROM notes
-                    WHERE dirty AND push_error IS NULL AND id NOT IN (SELECT note_id FROM outbox) ORDER BY id
+                    WHERE dirty AND push_error IS NULL AND NOT aside AND id NOT IN (SELECT note_id FROM outbox) ORDER BY id
                     """))
         var notes: [OutboxPlanner.DirtyNote] = []
         while let row = try rows.next() {
@@ -63,7 +63,7 @@ extension LocalStore.Transaction {
                 sql: """
                     SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
                     n.client_id, n.origin, n.is_conflict, o.edited_at
-                    FROM outbox o JOIN notes n ON n.id = o.note_id
+                    FROM outbox o JOIN notes n ON n.id = o.note_id WHERE NOT n.aside
                     """))
         var entries: [OutboxEntry] = []
         while let row = try rows.next() {
@@ -106,7 +106,7 @@ extension LocalStore.Transaction {
 
     /// Notes waiting to be pushed: dirty and not refused.
     func pendingCount() throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL")) ?? 0
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL AND NOT aside")) ?? 0
     }
 
     // MARK: - Push results
@@ -167,7 +167,7 @@ extension LocalStore.Transaction {
                     """)
             rebase = try db.cachedStatement(
                 sql: "UPDATE notes SET server_id = ?, server_version = NULL, base_text = ? WHERE id = ?")
-            findCopy = try db.cachedStatement(sql: "SELECT 1 FROM notes WHERE server_id = ? OR (client_id = ? AND origin = ?)")
+            findCopy = try db.cachedStatement(sql: "SELECT 1 FROM notes WHERE server_id = ? OR (client_id = ? AND origin = ? AND NOT aside)")
             insertCopy = try db.cachedStatement(
                 sql: """
                     INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
@@ -247,7 +247,7 @@ extension LocalStore.Transaction {
             lookup = try db.cachedStatement(
                 sql: """
                     SELECT \(LookupRow.columns) FROM notes WHERE server_id = ?
-                    UNION ALL SELECT \(LookupRow.columns) FROM notes WHERE client_id = ? AND origin = ?
+                    UNION ALL SELECT \(LookupRow.columns) FROM notes WHERE client_id = ? AND origin = ? AND NOT aside
                     LIMIT 1
                     """)
             take = try db.cachedStatement(
@@ -341,40 +341,13 @@ extension LocalStore.Transaction {
                 """)
     }
 
-    /// Makes the base texts in `notes` and `outbox` those of `change.takeBack`: sets the current ones aside in
-    /// `account_bases` under `change.setAside` (when not nil), takes the new account's back from there (none for an
-    /// account never signed in to here), and records whose bases the notes now hold.
-    func switchBases(_ change: SignInPlanner.BaseSwitch) throws {
-        if let oldAccount = change.setAside?.rawValue {
-            try db.execute(sql: "DELETE FROM account_bases WHERE account_id = ?", arguments: [oldAccount])
-            try db.execute(
-                sql: """
-                    INSERT INTO account_bases (account_id, note_id, base_text)
-                    SELECT ?, id, base_text FROM notes WHERE base_text IS NOT NULL
-                    """,
-                arguments: [oldAccount])
-        }
-        let account = change.takeBack.rawValue
-        for table in ["notes", "outbox"] {
-            let id = table == "notes" ? "id" : "note_id"
-            try db.execute(
-                sql: """
-                    UPDATE \(table) SET base_text = (
-                        SELECT base_text FROM account_bases b WHERE b.account_id = ? AND b.note_id = \(table).\(id))
-                    """,
-                arguments: [account])
-        }
-        try db.execute(sql: "DELETE FROM account_bases WHERE account_id = ?", arguments: [account])
-        try db.execute(sql: "UPDATE settings SET base_account_id = ? WHERE id = 1", arguments: [account])
-    }
-
     /// Every note's local ID and what ``SignInPlanner/queues(_:)`` reads of it.
     func signInQueueStates() throws -> [(id: Int64, state: SignInPlanner.NoteState)] {
         let rows = try Row.fetchCursor(
             db,
             sql: """
                 SELECT id, dirty, deleted, base_text IS NOT NULL, server_id IS NOT NULL, text IS NOT base_text,
-                id IN (SELECT note_id FROM outbox) FROM notes
+                id IN (SELECT note_id FROM outbox) FROM notes WHERE NOT aside
                 """)
         var states: [(id: Int64, state: SignInPlanner.NoteState)] = []
         while let row = try rows.next() {
@@ -403,13 +376,14 @@ extension LocalStore.Transaction {
 
     /// Notes with unsynced changes (refused ones included).
     func dirtyCount() throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty")) ?? 0
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND NOT aside")) ?? 0
     }
 
-    /// Deletes every note, snapshot and set-aside base text; returns how many live notes there were.
-    func deleteAllNotes() throws -> Int {
-        let live = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE NOT deleted")) ?? 0
-        try db.execute(sql: "DELETE FROM account_bases; DELETE FROM outbox; DELETE FROM notes;")
+    /// Deletes the notes on show (and their snapshots) from this device, keeping the ones set aside for other
+    /// accounts; returns how many live ones there were.
+    func deleteNotesOnShow() throws -> Int {
+        let live = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE NOT aside AND NOT deleted") ?? 0
+        try db.execute(sql: "DELETE FROM notes WHERE NOT aside")
         return live
     }
 }

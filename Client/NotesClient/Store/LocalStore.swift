@@ -14,9 +14,10 @@ import SQLiteSupport
 /// Tables:
 /// - `settings`: one row (`id = 1`): installation origin and flake instance, the flake high-water mark, the
 ///   remembered server URL, and the account state (account, token, cursor, last sync) forgotten at sign-out.
-/// - `notes`: every local note, live or tombstone; `(client_id, origin)` unique, `server_id` unique.
+/// - `notes`: every local note, live or tombstone, with its owner (`owner_account_id`) and whether it is set aside
+///   (`aside`: not on show, see `OwnerPlanner`); `(owner_account_id, client_id, origin)` unique, `server_id` unique.
 /// - `outbox`: at most one in-flight push snapshot per note, re-sent unchanged (same edit ID) until answered.
-/// - `account_bases`: the base texts of the accounts this installation is not signed in to.
+/// - `known_accounts`: the accounts signed in to here (ID, username, server), for messages and copies.
 struct LocalStore: Sendable {
     private let writer: any DatabaseWriter
 

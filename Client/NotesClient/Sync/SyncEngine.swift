@@ -24,11 +24,12 @@ import Synchronization
 ///    answer restarts from the beginning, once.
 /// 5. Record the sync time, count the notes still pending and list every note the server refuses.
 ///
-/// A sign-in (``signIn(url:server:username:password:progress:)``):
+/// A sign-in (``signIn(url:server:username:password:unowned:wipe:progress:)``):
 /// 1. The sign-in request (``Endpoint/signIn``).
-/// 2. One transaction (``SignInPlanner``: `plan`): for another account, forget the account state and switch the
-///    base texts; store the session; for another account, queue what it may not have (``SignInPlanner``:
-///    `queues`).
+/// 2. One transaction (``SignInPlanner``: `plan`): for another account, forget the account state; set the previous
+///    account's notes aside or wipe them, bring this account's back, carry or keep aside the unowned notes
+///    (``OwnerPlanner``); store and remember the session; for another account, queue what it may not have among
+///    the notes on show (``SignInPlanner``: `queues`).
 /// 3. Revoke the replaced session (best effort).
 /// 4. Sync, pulling first for another account.
 final class SyncEngine: Sendable {
@@ -85,7 +86,10 @@ final class SyncEngine: Sendable {
         } catch {
             if error.code == .signedOutByServer {
                 _ = try? store.write { tx in
-                    if try tx.dropToken(token) { try tx.forgetAccountState() }
+                    if try tx.dropToken(token) {
+                        try tx.forgetAccountState()
+                        if OwnerPlanner.afterSignOut { try tx.showUnownedNotes() }
+                    }
                 }
             }
             throw error
@@ -320,7 +324,8 @@ final class SyncEngine: Sendable {
     /// Signs in to `username`'s account on `server` (its normalized URL text), stores the session, then syncs (see
     /// ``NotesClient/signIn(server:username:password:progress:)``).
     func signIn(
-        url: URL, server: String, username: String, password: String, progress: (@Sendable (SyncProgress) -> Void)?
+        url: URL, server: String, username: String, password: String, unowned: UnownedNotes, wipe: Bool,
+        progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) -> SignInReport {
         let request = SignInRequest(
             username: username, password: password,
@@ -331,36 +336,38 @@ final class SyncEngine: Sendable {
         let session = try await connection(to: url, server: server, token: nil)
             .call(.signIn, SignInResponse.self, body: encodeBody(request))
 
-        let plan = try store.write { tx in
+        let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: server)
+        let (plan, owners) = try store.write { tx in
             let settings = try tx.requireSettings()
             let plan = SignInPlanner.plan(
                 stored: SignInPlanner.Stored(
                     token: settings.token, accountID: settings.accountID, serverURL: settings.serverURL,
-                    baseAccountID: settings.baseAccountID),
-                accountID: session.accountID, serverURL: server)
+                    shownAccountID: try tx.shownAccountID()),
+                accountID: session.accountID, serverURL: server, unowned: unowned, wipe: wipe)
             if plan.reconciling { try tx.forgetAccountState() }
-            if let bases = plan.bases { try tx.switchBases(bases) }
+            let owners = try tx.applyOwners(plan.owners)
             try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
+            try tx.rememberAccount(account)
             if plan.reconciling {
                 try tx.queueForPush(try tx.signInQueueStates().filter { SignInPlanner.queues($0.state) }.map(\.id))
             }
-            return plan
+            return (plan, owners)
         }
         if let replaced = plan.revoke, let oldURL = URL(string: replaced.serverURL) {
             _ = try? await connection(to: oldURL, server: replaced.serverURL, token: replaced.token).exchange(.signOut, attempts: 1)
         }
-        let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: server)
         let result: Result<SyncReport, NotesError>
         do {
             result = .success(try await sync(progress: progress, pullFirst: plan.reconciling))
         } catch {
             result = .failure(error)
         }
-        return SignInReport(account: account, reconciling: plan.reconciling, sync: result)
+        return SignInReport(account: account, reconciling: plan.reconciling, owners: owners, sync: result)
     }
 
     /// Signs out (see ``NotesClient/signOut(wipe:)``): revokes the token when the server is reachable, then
-    /// forgets the account state, and with `wipe` deletes every note.
+    /// forgets the account state and shows the unowned notes again (``OwnerPlanner/afterSignOut``); with `wipe`,
+    /// deletes the notes on show from this device (the account's and the unowned ones).
     func signOut(wipe: Bool) async throws(NotesError) -> SignOutReport {
         let settings = try store.read { tx in try tx.settings() }
         var revoked = false
@@ -374,9 +381,19 @@ final class SyncEngine: Sendable {
         }
         return try store.write { tx in
             let pending = try tx.dirtyCount()
+            let shown = try tx.shownAccountID()
             try tx.forgetAccountState()
-            let wiped = wipe ? try tx.deleteAllNotes() : 0
-            return SignOutReport(revoked: revoked, pending: pending, wiped: wiped)
+            if OwnerPlanner.afterSignOut { try tx.showUnownedNotes() }
+            var wiped = 0
+            var kept = 0
+            if wipe {
+                wiped = try tx.deleteNotesOnShow()
+            } else if let shown {
+                kept = try tx.liveCount(ownedBy: shown)
+            }
+            return SignOutReport(
+                revoked: revoked, pending: pending, wiped: wiped, account: try shown.map { id throws in try tx.knownAccount(id) },
+                kept: kept, unowned: try tx.unownedCount())
         }
     }
 }

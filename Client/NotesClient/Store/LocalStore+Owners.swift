@@ -1,0 +1,117 @@
+import GRDB
+import MiniFlake
+import NoteSyncProtocol
+
+// Owners and the notes on show (see `OwnerPlanner`): every other query reads only the notes with `NOT aside`.
+
+extension LocalStore.Transaction {
+    /// The account whose notes are on show: the signed-in one, else the last one signed in to (nil: none yet).
+    func shownAccountID() throws -> FlakeID? {
+        try FlakeID(storedIfPresent: Int64.fetchOne(db.cachedStatement(sql: "SELECT last_account_id FROM settings WHERE id = 1")))
+    }
+
+    /// An account signed in to on this device, by ID.
+    func knownAccount(_ id: FlakeID) throws -> AccountName {
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT username, server_url FROM known_accounts WHERE account_id = ?"), arguments: [id.rawValue])
+        return AccountName(accountID: id, username: row?[0], serverURL: row?[1])
+    }
+
+    /// The accounts signed in to on this device with this username (on any server).
+    func knownAccounts(username: String) throws -> [AccountName] {
+        let rows = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT account_id, username, server_url FROM known_accounts WHERE username = ? ORDER BY account_id"),
+            arguments: [username])
+        return try rows.map { AccountName(accountID: try FlakeID(stored: $0[0]), username: $0[1], serverURL: $0[2]) }
+    }
+
+    /// Remembers an account signed in to (for messages and copies), and makes it the one on show.
+    func rememberAccount(_ account: AccountInfo) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO known_accounts (account_id, username, server_url) VALUES (?, ?, ?)
+                ON CONFLICT (account_id) DO UPDATE SET username = excluded.username, server_url = excluded.server_url;
+                UPDATE settings SET last_account_id = ? WHERE id = 1;
+                """,
+            arguments: [account.accountID.rawValue, account.username, account.serverURL, account.accountID.rawValue])
+    }
+
+    /// Live notes without an owner (on show or set aside).
+    func unownedCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE owner_account_id IS NULL AND NOT deleted")) ?? 0
+    }
+
+    /// Live notes owned by `account`.
+    func liveCount(ownedBy account: FlakeID, aside: Bool? = nil) throws -> Int {
+        let filter = aside.map { $0 ? " AND aside" : " AND NOT aside" } ?? ""
+        return try Int.fetchOne(
+            db, sql: "SELECT COUNT(*) FROM notes WHERE owner_account_id = ? AND NOT deleted\(filter)", arguments: [account.rawValue]) ?? 0
+    }
+
+    /// Live notes set aside: those of other accounts, and the unowned ones while an account is signed in.
+    func asideCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE aside AND NOT deleted")) ?? 0
+    }
+
+    /// Executes a sign-in's ``OwnerPlanner/Plan`` and reports it (live notes counted).
+    func applyOwners(_ plan: OwnerPlanner.Plan) throws -> OwnerReport {
+        var report = OwnerReport()
+        if let previous = plan.setAside ?? plan.wipe { report.previous = try knownAccount(previous) }
+        if let previous = plan.setAside {
+            report.setAside = try liveCount(ownedBy: previous, aside: false)
+            try db.execute(sql: "UPDATE notes SET aside = 1 WHERE owner_account_id = ? AND NOT aside", arguments: [previous.rawValue])
+        }
+        if let previous = plan.wipe {
+            report.wiped = try liveCount(ownedBy: previous)
+            try db.execute(sql: "DELETE FROM notes WHERE owner_account_id = ?", arguments: [previous.rawValue])
+        }
+        report.restored = try liveCount(ownedBy: plan.restore, aside: true)
+        try db.execute(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id = ? AND aside", arguments: [plan.restore.rawValue])
+        let unowned = try unownedCount()
+        switch plan.unowned {
+        case .carry:
+            report.carried = unowned
+            try db.execute(
+                sql: "UPDATE notes SET owner_account_id = ?, aside = 0 WHERE owner_account_id IS NULL", arguments: [plan.restore.rawValue])
+        case .keepAside:
+            report.keptAside = unowned
+            try db.execute(sql: "UPDATE notes SET aside = 1 WHERE owner_account_id IS NULL AND NOT aside")
+        }
+        return report
+    }
+
+    /// What a sign-out does to the notes on show (``OwnerPlanner/afterSignOut``): the unowned ones come back.
+    func showUnownedNotes() throws {
+        try db.cachedStatement(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id IS NULL AND aside").execute()
+    }
+
+    /// Inserts a copy of a note's text as a new note owned by `account` (set aside unless it is on show): dirty and
+    /// never synced, so it is pushed as a create at that account's next sync.
+    func insertCopy(clientID: FlakeID, origin: FlakeID, text: String, owner account: FlakeID, now: Int64) throws -> Int64 {
+        let note = try insertNote(clientID: clientID, origin: origin, text: text, now: now)
+        try db.execute(
+            sql: "UPDATE notes SET owner_account_id = ?, aside = ? WHERE id = ?",
+            arguments: [account.rawValue, try shownAccountID() != account, note.id])
+        return note.id
+    }
+}
+
+extension LocalStore.Transaction {
+    /// One note by its local ID, on show or set aside.
+    func noteIgnoringOwner(_ id: LocalNote.ID) throws -> LocalNote {
+        guard let row = try Row.fetchOne(db, sql: "SELECT \(noteColumns) FROM notes WHERE id = ?", arguments: [id]) else {
+            throw NotesError(.noteNotFound, "No note has local ID \(id).")
+        }
+        return try LocalNote(row: row)
+    }
+}
+
+extension LocalStore.Transaction {
+    /// Every note including tombstones and set-aside ones, in local ID order.
+    func allNotesOfEveryOwner() throws -> [LocalNote] {
+        let rows = try Row.fetchCursor(db, sql: "SELECT \(noteColumns) FROM notes ORDER BY id")
+        var notes: [LocalNote] = []
+        while let row = try rows.next() { notes.append(try LocalNote(row: row)) }
+        return notes
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+import MiniFlake
+import NotesClient
+
+/// `notes copy ID --to USER`: the only way a note reaches another account.
+struct Copy: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy a note into another account signed in to on this device.",
+        discussion: """
+            The copy is a new note (its own ID) with the same text, in USER's account: it is sent when USER signs \
+            in here next (or at the next sync when USER is signed in). The original stays where it is. USER must \
+            have signed in on this device before.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's ID (a prefix is enough).") var id: String
+    @Option(name: .long, help: ArgumentHelp("The account to copy it into.", valueName: "user")) var to: String
+
+    struct Output: Encodable {
+        var id: String
+        var copyOf: String
+        var account: String
+    }
+
+    func run() async throws {
+        let client = try options.openClient()
+        let note = try client.note(byPrefix: id)
+        let copy = try client.copy(note.id, to: to)
+        let shownID = try client.displayID(of: note)
+        let copyID = copy.clientID.base32
+        if options.json {
+            try Console.json(Output(id: copyID, copyOf: shownID, account: to))
+            return
+        }
+        Console.out("Copied \(shownID) into \(to)'s account as \(copyID); it is sent at \(to)'s next sync on this device.")
+    }
+}
+
+/// The line a listing starts with while signed out: whose notes are on show (nil when signed in, or when no account
+/// was ever signed in to here and every note is unowned).
+func signedOutHeader(_ client: NotesClient) throws -> String? {
+    guard try client.account() == nil, let shown = try client.shownAccount() else { return nil }
+    let aside = try client.setAsideNoteCount()
+    let others = aside > 0 ? " (\(plural(aside, "note")) of other accounts set aside)" : ""
+    return "Signed out: showing \(shown.display)'s notes and those written while signed out\(others)."
+}
