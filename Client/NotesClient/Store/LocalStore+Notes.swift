@@ -57,13 +57,13 @@ extension LocalStore.Transaction {
     /// Whether a note with this identity is here (tombstones included).
     func hasNote(clientID: FlakeID, origin: FlakeID) throws -> Bool {
         try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notes WHERE client_id = ? AND origin = ?)"),
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notes WHERE client_id = ? AND origin = ? AND NOT aside)"),
             arguments: [clientID.rawValue, origin.rawValue]) ?? false
     }
 
     /// Every live note's text without trailing newlines (what tells an imported plain text is already here).
     func liveTextKeys() throws -> [String] {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT text FROM notes WHERE NOT deleted"))
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT text FROM notes WHERE NOT deleted AND NOT aside"))
         var keys: [String] = []
         while let row = try rows.next() { keys.append(NotesClient.importKey(row.text(at: 0))) }
         return keys

@@ -81,7 +81,7 @@ extension LocalStore.Transaction {
     func refusedNotes() throws -> [PushFailure] {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
-                sql: "SELECT id, client_id, origin, push_error, push_error_message FROM notes WHERE push_error IS NOT NULL ORDER BY id"))
+                sql: "SELECT id, client_id, origin, push_error, push_error_message FROM notes WHERE push_error IS NOT NULL AND NOT aside ORDER BY id"))
         var failures: [PushFailure] = []
         while let row = try rows.next() {
             let code: String = row[3]
