@@ -18,7 +18,6 @@ enum Terminal {
         guard Console.stdinIsTerminal else {
             throw CommandFailure(message: "no terminal to read the password from; pass it with --password-stdin", status: .usage)
         }
-        Console.writeError(prompt)
         var original = termios()
         let haveTermios = tcgetattr(STDIN_FILENO, &original) == 0
         if haveTermios {
@@ -27,6 +26,9 @@ enum Terminal {
             silent.c_lflag |= tcflag_t(ECHONL)
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
         }
+        // The prompt only once echo is off (as getpass does): TCSAFLUSH discards what was typed before it, so a
+        // password typed after a prompt shown earlier could be echoed and then lost, leaving the read waiting.
+        Console.writeError(prompt)
         defer {
             if haveTermios {
                 var restore = original

@@ -33,12 +33,12 @@ struct DailyEndToEndTests {
 
     func signUp(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws {
         expectSuccess(
-            try await device.run(["signup", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n"))
+            try await device.run(["signup", "--server", server.url, "--username", username, "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n"))
     }
 
     func logIn(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws {
         expectSuccess(
-            try await device.run(["login", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n"))
+            try await device.run(["login", "--server", server.url, "--username", username, "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n"))
     }
 
     /// Runs `notes` through `/bin/sh -c SCRIPT` (for bytes no Swift string can carry), with `$NOTES` the binary.
@@ -87,7 +87,7 @@ struct DailyEndToEndTests {
             defer { a.remove() }
             let big = String(repeating: "b", count: 1500)
             expectSuccess(try await a.run(["add", big]))  // offline, before the limit is known
-            let signup = try await a.run(["signup", "--server", server.url, "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n")
+            let signup = try await a.run(["signup", "--server", server.url, "--username", "alice", "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n")
             #expect(signup.status == 1 && signup.stderr.contains("note_too_large"), "\(signup)")
             for _ in 0..<2 {
                 let sync = try await a.run(["sync"])
