@@ -174,7 +174,7 @@ struct DailyEndToEndTests {
             expectFailure(tls, status: 3, containing: "use an http:// URL")
             #expect(!tls.stderr.contains("SSL routines") && !tls.stderr.contains("error:"), "\(tls)")
             // A port where something else listens and hangs up.
-            let closer = try HangUpServer()
+            let closer = try NotesE2EFakeServer.hangingUp()
             defer { closer.stop() }
             let hangUp = try await a.run(["login", "--server", closer.url, "--username", "alice", "--password-stdin"], stdin: "password123\n")
             expectFailure(hangUp, status: 3, containing: "is a FlakeNotes server (notesyncd) listening at that address and port?")
@@ -316,47 +316,5 @@ struct DailyEndToEndTests {
             #expect(try await other.run(["import", markdown.path]).stdout.contains("Imported 33 notes"))
             #expect(try await other.run(["import", markdown.path]).stdout.contains("Imported 0 notes; skipped 33 with the same text"))
         }
-    }
-}
-
-/// A TCP server on 127.0.0.1 that reads a little of each request and hangs up without answering.
-final class HangUpServer: @unchecked Sendable {
-    private let socketFD: Int32
-    let url: String
-
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw NotesE2EError("socket failed") }
-        socketFD = fd
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else { throw NotesE2EError("bind/listen failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
-        Thread.detachNewThread {
-            while true {
-                let client = accept(fd, nil, nil)
-                if client < 0 { return }
-                var buffer = [UInt8](repeating: 0, count: 16)
-                _ = read(client, &buffer, buffer.count)
-                // Reset rather than a clean close: what a service speaking another protocol often does.
-                var hardClose = linger(l_onoff: 1, l_linger: 0)
-                setsockopt(client, SOL_SOCKET, SO_LINGER, &hardClose, socklen_t(MemoryLayout<linger>.size))
-                close(client)
-            }
-        }
-    }
-
-    func stop() {
-        shutdown(socketFD, Int32(SHUT_RDWR))
-        close(socketFD)
     }
 }

@@ -292,12 +292,13 @@ struct NotesE2EHTTP: Sendable {
     }
 }
 
-/// A TCP server on 127.0.0.1 that answers every request with an HTML page: not a FlakeNotes server.
-final class NotesE2EGarbageServer: @unchecked Sendable {
+/// A TCP server on 127.0.0.1 that is not a FlakeNotes server: each connection is handed to `serve` (on one thread,
+/// one connection at a time), which must close it.
+final class NotesE2EFakeServer: @unchecked Sendable {
     private let socketFD: Int32
     let url: String
 
-    init() throws {
+    init(serve: @escaping @Sendable (Int32) -> Void) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw NotesE2EError("socket failed") }
         socketFD = fd
@@ -318,18 +319,37 @@ final class NotesE2EGarbageServer: @unchecked Sendable {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 { return }
-                var buffer = [UInt8](repeating: 0, count: 65536)
-                var request: [UInt8] = []
-                while !String(decoding: request, as: UTF8.self).contains("\r\n\r\n") {
-                    let count = read(client, &buffer, buffer.count)
-                    if count <= 0 { break }
-                    request.append(contentsOf: buffer[0..<count])
-                }
-                let page = "<html><body>It works!</body></html>"
-                let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\n\r\n\(page)"
-                _ = answer.withCString { write(client, $0, strlen($0)) }
-                close(client)
+                serve(client)
             }
+        }
+    }
+
+    /// Answers every request with an HTML page.
+    static func htmlPage() throws -> NotesE2EFakeServer {
+        try NotesE2EFakeServer { client in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            var request: [UInt8] = []
+            while !String(decoding: request, as: UTF8.self).contains("\r\n\r\n") {
+                let count = read(client, &buffer, buffer.count)
+                if count <= 0 { break }
+                request.append(contentsOf: buffer[0..<count])
+            }
+            let page = "<html><body>It works!</body></html>"
+            let answer = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\nConnection: close\r\n\r\n\(page)"
+            _ = answer.withCString { write(client, $0, strlen($0)) }
+            close(client)
+        }
+    }
+
+    /// Reads a little of each request and hangs up without answering, with a reset rather than a clean close: what
+    /// a service speaking another protocol often does.
+    static func hangingUp() throws -> NotesE2EFakeServer {
+        try NotesE2EFakeServer { client in
+            var buffer = [UInt8](repeating: 0, count: 16)
+            _ = read(client, &buffer, buffer.count)
+            var hardClose = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(client, SOL_SOCKET, SO_LINGER, &hardClose, socklen_t(MemoryLayout<linger>.size))
+            close(client)
         }
     }
 

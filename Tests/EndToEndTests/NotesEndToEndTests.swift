@@ -199,7 +199,7 @@ struct NotesEndToEndTests {
         expectFailure(unreadable, status: 1, containing: "is not a directory")
 
         // A server that is not a FlakeNotes server, and one that is not there at all.
-        let garbage = try NotesE2EGarbageServer()
+        let garbage = try NotesE2EFakeServer.htmlPage()
         defer { garbage.stop() }
         expectFailure(
             try await device.run(["login", "--server", garbage.url, "--username", "alice", "--password-stdin", "--no-carry"], stdin: "password123\n"),
