@@ -374,6 +374,15 @@ public struct OwnerReport: Sendable, Equatable {
 }
 
 /// An account this device has signed in to: its server-minted ID and, when known, its username and server.
+/// What `wipe` on a sign-in to another account deletes from this device (see ``NotesClient/wipePreview(server:username:)``).
+public struct WipePreview: Sendable, Equatable {
+    public var account: AccountName
+    /// Live notes of `account` on show.
+    public var notes: Int
+    /// Those of them (or deleted ones) with changes no server has.
+    public var unsynced: Int
+}
+
 public struct AccountName: Sendable, Equatable {
     public var accountID: FlakeID
     public var username: String?

@@ -21,6 +21,25 @@ extension NotesClient {
         try store.read { tx in try tx.shownAccountID().map { id in try tx.knownAccount(id) } }
     }
 
+    /// What a sign-in to `username` on `server` with `wipe` would delete: the notes on show of another account,
+    /// with how many hold changes no server has. Nil when there are none, or when the account on show is the one
+    /// signing in (the same account again wipes nothing). Accounts are matched by username and server: the account
+    /// ID is known only once the server has answered.
+    ///
+    /// - Throws: `invalid_input` for a username or server that cannot be signed in to, `storage`.
+    public func wipePreview(server: String, username: String) throws(NotesError) -> WipePreview? {
+        let (_, serverText) = try Self.parseServer(server)
+        let canonical = CredentialRules.canonicalUsername(username) ?? username
+        return try store.read { tx in
+            guard let id = try tx.shownAccountID() else { return nil }
+            let account = try tx.knownAccount(id)
+            if account.username == canonical && account.serverURL == serverText { return nil }
+            let preview = WipePreview(
+                account: account, notes: try tx.liveCount(ownedBy: id, aside: false), unsynced: try tx.unsyncedCount(ownedBy: id))
+            return preview.notes > 0 || preview.unsynced > 0 ? preview : nil
+        }
+    }
+
     /// Copies a note on show into another account signed in to on this device before (`username`, on the
     /// remembered server when several match): a new note with a new client ID and the same text, owned by that
     /// account, pushed as a create at its next sync (set aside until it signs in, unless it is on show). The

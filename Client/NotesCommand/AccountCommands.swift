@@ -193,6 +193,27 @@ struct OwnerOptions: ParsableArguments {
     @Flag(name: .long, help: "Delete the previous account's notes from this device instead of setting them aside.")
     var wipe = false
 
+    @Flag(name: .shortAndLong, help: "With --wipe, do not ask for confirmation.") var yes = false
+
+    /// With `--wipe` and without `--yes`: asks before the sign-in whether the notes on show may be deleted, when
+    /// they are another account's than `username` on `server` (the same account again wipes nothing).
+    ///
+    /// - Throws: a usage failure without a terminal to ask on; a failure when the answer is not yes.
+    func confirmWipe(client: NotesClient, username: String, server: String) throws {
+        guard wipe, !yes, let preview = try client.wipePreview(server: server, username: username) else { return }
+        let owner = preview.account.display
+        guard Console.stdinIsTerminal else {
+            throw CommandFailure(
+                message: "refusing to wipe without confirmation; pass --yes to delete \(owner)'s notes from this device (not signed in)",
+                status: .usage)
+        }
+        var question = "Delete \(owner)'s \(plural(preview.notes, "note")) from this device"
+        if preview.unsynced > 0 { question += " (\(preview.unsynced) with changes no server has: they will be lost)" }
+        guard Terminal.confirm(question + "? Type 'yes' to confirm: ") else {
+            throw CommandFailure(message: "nothing deleted; not signed in")
+        }
+    }
+
     /// The choice for the unowned notes: the flag, else the answer on the terminal; nothing to choose when there
     /// are none.
     ///
@@ -305,6 +326,7 @@ struct SignUp: AsyncParsableCommand {
         // Like login: the remembered server when none is given.
         let server = try credentials.server(remembered: try client.status().serverURL)
         let unowned = try owners.unowned(client: client, username: credentials.username!)
+        try owners.confirmWipe(client: client, username: credentials.username!, server: server)
         let password: String
         if credentials.passwordStdin {
             password = try Terminal.readPasswordFromStdin()
@@ -332,7 +354,7 @@ struct Login: AsyncParsableCommand {
             account: the one it was written in or synced with. Signing in to the same account again sends it the \
             notes changed meanwhile (ones it has are matched up: no duplicates). Signing in to another account sends \
             it nothing of the previous one: the previous account's notes are set aside, hidden, and come back when \
-            it signs in again (--wipe deletes them from this device instead). Notes written while signed out and \
+            it signs in again (--wipe deletes them from this device instead, after asking unless --yes). Notes written while signed out and \
             never synced belong to no account: you are asked whether to add them to the account signing in \
             (--carry or --no-carry answer for scripts; without a terminal and without either, the sign-in is \
             refused). To put a note in another account, copy it: `notes copy ID --to USER`.
@@ -350,6 +372,7 @@ struct Login: AsyncParsableCommand {
             throw CommandFailure(message: "missing --username", status: .usage)
         }
         let unowned = try owners.unowned(client: client, username: username)
+        try owners.confirmWipe(client: client, username: username, server: server)
         let password = try credentials.passwordStdin ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Password for \(username): ")
         let progress = ProgressLine()
         defer { progress.finish() }

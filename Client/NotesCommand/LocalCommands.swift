@@ -498,6 +498,8 @@ struct Status: AsyncParsableCommand {
         var server: String?
         var notes: Int
         var deletedNotes: Int
+        /// Live notes kept on this device but hidden: other accounts' (and, signed in, those written signed out).
+        var setAside: Int
         var pending: Int
         var failed: Int
         var conflicts: Int
@@ -511,12 +513,13 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let client = try options.openClient()
         let status = try client.status()
+        let aside = try client.setAsideNoteCount()
         if options.json {
             try Console.json(
                 Output(
                     signedIn: status.account != nil, username: status.account?.username,
                     accountID: status.account?.accountID.description, server: status.serverURL, notes: status.notes,
-                    deletedNotes: status.deletedNotes, pending: status.pending, failed: status.failed,
+                    deletedNotes: status.deletedNotes, setAside: aside, pending: status.pending, failed: status.failed,
                     conflicts: status.conflicts, lastSync: status.lastSyncAt.map { NotesTime.iso8601(unixMilliseconds: $0) },
                     syncUnfinished: status.pullUnfinished, home: options.homeURL.path, origin: status.origin.base32))
             return
@@ -529,6 +532,9 @@ struct Status: AsyncParsableCommand {
             Console.out("Account:    not signed in; create an account with `notes signup` or sign in with `notes login`")
         }
         Console.out("Notes:      \(status.notes)" + (status.deletedNotes > 0 ? " (and \(status.deletedNotes) deleted)" : ""))
+        if aside > 0 {
+            Console.out("Set aside:  \(plural(aside, "note")) hidden on this device (other accounts', or written while signed out)")
+        }
         let waiting = status.pending - status.failed
         var pending = waiting == 0 ? "nothing to send" : plural(waiting, "note") + " with changes to send"
         if status.pullUnfinished { pending += "; more changes waiting on the server" }

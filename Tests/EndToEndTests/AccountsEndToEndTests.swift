@@ -56,6 +56,8 @@ struct AccountsEndToEndTests {
             #expect(bob.stdout.contains("demo's 2 notes set aside"), "\(bob)")
             #expect(bob.stdout.contains("Synced: nothing to send"), "\(bob)")
             #expect(try await laptop.texts() == [])
+            #expect(try await laptop.status().setAside == 2)
+            #expect(ok(try await laptop.run(["status"])).stdout.contains("Set aside:  2 notes hidden on this device"))
             #expect(try await serverTexts(server, "bob") == [])
 
             // alice on the laptop: her phone's note arrives; an edit made here goes to alice only.
@@ -143,6 +145,46 @@ struct AccountsEndToEndTests {
             #expect(yes.output.contains("3 notes written while signed out added to bob"), "\(yes)")
             #expect(try await serverTexts(server, "bob") == ["offline one", "offline three", "offline two"])
             #expect(try await serverTexts(server, "demo") == [])
+        }
+    }
+
+    /// `--wipe` on a sign-in to another account deletes that account's notes from this device only after a yes:
+    /// refused without a terminal unless --yes, asked on a terminal (anything but yes keeps everything), and never
+    /// asked when the same account signs in again (nothing is wiped then).
+    @Test func wipingAnotherAccountsNotesIsConfirmedFirst() async throws {
+        try await withServer { server in
+            let laptop = try NotesDevice("wipe")
+            defer { laptop.remove() }
+            _ = ok(try await account(laptop, "signup", server, "demo"))
+            _ = ok(try await laptop.run(["add", "demo synced"]))
+            _ = ok(try await laptop.run(["sync"]))
+            _ = ok(try await laptop.run(["add", "demo unsynced"]))
+
+            let refused = try await account(laptop, "signup", server, "bob", ["--wipe"])
+            #expect(refused.status == 2 && refused.stderr.contains("--yes"), "\(refused)")
+            #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused)")
+            #expect(try await laptop.texts() == ["demo synced", "demo unsynced"])
+            #expect(try await laptop.status().username == "demo")
+
+            // The same account again: nothing to wipe, nothing asked.
+            _ = ok(try await account(laptop, "login", server, "demo", ["--wipe"]))
+            #expect(try await laptop.texts() == ["demo synced", "demo unsynced"])
+            _ = ok(try await laptop.run(["add", "demo unsynced again"]))
+
+            let question = "Delete demo's 3 notes from this device (1 with changes no server has: they will be lost)? Type 'yes' to confirm: "
+            let no = try await runInTerminal(laptop, ["signup", "--username", "bob", "--wipe"], answers: [(question, "no")])
+            #expect(no.status == 1 && no.output.contains("nothing deleted"), "\(no)")
+            #expect(try await laptop.texts() == ["demo synced", "demo unsynced", "demo unsynced again"])
+
+            let yes = try await runInTerminal(
+                laptop, ["signup", "--username", "bob", "--wipe"],
+                answers: [(question, "yes"), ("Choose a password: ", NotesE2E.password), ("Repeat the password: ", NotesE2E.password)])
+            #expect(yes.status == 0, "\(yes)")
+            #expect(yes.output.contains("demo's 3 notes deleted from this device"), "\(yes)")
+            #expect(try await laptop.texts() == [])
+            #expect(try await laptop.status().setAside == 0)
+            #expect(try await serverTexts(server, "demo") == ["demo synced", "demo unsynced"])
+            #expect(try await serverTexts(server, "bob") == [])
         }
     }
 

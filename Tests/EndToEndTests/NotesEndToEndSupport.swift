@@ -224,6 +224,7 @@ struct NotesE2EStatus: Decodable, Sendable {
     var signedIn: Bool
     var username: String?
     var notes: Int
+    var setAside: Int
     var pending: Int
     var conflicts: Int
 }

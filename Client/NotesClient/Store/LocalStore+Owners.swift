@@ -48,6 +48,12 @@ extension LocalStore.Transaction {
             db, sql: "SELECT COUNT(*) FROM notes WHERE owner_account_id = ? AND NOT deleted\(filter)", arguments: [account.rawValue]) ?? 0
     }
 
+    /// Notes on show owned by `account` with changes no server has (a wipe loses them).
+    func unsyncedCount(ownedBy account: FlakeID) throws -> Int {
+        try Int.fetchOne(
+            db, sql: "SELECT COUNT(*) FROM notes WHERE owner_account_id = ? AND dirty AND NOT aside", arguments: [account.rawValue]) ?? 0
+    }
+
     /// Live notes set aside: those of other accounts, and the unowned ones while an account is signed in.
     func asideCount() throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE aside AND NOT deleted")) ?? 0
