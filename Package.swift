@@ -140,7 +140,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "NoteSimTests", dependencies: ["NoteSim", "MiniFlake", "NoteSyncProtocol", "NotesClient", "TestSupport"], path: "Tests/NoteSimTests",
+            name: "NoteSimTests",
+            dependencies: [
+                "NoteSim", "MiniFlake", "NoteSyncProtocol", "NotesClient", "TestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ], path: "Tests/NoteSimTests",
             swiftSettings: swiftSettings),
         .testTarget(
             name: "EndToEndTests",

@@ -123,10 +123,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         var total = SimSummary()
         var runs = 0
         let started = Date()
-        let replayed: [SimAction]? = try replay.map { path in
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            return try JSONDecoder().decode(Trace.self, from: data).steps
-        }
+        let replayed: [SimAction]? = try replay.map(Self.readTrace)
         let seeds = replayed == nil ? range : range.lowerBound...range.lowerBound
         let (accounts, devices, steps, faults, server, report) = (accounts, devices, steps, faults, server, report)
         let idScheme = idScheme
@@ -223,6 +220,31 @@ public struct NoteSimCommand: AsyncParsableCommand {
 struct SweepSetupError: Error {
     var seed: UInt64
     var error: String
+}
+
+extension NoteSimCommand {
+    /// The steps of a trace written by --trace-out.
+    ///
+    /// - Throws: exit status 2 with one line on stderr when the file cannot be read or is not a trace this notes-sim
+    ///   can replay (traces name their steps; one written by a notes-sim with other steps does not decode).
+    static func readTrace(_ path: String) throws -> [SimAction] {
+        var stderr = FileHandle.standardError
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            print("notes-sim: cannot read the trace \(path): \(error.localizedDescription)", to: &stderr)
+            throw ExitCode(2)
+        }
+        do {
+            return try JSONDecoder().decode(Trace.self, from: data).steps
+        } catch {
+            print(
+                "notes-sim: \(path) is not a trace this notes-sim can replay (written by another version of it, whose steps differ, or not a trace): \(error)",
+                to: &stderr)
+            throw ExitCode(2)
+        }
+    }
 }
 
 /// A replayable failing trace.
