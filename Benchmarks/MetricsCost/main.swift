@@ -59,28 +59,34 @@ struct Side {
     }
 }
 
-let metrics = SyncMetrics()
-var off = try await Side.make(metrics: nil, instance: 1)
-var on = try await Side.make(metrics: metrics, instance: 2)
-var offTimes: [Double] = []
-var onTimes: [Double] = []
-_ = try await off.block(200)  // warm-up
-_ = try await on.block(200)
-for index in 0..<blocks {
-    // Alternate which side goes first, so a slow moment on the machine falls on both.
-    if index % 2 == 0 {
-        offTimes.append(Double(try await off.block(pushesPerBlock)) / Double(pushesPerBlock))
-        onTimes.append(Double(try await on.block(pushesPerBlock)) / Double(pushesPerBlock))
-    } else {
-        onTimes.append(Double(try await on.block(pushesPerBlock)) / Double(pushesPerBlock))
-        offTimes.append(Double(try await off.block(pushesPerBlock)) / Double(pushesPerBlock))
+func measure() async throws {
+    let metrics = SyncMetrics()
+    var off = try await Side.make(metrics: nil, instance: 1)
+    // METRICS_COST_AA=1: both sides without metrics, to see the difference two identical sides show (a control).
+    let control = ProcessInfo.processInfo.environment["METRICS_COST_AA"] == "1"
+    var on = try await Side.make(metrics: control ? nil : metrics, instance: 2)
+    var offTimes: [Double] = []
+    var onTimes: [Double] = []
+    _ = try await off.block(200)  // warm-up
+    _ = try await on.block(200)
+    for index in 0..<blocks {
+        // Alternate which side goes first, so a slow moment on the machine falls on both.
+        if index % 2 == 0 {
+            offTimes.append(Double(try await off.block(pushesPerBlock)) / Double(pushesPerBlock))
+            onTimes.append(Double(try await on.block(pushesPerBlock)) / Double(pushesPerBlock))
+        } else {
+            onTimes.append(Double(try await on.block(pushesPerBlock)) / Double(pushesPerBlock))
+            offTimes.append(Double(try await off.block(pushesPerBlock)) / Double(pushesPerBlock))
+        }
     }
+    let bestOff = offTimes.min()!, bestOn = onTimes.min()!
+    let medianOff = offTimes.sorted()[offTimes.count / 2], medianOn = onTimes.sorted()[onTimes.count / 2]
+    print("in-process single-note push, \(blocks) alternated blocks of \(pushesPerBlock):")
+    print(String(format: "  metrics off: best %.2f µs, median %.2f µs", bestOff / 1000, medianOff / 1000))
+    print(String(format: "  metrics on:  best %.2f µs, median %.2f µs", bestOn / 1000, medianOn / 1000))
+    print(String(format: "  on / off: best %.3f, median %.3f; cost per push %.2f µs (best)", bestOn / bestOff, medianOn / medianOff, (bestOn - bestOff) / 1000))
+    let exposition = metrics.registry.emitToString()
+    print(exposition.split(separator: "\n").filter { $0.hasPrefix("notesyncd_http_requests_total") || $0.hasPrefix("notesyncd_push_changes_total") }.joined(separator: "\n"))
 }
-let bestOff = offTimes.min()!, bestOn = onTimes.min()!
-let medianOff = offTimes.sorted()[offTimes.count / 2], medianOn = onTimes.sorted()[onTimes.count / 2]
-print("in-process single-note push, \(blocks) alternated blocks of \(pushesPerBlock):")
-print(String(format: "  metrics off: best %.2f µs, median %.2f µs", bestOff / 1000, medianOff / 1000))
-print(String(format: "  metrics on:  best %.2f µs, median %.2f µs", bestOn / 1000, medianOn / 1000))
-print(String(format: "  on / off: best %.3f, median %.3f; cost per push %.2f µs (best)", bestOn / bestOff, medianOn / medianOff, (bestOn - bestOff) / 1000))
-let exposition = metrics.registry.emitToString()
-print(exposition.split(separator: "\n").filter { $0.hasPrefix("notesyncd_http_requests_total") || $0.hasPrefix("notesyncd_push_changes_total") }.joined(separator: "\n"))
+
+try await measure()
