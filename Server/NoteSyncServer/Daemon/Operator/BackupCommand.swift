@@ -14,7 +14,7 @@ public struct BackupCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "backup",
         abstract: "Copy the live store to FILE without stopping the daemon (SQLite backup API, or pg_dump).",
-        discussion: "Restore: see Docs/OPERATIONS.md, \"Backup and restore\".")
+        discussion: "Restore: see Docs/OPERATIONS.md, \"Backup and restore\". " + OperatorStoreOptions.help)
     @ParentCommand var daemon: NotesyncdCommand
     var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
     @Argument(help: "The new backup file (must not exist).") var file: String

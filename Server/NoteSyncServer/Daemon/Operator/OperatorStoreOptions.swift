@@ -21,6 +21,14 @@ public struct OperatorStoreOptions: Sendable {
     var database: String?
     var bcryptCost: Int?
 
+    /// What every operator subcommand's help says about the store options (they belong to the root command, so
+    /// ArgumentParser lists them under `notesyncd --help`, not the subcommand's).
+    static let help = """
+        The store is the daemon's: --data-dir DIR (NOTESYNCD_DATA_DIR) for SQLite, or --database postgres://... \
+        (NOTESYNCD_DATABASE); --bcrypt-cost (NOTESYNCD_BCRYPT_COST) for a password set here. Safe while the daemon \
+        runs; with SQLite run it as the daemon's user.
+        """
+
     init(_ daemon: NotesyncdCommand) {
         dataDirectory = daemon.dataDirectory
         database = daemon.database

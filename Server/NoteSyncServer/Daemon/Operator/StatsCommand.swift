@@ -4,7 +4,8 @@ import Foundation
 /// `notesyncd stats [--json]`: the store's counts and size (``StoreStatistics``).
 public struct StatsCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "Show counts (accounts, devices, notes, applied edits) and the database's size.")
+        commandName: "stats", abstract: "Show counts (accounts, devices, notes, applied edits) and the database's size.",
+        discussion: OperatorStoreOptions.help)
     @ParentCommand var daemon: NotesyncdCommand
     var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
     @Flag(help: "One JSON object, for scripts.") var json = false

@@ -9,6 +9,7 @@ public struct UsersCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "users",
         abstract: "List, create, reset, disable and enable accounts.",
+        discussion: OperatorStoreOptions.help,
         subcommands: [List.self, Add.self, ResetPassword.self, Disable.self, Enable.self]
     )
 
@@ -17,7 +18,7 @@ public struct UsersCommand: AsyncParsableCommand {
     /// `users list [--json]`.
     public struct List: AsyncParsableCommand {
         public static let configuration = CommandConfiguration(
-            abstract: "List the accounts: username, ID, created, status, notes, devices.")
+            abstract: "List the accounts: username, ID, created, status, notes, devices.", discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
         var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Flag(help: "One JSON array, for scripts.") var json = false
@@ -47,7 +48,7 @@ public struct UsersCommand: AsyncParsableCommand {
     public struct Add: AsyncParsableCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Create an account (whatever the sign-up policy).",
-            discussion: "Without --password-stdin a random password is made and printed once.")
+            discussion: "Without --password-stdin a random password is made and printed once. " + OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
         var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The username (3-32 of a-z, 0-9, '.', '_', '-'; case-insensitive).") var username: String
@@ -70,7 +71,7 @@ public struct UsersCommand: AsyncParsableCommand {
         public static let configuration = CommandConfiguration(
             commandName: "reset-password",
             abstract: "Set a new password and sign out every device of the account.",
-            discussion: "Without --password-stdin a random password is made and printed once.")
+            discussion: "Without --password-stdin a random password is made and printed once. " + OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
         var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
@@ -101,7 +102,8 @@ public struct UsersCommand: AsyncParsableCommand {
     /// `users disable USERNAME`.
     public struct Disable: AsyncParsableCommand {
         public static let configuration = CommandConfiguration(
-            abstract: "Stop an account: its devices are signed out and sign-in answers 403 account_disabled.")
+            abstract: "Stop an account: its devices are signed out and sign-in answers 403 account_disabled.",
+            discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
         var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
@@ -120,7 +122,8 @@ public struct UsersCommand: AsyncParsableCommand {
 
     /// `users enable USERNAME`.
     public struct Enable: AsyncParsableCommand {
-        public static let configuration = CommandConfiguration(abstract: "Let a disabled account sign in again.")
+        public static let configuration = CommandConfiguration(
+            abstract: "Let a disabled account sign in again.", discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
         var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
