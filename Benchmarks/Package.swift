@@ -22,6 +22,13 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The cost of notesyncd's metrics on the push path, in process (Docs/PERFORMANCE.md).
+        .executableTarget(
+            name: "MetricsCost",
+            dependencies: [.product(name: "NoteSyncServer", package: "FlakeNotes")],
+            path: "MetricsCost",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // Sustained generation past the drift bound, and a plain-loop cross-check of the burst figures.
         .executableTarget(
             name: "MiniFlakeSustained",

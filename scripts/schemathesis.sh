@@ -21,7 +21,7 @@ seed="${SCHEMATHESIS_SEED:-15}"
 
 work=$(mktemp -d /tmp/notesyncd-schemathesis.XXXXXX)
 : >"$work/stdout"  # exists before the background daemon's redirection opens it (the loop below reads it)
-"$bin/notesyncd" --data-dir "$work/data" --port 0 --bcrypt-cost 4 --log-level warning >"$work/stdout" 2>"$work/daemon.log" &
+"$bin/notesyncd" --data-dir "$work/data" --port 0 --bcrypt-cost 4 --log-level warning --sign-up open >"$work/stdout" 2>"$work/daemon.log" &
 daemon=$!
 cleanup() { kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian machine: installs what is missing, builds (release), starts notesyncd with its
-# embedded SQLite on 127.0.0.1:${PORT:-8080}, signs a demo client in, and keeps the daemon in the foreground.
+# embedded SQLite on 127.0.0.1:${PORT:-8080}, creates the demo account with the operator command (`notesyncd users
+# add`: sign-up stays closed, the daemon's default), signs a demo client in, and keeps the daemon in the foreground.
 # Data: ./.data/server (daemon), ./.data/client (the demo client's NOTES_HOME). Ctrl-C stops the daemon cleanly
 # and exits 0. A second run reuses the release build (nothing is compiled again unless a source changed).
 set -euo pipefail
@@ -42,8 +43,12 @@ url="http://127.0.0.1:$port"
 export NOTES_HOME="$PWD/.data/client"
 notes="$bin/notes"
 if ! "$notes" status --json 2>/dev/null | grep -q '"signedIn" *: *true'; then
-  printf '%s\n' "$password" | "$notes" signup --server "$url" --username demo --password-stdin 2>/dev/null \
-    || printf '%s\n' "$password" | "$notes" login --server "$url" --username demo --password-stdin
+  # Sign-up is closed (the default): the operator creates the account. It exists already on a second run.
+  accounts="$("$bin/notesyncd" users list --data-dir .data/server --json)"
+  if ! grep -q '"username":"demo"' <<<"$accounts"; then
+    printf '%s\n' "$password" | "$bin/notesyncd" users add demo --data-dir .data/server --password-stdin >/dev/null
+  fi
+  printf '%s\n' "$password" | "$notes" login --server "$url" --username demo --password-stdin
   "$notes" add "Welcome to FlakeNotes: this note got its ID offline, then synced."
 fi
 "$notes" sync

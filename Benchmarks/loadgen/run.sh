@@ -61,7 +61,7 @@ for i in $(seq 0 $((daemons - 1))); do
   # With PostgreSQL each daemon leases its instance number from the database (--instance is refused there).
   instance_args=(--instance "$i")
   [ -z "${DATABASE:-}" ] || [ "${DATABASE}" = sqlite ] || instance_args=()
-  "$daemon" --data-dir "$data/$i" --port "$p" "${instance_args[@]}" --bcrypt-cost 10 --log-level warning \
+  "$daemon" --data-dir "$data/$i" --port "$p" "${instance_args[@]}" --bcrypt-cost 10 --log-level warning --sign-up open \
     "${db_args[@]}" > "$out/notesyncd-$i.out" 2> "$out/notesyncd-$i.log" &
   pids+=($!)
   urls+=("http://127.0.0.1:$p")

@@ -4,7 +4,7 @@
 # notes, pushes of 100 and of 1, 8 accounts pushing batches of 50, full pulls in pages of 1,000, incremental pulls of
 # 100 modified notes at 10k and at 1M notes. Each timed phase runs for DURATION seconds instead of a fixed count.
 #   bash Benchmarks/loadgen/wrk.sh            # about 3 minutes
-# Env: PORT (default 18090), OUT (default /tmp/notesyncd-wrk), DURATION (default 10), BIG (default 1000000),
+# Env: DAEMON_ARGS (more daemon flags, e.g. "--metrics-address 127.0.0.1:9464"), PORT (default 18090), OUT (default /tmp/notesyncd-wrk), DURATION (default 10), BIG (default 1000000),
 #      NO_BUILD=1 (use the release binary already built), DAEMON=/path/to/notesyncd (another binary, e.g. an
 #      older build for an A/B comparison in one sitting; implies NO_BUILD), ONLY=push (stop after the push phases).
 # Output: $OUT/wrk.json (one object per phase, plus the load average and CPU seconds of the daemon and of wrk).
@@ -22,7 +22,7 @@ daemon="${DAEMON:-$(swift build -c release --show-bin-path)/notesyncd}"
 mkdir -p "$out"
 data="$(mktemp -d /tmp/notesyncd-wrk-data.XXXXXX)"
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "port $port is busy (set PORT)" >&2; exit 1; fi
-"$daemon" --data-dir "$data" --port "$port" --bcrypt-cost 10 --log-level warning \
+"$daemon" --data-dir "$data" --port "$port" --bcrypt-cost 10 --log-level warning --sign-up open ${DAEMON_ARGS:-} \
   > "$out/notesyncd.out" 2> "$out/notesyncd.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT

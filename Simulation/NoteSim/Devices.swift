@@ -14,7 +14,9 @@ struct SimAccount {
         let signUp = try await server.transport.send(
             WireRequest(.signUp, body: try encoder.encode(SignUpRequest(username: username, password: password))))
         guard signUp.status == 201 || signUp.status == 409 else {
-            throw SimSetupError("sign-up of \(username) answered \(signUp.status): \(String(decoding: signUp.body, as: UTF8.self))")
+            // A daemon's sign-up is closed by default; the simulation signs its accounts up.
+            let hint = signUp.status == 403 ? " (start notesyncd with --sign-up open)" : ""
+            throw SimSetupError("sign-up of \(username) answered \(signUp.status)\(hint): \(String(decoding: signUp.body, as: UTF8.self))")
         }
         let signIn = try await server.transport.send(
             WireRequest(.signIn, body: try encoder.encode(SignInRequest(username: username, password: password, deviceName: "notes-sim auditor"))))

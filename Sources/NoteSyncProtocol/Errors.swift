@@ -35,6 +35,11 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let notFound = APIErrorCode("not_found")
     /// 405: the route exists with another method.
     public static let methodNotAllowed = APIErrorCode("method_not_allowed")
+    /// 403: this server does not take sign-ups (its operator creates the accounts: `notesyncd users add`).
+    public static let signUpClosed = APIErrorCode("sign_up_closed")
+    /// 403: the operator disabled this account (`notesyncd users disable`); the password was right, but the account
+    /// cannot sign in until it is enabled again.
+    public static let accountDisabled = APIErrorCode("account_disabled")
     /// 409: the username is already registered.
     public static let usernameTaken = APIErrorCode("username_taken")
     /// 413: the body is larger than `maxBodyBytes`.
@@ -73,6 +78,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .invalidCredentials, .notFound, .methodNotAllowed, .usernameTaken, .bodyTooLarge, .batchTooLarge,
         .unsupportedMediaType, .tooManyAttempts, .internalError, .unavailable, .noteTooLarge, .unknownNote,
         .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidHTTP, .headersTooLarge,
+        .signUpClosed, .accountDisabled,
     ]
 
     /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
@@ -82,6 +88,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public var httpStatus: Int {
         switch self {
         case .unauthorized, .invalidCredentials: 401
+        case .signUpClosed, .accountDisabled: 403
         case .notFound: 404
         case .methodNotAllowed: 405
         case .usernameTaken: 409

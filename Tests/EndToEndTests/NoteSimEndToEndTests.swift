@@ -74,7 +74,7 @@ struct NoteSimEndToEndTests {
         kill -9 "$old" 2>/dev/null || true
         # Gone, or a zombie nobody has reaped yet: either way its sockets are closed.
         while [ -e /proc/"$old" ] && ! grep -q '^State:[[:space:]]*Z' /proc/"$old"/status 2>/dev/null; do sleep 0.01; done
-        '\(NotesE2E.daemonBinary.path)' --port \(port) --data-dir '\(dataDirectory.path)' --bcrypt-cost 4 --log-level warning \(limits.joined(separator: " ")) \\
+        '\(NotesE2E.daemonBinary.path)' --port \(port) --data-dir '\(dataDirectory.path)' --bcrypt-cost 4 --log-level warning --sign-up open \(limits.joined(separator: " ")) \\
             >>'\(log.path).daemon' 2>&1 </dev/null &
         echo $! > '\(pidFile.path)'
         echo "restarted $old as $!" >> '\(log.path)'

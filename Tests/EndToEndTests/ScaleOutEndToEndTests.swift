@@ -208,7 +208,7 @@ extension ScaleOutEndToEndTests {
         }
         for port in ports {
             lines.append(
-                "'\(NotesE2E.daemonBinary.path)' --database '\(database)' --port \(port) --bcrypt-cost 4 --log-level warning "
+                "'\(NotesE2E.daemonBinary.path)' --database '\(database)' --port \(port) --bcrypt-cost 4 --log-level warning --sign-up open "
                     + "--instance-lease-seconds 10 >d\(port).out 2>>d\(port).err </dev/null & echo $! >d\(port).pid"
             )
         }

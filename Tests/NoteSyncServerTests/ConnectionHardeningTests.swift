@@ -26,6 +26,7 @@ struct ConnectionHardeningTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        configuration.signUp = .open
         configure(&configuration)
         let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { _ in })
         try await app.test(.live) { client in
@@ -45,6 +46,7 @@ struct ConnectionHardeningTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        configuration.signUp = .open
         configure(&configuration)
         let (lines, listening) = AsyncStream.makeStream(of: String.self)
         let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { listening.yield($0) })

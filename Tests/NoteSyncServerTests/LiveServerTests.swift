@@ -21,7 +21,8 @@ struct LiveServerTests {
     @Test func signOutSignInReconcilesAndAccountsStayApart() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        configuration.signUp = .open
         let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { _ in })
 
         try await app.test(.live) { client in
@@ -91,7 +92,8 @@ struct LiveServerTests {
         try await store.createAccount(AccountRecord(id: future, username: "old", passwordHash: "x", createdAt: 0))
         try await store.close()
 
-        let configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        configuration.signUp = .open
         let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { _ in })
         try await app.test(.router) { client in
             let account = try await APIClient(http: client).signUp("new")

@@ -53,13 +53,13 @@ public final class DaemonProcess: Sendable {
         self.port = port
     }
 
-    /// Starts `notesyncd ARGUMENTS` (defaults added: loopback, bcrypt cost 4, log level `error`, unless the
-    /// arguments name them) with standard error appended to `log`, and returns once it listens.
+    /// Starts `notesyncd ARGUMENTS` (defaults added: loopback, bcrypt cost 4, log level `error`, open sign-up (the
+    /// tests sign up their own accounts), unless the arguments name them) with standard error appended to `log`, and returns once it listens.
     ///
     /// - Throws: ``SubprocessError`` when it exits before listening, with the end of its log.
     public static func start(_ arguments: [String], log: URL) async throws -> DaemonProcess {
         var arguments = arguments
-        for (flag, value) in [("--host", "127.0.0.1"), ("--bcrypt-cost", "4"), ("--log-level", "error")]
+        for (flag, value) in [("--host", "127.0.0.1"), ("--bcrypt-cost", "4"), ("--log-level", "error"), ("--sign-up", "open")]
         where !arguments.contains(flag) {
             arguments += [flag, value]
         }

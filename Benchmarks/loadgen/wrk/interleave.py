@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A/B latency of one-note pushes on two running daemons under the same load: one client alternates its requests
-between them (standard library only). Start each daemon on its own port and data directory, then:
+between them (standard library only). Start each daemon on its own port and data directory, with `--sign-up open`
+(it signs up its account), then:
 
   python3 Benchmarks/loadgen/wrk/interleave.py http://127.0.0.1:PORT_A http://127.0.0.1:PORT_B [N]
 

@@ -27,6 +27,12 @@ import NoteSyncProtocol
 /// | `--read-timeout` | `NOTESYNCD_READ_TIMEOUT` | 30 (seconds) |
 /// | `--write-timeout` | `NOTESYNCD_WRITE_TIMEOUT` | 60 (seconds) |
 /// | `--max-connections` | `NOTESYNCD_MAX_CONNECTIONS` | 1000 |
+/// | `--sign-up` | `NOTESYNCD_SIGN_UP` | `closed` (or `open`) |
+/// | `--log-format` | `NOTESYNCD_LOG_FORMAT` | `text` (or `json`) |
+/// | `--metrics-address` | `NOTESYNCD_METRICS_ADDRESS` | none (no metrics endpoint) |
+///
+/// The operator subcommands (`users`, `check`, `stats`, `backup`: ``OperatorCommands``) open the same store from
+/// the same `--data-dir` / `--database` options and variables.
 ///
 /// Integer options take their value unconditionally (`--instance -1` is the value -1, refused by its range, not a
 /// missing value). A bad option or variable prints one line on stderr and exits 64.
@@ -37,9 +43,11 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         discussion: """
             Every option can also be set with the environment variable named in its help; a flag wins over the \
             environment. On start the server prints one line, 'notesyncd listening on http://HOST:PORT', to \
-            standard output; logs go to standard error. SIGTERM or SIGINT stop it gracefully.
+            standard output; logs go to standard error. SIGTERM or SIGINT stop it gracefully. The subcommands \
+            are the operator's tools over the same store (--data-dir, --database); they work while the daemon runs.
             """,
-        version: NotesyncdVersion.current
+        version: NotesyncdVersion.current,
+        subcommands: [UsersCommand.self, CheckCommand.self, StatsCommand.self, BackupCommand.self]
     )
 
     /// Environment variable names.
@@ -62,6 +70,9 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let readTimeout = "NOTESYNCD_READ_TIMEOUT"
         public static let writeTimeout = "NOTESYNCD_WRITE_TIMEOUT"
         public static let maxConnections = "NOTESYNCD_MAX_CONNECTIONS"
+        public static let signUp = "NOTESYNCD_SIGN_UP"
+        public static let logFormat = "NOTESYNCD_LOG_FORMAT"
+        public static let metricsAddress = "NOTESYNCD_METRICS_ADDRESS"
     }
 
     @Option(name: .customLong("data-dir"), parsing: .unconditional, help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
@@ -142,6 +153,21 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     )
     var maxConnections: Int?
 
+    @Option(
+        name: .customLong("sign-up"), parsing: .unconditional,
+        help: "Who may create accounts over HTTP: 'closed' (the operator runs 'notesyncd users add') or 'open' (NOTESYNCD_SIGN_UP; default closed)."
+    )
+    var signUp: String?
+
+    @Option(name: .customLong("log-format"), parsing: .unconditional, help: "'text' or 'json', one JSON object a line (NOTESYNCD_LOG_FORMAT; default text).")
+    var logFormat: String?
+
+    @Option(
+        name: .customLong("metrics-address"), parsing: .unconditional,
+        help: "Serve Prometheus metrics at http://HOST:PORT/metrics on a listener of its own (NOTESYNCD_METRICS_ADDRESS; default off)."
+    )
+    var metricsAddress: String?
+
     public init() {}
 
     /// The configuration from the flags, then `environment`, then the defaults.
@@ -205,6 +231,24 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         if let value = try integer(readTimeout, Environment.readTimeout) { configuration.readTimeoutSeconds = value }
         if let value = try integer(writeTimeout, Environment.writeTimeout) { configuration.writeTimeoutSeconds = value }
         if let value = try integer(maxConnections, Environment.maxConnections) { configuration.maxConnections = value }
+        if let value = string(signUp, Environment.signUp) {
+            guard let policy = SignUpPolicy(rawValue: value.lowercased()) else {
+                throw ValidationError("The sign-up policy must be 'open' or 'closed', got '\(value)'.")
+            }
+            configuration.signUp = policy
+        }
+        if let value = string(logFormat, Environment.logFormat) {
+            guard let format = LogFormat(rawValue: value.lowercased()) else {
+                throw ValidationError("The log format must be 'text' or 'json', got '\(value)'.")
+            }
+            configuration.logFormat = format
+        }
+        if let value = string(metricsAddress, Environment.metricsAddress) {
+            guard let address = MetricsAddress(parsing: value) else {
+                throw ValidationError("The metrics address must be HOST:PORT (e.g. 127.0.0.1:9090), got '\(value)'.")
+            }
+            configuration.metricsAddress = address
+        }
         do {
             try configuration.validate()
         } catch {
@@ -219,11 +263,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
 
     public func run() async throws {
         let configuration = try resolvedConfiguration()
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = configuration.logLevel
-            return handler
-        }
+        bootstrapLogging(format: configuration.logFormat, level: configuration.logLevel)
         let app = try await buildApplication(configuration: configuration)
         try await app.runService()
     }
@@ -234,14 +274,18 @@ extension NotesyncdCommand {
     /// (64 for a bad option or variable, 1 for a runtime failure). `--help` prints the help and exits 0.
     /// `main.swift` calls only this.
     public static func runFromCommandLine(_ arguments: [String]? = nil) async {
-        let command: NotesyncdCommand
+        var command: any ParsableCommand
         do {
-            command = try parse(arguments)
+            command = try parseAsRoot(arguments)
         } catch {
             exitWithOneLine(error)
         }
         do {
-            try await command.run()
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
         } catch {
             exitWithOneLine(error)
         }
@@ -251,6 +295,8 @@ extension NotesyncdCommand {
     /// their text as ArgumentParser does.
     static func oneLine(for error: any Error) -> String? {
         if exitCode(for: error) == .success { return nil }
+        // A bare exit status (`check` found problems) has already said what it had to.
+        if error is ExitCode { return nil }
         let message = message(for: error)
             .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             .joined(separator: " ")

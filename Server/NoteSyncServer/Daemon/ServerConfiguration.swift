@@ -69,6 +69,14 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var writeTimeoutSeconds: Int
     /// Most connections served at once, 1...100000; past it new connections wait in the listen backlog. Default 1000.
     public var maxConnections: Int
+    /// Who may create an account over HTTP. Default ``SignUpPolicy/closed`` (safe for a daemon reachable from the
+    /// internet: the operator creates accounts with `notesyncd users add`).
+    public var signUp: SignUpPolicy = .closed
+    /// How log lines are written. Default ``LogFormat/text``.
+    public var logFormat: LogFormat = .text
+    /// Where the Prometheus endpoint (`GET /metrics`) listens, as `HOST:PORT`; nil (the default) serves no metrics.
+    /// It is a listener of its own, never the sync port, so it is not public by accident.
+    public var metricsAddress: MetricsAddress?
 
     public init(
         dataDirectory: String = "notesyncd-data", host: String = "127.0.0.1", port: Int = 8080, instance: Int = 0,
@@ -145,6 +153,48 @@ public struct ServerConfiguration: Sendable, Equatable {
             _ = try PostgresDatabase.configuration(url: url, maximumConnections: databaseConnections)
         }
     }
+}
+
+/// Who may create an account with `POST /v1/accounts`.
+public enum SignUpPolicy: String, Sendable, Equatable, CaseIterable {
+    /// Anyone who reaches the daemon (a demo, a daemon on a private network).
+    case open
+    /// Nobody: the operator creates accounts with `notesyncd users add`; sign-up answers 403 `sign_up_closed`.
+    case closed
+}
+
+/// The form of the daemon's log lines on standard error.
+public enum LogFormat: String, Sendable, Equatable, CaseIterable {
+    /// swift-log's stream format: `TIMESTAMP LEVEL notesyncd : key=value message`.
+    case text
+    /// One JSON object a line (`ts`, `level`, `label`, `message`, then the metadata's keys), for log shippers.
+    case json
+}
+
+/// The listen address of the metrics endpoint.
+public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    /// 0 picks a free port (the daemon logs the real one and prints `notesyncd metrics on http://HOST:PORT/metrics`).
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback); nil for anything else.
+    public init?(parsing text: String) {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.isEmpty { host = "127.0.0.1" }
+        guard !host.contains(" ") else { return nil }
+        self.init(host: host, port: port)
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// A configuration value the daemon cannot start with.

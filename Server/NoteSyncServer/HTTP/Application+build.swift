@@ -103,9 +103,11 @@ public func buildApplication(
     }
     let service = SyncService(
         store: store, limits: configuration.limits, bcryptCost: configuration.bcryptCost, clock: SystemFlakeClock.coarse,
-        mintID: mintID, randomBytes: .system, throttle: throttle, logger: logger
+        mintID: mintID, randomBytes: .system, throttle: throttle, signUpPolicy: configuration.signUp, logger: logger
     )
-    let api = SyncAPI(service: service, logger: logger)
+    logger.info("sign-up policy", metadata: ["sign_up": "\(configuration.signUp.rawValue)"])
+    let metrics = configuration.metricsAddress.map { _ in SyncMetrics() }
+    let api = SyncAPI(service: service, logger: logger, metrics: metrics)
     let host = configuration.host
     var app = Application(
         router: buildRouter(api: api, logger: logger),
@@ -124,6 +126,9 @@ public func buildApplication(
         logger: logger
     )
     app.addServices(services)
+    if let metrics, let address = configuration.metricsAddress {
+        app.addServices(buildMetricsApplication(metrics: metrics, store: store, address: address, logger: logger, onListening: onListening))
+    }
     app.addServices(StoreService(store: store, logger: logger))
     if configuration.editRetentionDays > 0 {
         app.addServices(

@@ -22,11 +22,14 @@ public struct SyncAPI: Sendable {
     let logger: Logger
     /// One route per endpoint, in `Endpoint.allCases` order.
     let routes: [Route]
+    /// What is counted for the metrics endpoint; nil measures nothing (the daemon without `--metrics-address`).
+    let metrics: SyncMetrics?
 
-    public init(service: SyncService, logger: Logger) {
+    public init(service: SyncService, logger: Logger, metrics: SyncMetrics? = nil) {
         self.service = service
         self.logger = logger
-        self.routes = Endpoint.allCases.map { Route(endpoint: $0, handler: Self.handler(for: $0, service: service)) }
+        self.metrics = metrics
+        self.routes = Endpoint.allCases.map { Route(endpoint: $0, handler: Self.handler(for: $0, service: service, metrics: metrics)) }
     }
 
     /// The limits the API enforces.
@@ -77,6 +80,14 @@ public struct SyncAPI: Sendable {
     /// Answers a request for `route` whose body is within the limit: media type, authentication, the handler, and
     /// the error mapping. The answer carries `X-Request-Id: requestID`.
     func respond(_ route: Route, to request: WireRequest, requestID: String, contentType: String?) async -> WireResponse {
+        guard let metrics else { return await answer(route, to: request, requestID: requestID, contentType: contentType) }
+        let start = ContinuousClock.now
+        let response = await answer(route, to: request, requestID: requestID, contentType: contentType)
+        metrics.request(route: route.endpoint.rawValue, status: response.status, duration: ContinuousClock.now - start)
+        return response
+    }
+
+    private func answer(_ route: Route, to request: WireRequest, requestID: String, contentType: String?) async -> WireResponse {
         let endpoint = route.endpoint
         var logger = self.logger
         logger[metadataKey: "request_id"] = .string(requestID)
@@ -117,6 +128,12 @@ public struct SyncAPI: Sendable {
     /// The answer for a method and path no endpoint has: 405 (with `Allow`) when the path exists with another
     /// method, else 404. Used for methods ``WireRequest`` cannot carry (PUT, PATCH, ...) too.
     public func routeMiss(method: String, path: String, requestID: String?) -> WireResponse {
+        let response = answerRouteMiss(method: method, path: path, requestID: requestID)
+        metrics?.request(route: SyncMetrics.unmatched, status: response.status, duration: .zero)
+        return response
+    }
+
+    private func answerRouteMiss(method: String, path: String, requestID: String?) -> WireResponse {
         let methods = Endpoint.allCases.filter { $0.path == path }.map(\.method.rawValue)
         if methods.isEmpty {
             return SyncError(.notFound, "No such endpoint: \(path).").response(requestID: requestID)
@@ -129,7 +146,7 @@ public struct SyncAPI: Sendable {
     // MARK: - Handlers
 
     /// The handler of `endpoint`: decodes the request, calls the service, encodes the answer.
-    private static func handler(for endpoint: Endpoint, service: SyncService) -> Handler {
+    private static func handler(for endpoint: Endpoint, service: SyncService, metrics: SyncMetrics?) -> Handler {
         switch endpoint {
         case .health:
             .public { _ in try encode(try await service.health(), endpoint) }
@@ -144,7 +161,14 @@ public struct SyncAPI: Sendable {
             .public { request in
                 let decoded = try WireJSON.decodeRequest(SignInRequest.self, from: request.body ?? Data())
                 let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
-                return try encode(try await service.signIn(decoded, peer: peer), endpoint)
+                do {
+                    let response = try encode(try await service.signIn(decoded, peer: peer), endpoint)
+                    metrics?.signIn(failure: nil)
+                    return response
+                } catch {
+                    metrics?.signIn(failure: SyncError.from(error).code)
+                    throw error
+                }
             }
         case .signOut:
             .authenticated { _, session in
@@ -156,13 +180,16 @@ public struct SyncAPI: Sendable {
         case .push:
             .authenticated { request, session in
                 let decoded = try PushRequest.decodeBody(request.body ?? Data())
-                return WireResponse(status: endpoint.successStatus, body: try await service.push(decoded, session: session).encodedJSON())
+                let response = try await service.push(decoded, session: session)
+                metrics?.push(response.results)
+                return WireResponse(status: endpoint.successStatus, body: response.encodedJSON())
             }
         case .pull:
             .authenticated { request, session in
                 let result = try await service.pull(
                     since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit), session: session
                 )
+                metrics?.pulled(result.notes.count)
                 return WireResponse(status: endpoint.successStatus, body: result.encodedJSON())
             }
         }

@@ -102,6 +102,8 @@ extension PostgresDatabase {
         ),
         // When each note's content was edited, by the editing device's clock (NULL before this migration).
         (5, ["ALTER TABLE notes ADD COLUMN edited_at BIGINT"]),
+        // When the operator disabled the account (`notesyncd users disable`); NULL while it is enabled.
+        (7, ["ALTER TABLE accounts ADD COLUMN disabled_at BIGINT"]),
     ]
 
     /// The newest schema version this build knows.

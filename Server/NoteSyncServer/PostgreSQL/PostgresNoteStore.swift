@@ -30,7 +30,7 @@ public final class PostgresNoteStore: NoteStore {
 
     /// Where the store runs its statements.
     public let database: PostgresDatabase
-    private var logger: Logger { database.logger }
+    var logger: Logger { database.logger }
     private let isClosed = Atomic<Bool>(false)
 
     /// A store over a migrated database.
@@ -55,14 +55,14 @@ public final class PostgresNoteStore: NoteStore {
 
     /// Runs `body` on the pool (see ``PostgresDatabase/run(_:)``); throws ``NoteStoreError/closed`` once the store is
     /// closed.
-    private func run<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
+    func run<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         return try await database.run(body)
     }
 
     /// Runs `body` in one transaction (see ``PostgresDatabase/transaction(_:)``); throws ``NoteStoreError/closed``
     /// once the store is closed.
-    private func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         return try await database.transaction(body)
     }
@@ -87,19 +87,20 @@ public final class PostgresNoteStore: NoteStore {
     }
 
     public func account(byUsername username: String) async throws -> AccountRecord? {
-        try await fetchAccount("SELECT id, username, password_hash, created_at FROM accounts WHERE username = \(username)")
+        try await fetchAccount("SELECT id, username, password_hash, created_at, disabled_at FROM accounts WHERE username = \(username)")
     }
 
     public func account(byID id: FlakeID) async throws -> AccountRecord? {
-        try await fetchAccount("SELECT id, username, password_hash, created_at FROM accounts WHERE id = \(id.rawValue)")
+        try await fetchAccount("SELECT id, username, password_hash, created_at, disabled_at FROM accounts WHERE id = \(id.rawValue)")
     }
 
     private func fetchAccount(_ query: PostgresQuery) async throws -> AccountRecord? {
         try await run { client in
             let rows = try await client.query(query, logger: self.logger)
             var account: AccountRecord?
-            for try await (id, username, hash, createdAt) in rows.decode((Int64, String, String, Int64).self) {
-                account = AccountRecord(id: try flake(id), username: username, passwordHash: hash, createdAt: createdAt)
+            for try await (id, username, hash, createdAt, disabledAt) in rows.decode((Int64, String, String, Int64, Int64?).self) {
+                account = AccountRecord(
+                    id: try flake(id), username: username, passwordHash: hash, createdAt: createdAt, disabledAt: disabledAt)
             }
             return account
         }
@@ -121,7 +122,13 @@ public final class PostgresNoteStore: NoteStore {
     public func session(byTokenHash tokenHash: String) async throws -> SessionRecord? {
         try await run { client in
             let rows = try await client.query(
-                "SELECT id, account_id, token_hash, device_name, origin, created_at FROM sessions WHERE token_hash = \(tokenHash)",
+                // A disabled account's sessions do not authenticate (disabling also deletes them; this covers a
+                // sign-in that raced with it).
+                """
+                SELECT s.id, s.account_id, s.token_hash, s.device_name, s.origin, s.created_at
+                FROM sessions s JOIN accounts a ON a.id = s.account_id
+                WHERE s.token_hash = \(tokenHash) AND a.disabled_at IS NULL
+                """,
                 logger: self.logger
             )
             var session: SessionRecord?

@@ -76,6 +76,10 @@ extension SQLiteNoteStore {
             // When each note's content was edited, by the editing device's clock (NULL before this migration).
             try db.execute(sql: "ALTER TABLE notes ADD COLUMN edited_at INTEGER")
         }
+        migrator.registerMigration("v6: operators") { db in
+            // When the operator disabled the account (`notesyncd users disable`); NULL while it is enabled.
+            try db.execute(sql: "ALTER TABLE accounts ADD COLUMN disabled_at INTEGER")
+        }
         return migrator
     }
 }

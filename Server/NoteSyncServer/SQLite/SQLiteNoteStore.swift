@@ -87,6 +87,12 @@ public final class SQLiteNoteStore: NoteStore {
         return configuration
     }
 
+    /// The database file's path; nil in memory.
+    public var databasePath: String? { inMemoryQueue ? nil : writer.path }
+
+    /// The connections, for the online backup (``backup(to:)``).
+    var databaseReader: any DatabaseReader { writer }
+
     /// The `PRAGMA synchronous` value of the writer connection (2 is FULL), for tests.
     public func synchronousMode() async throws -> Int {
         try await writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
@@ -95,7 +101,7 @@ public final class SQLiteNoteStore: NoteStore {
     // MARK: - Access
 
     /// Runs a read, mapping closed/busy states to ``NoteStoreError``.
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
             guard inMemoryQueue else { return try await writer.read(body) }
@@ -106,7 +112,7 @@ public final class SQLiteNoteStore: NoteStore {
     }
 
     /// Runs a write transaction, mapping closed/busy states to ``NoteStoreError``.
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
             guard inMemoryQueue else { return try await writer.write(body) }
@@ -148,7 +154,7 @@ public final class SQLiteNoteStore: NoteStore {
     public func account(byUsername username: String) async throws -> AccountRecord? {
         try await read { db in
             let statement = try db.cachedStatement(
-                sql: "SELECT id, username, password_hash, created_at FROM accounts WHERE username = ?"
+                sql: "SELECT id, username, password_hash, created_at, disabled_at FROM accounts WHERE username = ?"
             )
             return try Row.fetchOne(statement, arguments: [username]).map(Self.account(from:))
         }
@@ -157,14 +163,14 @@ public final class SQLiteNoteStore: NoteStore {
     public func account(byID id: FlakeID) async throws -> AccountRecord? {
         try await read { db in
             let statement = try db.cachedStatement(
-                sql: "SELECT id, username, password_hash, created_at FROM accounts WHERE id = ?"
+                sql: "SELECT id, username, password_hash, created_at, disabled_at FROM accounts WHERE id = ?"
             )
             return try Row.fetchOne(statement, arguments: [id.rawValue]).map(Self.account(from:))
         }
     }
 
     private static func account(from row: Row) throws -> AccountRecord {
-        AccountRecord(id: try flake(row[0]), username: row[1], passwordHash: row[2], createdAt: row[3])
+        AccountRecord(id: try flake(row[0]), username: row[1], passwordHash: row[2], createdAt: row[3], disabledAt: row[4])
     }
 
     public func createSession(_ session: SessionRecord) async throws {
@@ -185,7 +191,13 @@ public final class SQLiteNoteStore: NoteStore {
     public func session(byTokenHash tokenHash: String) async throws -> SessionRecord? {
         try await read { db in
             let statement = try db.cachedStatement(
-                sql: "SELECT id, account_id, token_hash, device_name, origin, created_at FROM sessions WHERE token_hash = ?"
+                // A disabled account's sessions do not authenticate (disabling also deletes them; this covers a
+                // sign-in that raced with it).
+                sql: """
+                    SELECT s.id, s.account_id, s.token_hash, s.device_name, s.origin, s.created_at
+                    FROM sessions s JOIN accounts a ON a.id = s.account_id
+                    WHERE s.token_hash = ? AND a.disabled_at IS NULL
+                    """
             )
             guard let row = try Row.fetchOne(statement, arguments: [tokenHash]) else { return nil }
             let origin: Int64? = row[4]

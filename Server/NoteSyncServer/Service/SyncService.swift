@@ -18,6 +18,8 @@ public struct SyncService: Sendable {
     public let bcryptCost: Int
     /// The server's version string, served by `GET /v1/info`.
     public let serverVersion: String
+    /// Who may sign up (`POST /v1/accounts`).
+    public let signUpPolicy: SignUpPolicy
 
     let clock: any FlakeClock
     let mintID: @Sendable () throws -> FlakeID
@@ -40,11 +42,15 @@ public struct SyncService: Sendable {
     ///     a PostgreSQL database).
     ///   - passwordHashing: Replaces bcrypt (nil: bcrypt at `bcryptCost`). Only for callers that never store real
     ///     passwords, such as the simulation; the daemon always uses bcrypt.
+    ///   - signUpPolicy: Who may sign up. Open by default here (tests, the simulation); the daemon's own default is
+    ///     ``SignUpPolicy/closed`` (``ServerConfiguration/signUp``).
     public init(
         store: any NoteStore, limits: SyncLimits = .default, bcryptCost: Int = 12, serverVersion: String = NotesyncdVersion.current,
         clock: any FlakeClock, mintID: @escaping @Sendable () throws -> FlakeID, randomBytes: RandomBytes = .system,
-        throttle: any SignInThrottling = SignInThrottle(), passwordHashing: PasswordHashing? = nil, logger: Logger
+        throttle: any SignInThrottling = SignInThrottle(), passwordHashing: PasswordHashing? = nil,
+        signUpPolicy: SignUpPolicy = .open, logger: Logger
     ) {
+        self.signUpPolicy = signUpPolicy
         self.store = store
         self.limits = limits
         self.bcryptCost = bcryptCost
@@ -62,8 +68,19 @@ public struct SyncService: Sendable {
 
     /// Creates an account (`POST /v1/accounts`).
     ///
-    /// - Throws: `invalid_field` (username or password breaks ``CredentialRules``), `username_taken`.
+    /// - Throws: `sign_up_closed` when the policy is closed (before anything else, so a closed server tells nothing
+    ///   about its usernames), `invalid_field` (username or password breaks ``CredentialRules``), `username_taken`.
     public func signUp(_ request: SignUpRequest) async throws -> AccountResponse {
+        guard signUpPolicy == .open else {
+            throw SyncError(.signUpClosed, "This server does not take sign-ups; ask its operator for an account.")
+        }
+        return try await createAccount(request)
+    }
+
+    /// Creates an account whatever the sign-up policy (`POST /v1/accounts` when open, `notesyncd users add`).
+    ///
+    /// - Throws: `invalid_field` (username or password breaks ``CredentialRules``), `username_taken`.
+    public func createAccount(_ request: SignUpRequest) async throws -> AccountResponse {
         guard let username = CredentialRules.canonicalUsername(request.username) else {
             throw Self.invalidUsername
         }
@@ -152,6 +169,11 @@ public struct SyncService: Sendable {
             throw error
         }
         if let canonical { try await throttle.finish(username: canonical, succeeded: true, now: clock.unixMilliseconds()) }
+        // Only after the password proved right, so the answer tells nothing to someone without it.
+        guard account.disabledAt == nil else {
+            log.warning("sign-in refused: account disabled")
+            throw SyncError(.accountDisabled, "This account is disabled; ask the server's operator.")
+        }
 
         let token = SessionToken.make(randomBytes: randomBytes)
         let session = SessionRecord(

@@ -11,12 +11,16 @@ public struct AccountRecord: Sendable, Equatable {
     public var passwordHash: String
     /// Unix milliseconds.
     public var createdAt: Int64
+    /// When the operator disabled the account (`notesyncd users disable`), Unix milliseconds; nil while enabled. A
+    /// disabled account cannot sign in and its sessions do not authenticate.
+    public var disabledAt: Int64?
 
-    public init(id: FlakeID, username: String, passwordHash: String, createdAt: Int64) {
+    public init(id: FlakeID, username: String, passwordHash: String, createdAt: Int64, disabledAt: Int64? = nil) {
         self.id = id
         self.username = username
         self.passwordHash = passwordHash
         self.createdAt = createdAt
+        self.disabledAt = disabledAt
     }
 }
 

@@ -1,0 +1,31 @@
+import ArgumentParser
+import Foundation
+
+/// `notesyncd stats [--json]`: the store's counts and size (``StoreStatistics``).
+public struct StatsCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "Show counts (accounts, devices, notes, applied edits) and the database's size.",
+        discussion: OperatorStoreOptions.help)
+    @ParentCommand var daemon: NotesyncdCommand
+    var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
+    @Flag(help: "One JSON object, for scripts.") var json = false
+    public init() {}
+
+    public func run() async throws {
+        let statistics = try await store.withStore { try await $0.store.statistics() }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            OperatorOutput.line(String(decoding: try encoder.encode(statistics), as: UTF8.self))
+            return
+        }
+        OperatorOutput.table([
+            ["accounts", "\(statistics.accounts) (\(statistics.disabledAccounts) disabled)"],
+            ["devices", "\(statistics.sessions)"],
+            ["notes", "\(statistics.notes) (+ \(statistics.tombstones) deleted)"],
+            ["text", "\(statistics.textBytes) bytes"],
+            ["applied edits", "\(statistics.appliedEdits)"],
+            ["database", "\(statistics.databaseBytes) bytes"],
+        ])
+    }
+}

@@ -1,0 +1,162 @@
+import MiniFlake
+
+/// What the operator commands (`notesyncd users`, `check`, `stats`) need from a store beyond ``NoteStore``: both
+/// stores implement it and the conformance suite runs it on both.
+///
+/// Every method is one transaction. Methods that change an account return false when it does not exist.
+public protocol OperatorStore: NoteStore {
+    /// Every account, by username, with its counts.
+    func accountSummaries() async throws -> [AccountSummary]
+
+    /// Replaces the account's password hash and deletes all its sessions, in one transaction: every device must sign
+    /// in again with the new password.
+    func resetPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool
+
+    /// Disables the account at `disabledAt` (Unix milliseconds) and deletes its sessions in one transaction, or
+    /// enables it again with nil. Disabling a disabled account keeps its first time.
+    func setDisabled(accountID: FlakeID, disabledAt: Int64?) async throws -> Bool
+
+    /// Deletes every session of the account (all its tokens stop working) and returns how many there were.
+    func deleteSessions(accountID: FlakeID) async throws -> Int
+
+    /// The store's own invariants, checked in one snapshot: one human line per problem, empty when consistent.
+    ///
+    /// - One note per (account, client ID, origin), and one per (account, change sequence).
+    /// - Every note's change sequence is 1...the account's change sequence; every version at least 1.
+    /// - Every ID positive (accounts, sessions, notes, their client IDs and origins, conflict links); every session,
+    ///   note and applied edit belongs to an existing account; a conflict copy names a note of its own account.
+    /// - SQLite also runs `PRAGMA integrity_check` and `PRAGMA foreign_key_check`.
+    func checkInvariants() async throws -> [String]
+
+    /// Counts and sizes, for `notesyncd stats` and the metrics endpoint.
+    func statistics() async throws -> StoreStatistics
+}
+
+/// One account as `notesyncd users list` shows it.
+public struct AccountSummary: Sendable, Equatable, Codable {
+    public var id: FlakeID
+    public var username: String
+    /// Unix milliseconds.
+    public var createdAt: Int64
+    /// Unix milliseconds, nil while enabled.
+    public var disabledAt: Int64?
+    /// Notes that are not tombstones.
+    public var notes: Int
+    /// Signed-in devices.
+    public var sessions: Int
+
+    public init(id: FlakeID, username: String, createdAt: Int64, disabledAt: Int64?, notes: Int, sessions: Int) {
+        self.id = id
+        self.username = username
+        self.createdAt = createdAt
+        self.disabledAt = disabledAt
+        self.notes = notes
+        self.sessions = sessions
+    }
+}
+
+/// The store's counts and size.
+public struct StoreStatistics: Sendable, Equatable, Codable {
+    public var accounts: Int
+    public var disabledAccounts: Int
+    public var sessions: Int
+    /// Notes that are not tombstones.
+    public var notes: Int
+    public var tombstones: Int
+    /// UTF-8 bytes of every note's text.
+    public var textBytes: Int64
+    /// Applied edits kept for replays (pruned by age).
+    public var appliedEdits: Int
+    /// The database's size on disk in bytes: SQLite's file and its WAL; PostgreSQL's `pg_database_size`.
+    public var databaseBytes: Int64
+
+    public init(
+        accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64, appliedEdits: Int,
+        databaseBytes: Int64
+    ) {
+        self.accounts = accounts
+        self.disabledAccounts = disabledAccounts
+        self.sessions = sessions
+        self.notes = notes
+        self.tombstones = tombstones
+        self.textBytes = textBytes
+        self.appliedEdits = appliedEdits
+        self.databaseBytes = databaseBytes
+    }
+}
+
+/// The invariant queries both stores run (standard SQL that SQLite and PostgreSQL read alike). Each selects one text
+/// column per problem found.
+enum InvariantQueries {
+    /// `(label, SQL)` pairs; the SQL returns one row with a describing text per problem (at most 20 each).
+    static let all: [(String, String)] = [
+        (
+            "duplicate note key",
+            """
+            SELECT 'account ' || account_id || ': ' || COUNT(*) || ' notes with client ID ' || client_id || ' and origin ' || origin
+            FROM notes GROUP BY account_id, client_id, origin HAVING COUNT(*) > 1 LIMIT 20
+            """
+        ),
+        (
+            "duplicate change sequence",
+            """
+            SELECT 'account ' || account_id || ': ' || COUNT(*) || ' notes with change sequence ' || change_seq
+            FROM notes GROUP BY account_id, change_seq HAVING COUNT(*) > 1 LIMIT 20
+            """
+        ),
+        (
+            "change sequence out of range",
+            """
+            SELECT 'note ' || n.server_id || ' of account ' || n.account_id || ': change sequence ' || n.change_seq
+                   || ' outside 1...' || a.change_seq
+            FROM notes n JOIN accounts a ON a.id = n.account_id
+            WHERE n.change_seq < 1 OR n.change_seq > a.change_seq LIMIT 20
+            """
+        ),
+        (
+            "bad version",
+            "SELECT 'note ' || server_id || ': version ' || version || ' below 1' FROM notes WHERE version < 1 LIMIT 20"
+        ),
+        (
+            "bad account",
+            """
+            SELECT 'account ' || id || ' (' || username || '): invalid ID or change sequence ' || change_seq
+            FROM accounts WHERE id <= 0 OR change_seq < 0 LIMIT 20
+            """
+        ),
+        (
+            "bad session",
+            """
+            SELECT 'session ' || s.id || ': invalid ID, origin or account ' || s.account_id
+            FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
+            WHERE s.id <= 0 OR (s.origin IS NOT NULL AND s.origin <= 0) OR a.id IS NULL LIMIT 20
+            """
+        ),
+        (
+            "bad note IDs",
+            """
+            SELECT 'note ' || n.server_id || ': invalid server ID, client ID, origin, conflict link or account ' || n.account_id
+            FROM notes n LEFT JOIN accounts a ON a.id = n.account_id
+            WHERE n.server_id <= 0 OR n.client_id <= 0 OR n.origin <= 0 OR (n.conflict_of IS NOT NULL AND n.conflict_of <= 0)
+               OR a.id IS NULL LIMIT 20
+            """
+        ),
+        (
+            "dangling conflict link",
+            """
+            SELECT 'note ' || c.server_id || ' of account ' || c.account_id || ': conflict copy of ' || c.conflict_of
+                   || ', not a note of that account'
+            FROM notes c LEFT JOIN notes o ON o.server_id = c.conflict_of AND o.account_id = c.account_id
+            WHERE c.conflict_of IS NOT NULL AND o.server_id IS NULL LIMIT 20
+            """
+        ),
+        (
+            "orphan applied edit",
+            """
+            SELECT 'applied edit ' || e.edit_id || ': invalid ID or unknown account ' || e.account_id
+            FROM applied_edits e LEFT JOIN accounts a ON a.id = e.account_id
+            WHERE a.id IS NULL OR e.edit_id <= 0 OR e.client_id <= 0 OR e.origin <= 0 LIMIT 20
+            """
+        ),
+    ]
+}
