@@ -27,6 +27,8 @@ import NoteSyncProtocol
 /// | `--read-timeout` | `NOTESYNCD_READ_TIMEOUT` | 30 (seconds) |
 /// | `--write-timeout` | `NOTESYNCD_WRITE_TIMEOUT` | 60 (seconds) |
 /// | `--max-connections` | `NOTESYNCD_MAX_CONNECTIONS` | 1000 |
+/// | `--max-notes-per-account` | `NOTESYNCD_MAX_NOTES_PER_ACCOUNT` | 100000 (deleted notes included) |
+/// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB of note text |
 ///
 /// Integer options take their value unconditionally (`--instance -1` is the value -1, refused by its range, not a
 /// missing value). A bad option or variable prints one line on stderr and exits 64.
@@ -62,6 +64,8 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let readTimeout = "NOTESYNCD_READ_TIMEOUT"
         public static let writeTimeout = "NOTESYNCD_WRITE_TIMEOUT"
         public static let maxConnections = "NOTESYNCD_MAX_CONNECTIONS"
+        public static let maxNotesPerAccount = "NOTESYNCD_MAX_NOTES_PER_ACCOUNT"
+        public static let maxBytesPerAccount = "NOTESYNCD_MAX_BYTES_PER_ACCOUNT"
     }
 
     @Option(name: .customLong("data-dir"), parsing: .unconditional, help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
@@ -142,6 +146,18 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     )
     var maxConnections: Int?
 
+    @Option(
+        name: .customLong("max-notes-per-account"), parsing: .unconditional,
+        help: "Most notes an account may store, deleted ones included (NOTESYNCD_MAX_NOTES_PER_ACCOUNT; default 100000)."
+    )
+    var maxNotesPerAccount: Int?
+
+    @Option(
+        name: .customLong("max-bytes-per-account"), parsing: .unconditional,
+        help: "Most bytes of note text an account may store (NOTESYNCD_MAX_BYTES_PER_ACCOUNT; default 1073741824)."
+    )
+    var maxBytesPerAccount: Int?
+
     public init() {}
 
     /// The configuration from the flags, then `environment`, then the defaults.
@@ -205,6 +221,8 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         if let value = try integer(readTimeout, Environment.readTimeout) { configuration.readTimeoutSeconds = value }
         if let value = try integer(writeTimeout, Environment.writeTimeout) { configuration.writeTimeoutSeconds = value }
         if let value = try integer(maxConnections, Environment.maxConnections) { configuration.maxConnections = value }
+        if let value = try integer(maxNotesPerAccount, Environment.maxNotesPerAccount) { configuration.quota.maxNotes = Int64(value) }
+        if let value = try integer(maxBytesPerAccount, Environment.maxBytesPerAccount) { configuration.quota.maxTextBytes = Int64(value) }
         do {
             try configuration.validate()
         } catch {

@@ -69,6 +69,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var writeTimeoutSeconds: Int
     /// Most connections served at once, 1...100000; past it new connections wait in the listen backlog. Default 1000.
     public var maxConnections: Int
+    /// The per-account limits (``AccountQuota/default``: 100,000 notes, 1 GiB of text); each at least 1.
+    public var quota: AccountQuota = .default
 
     public init(
         dataDirectory: String = "notesyncd-data", host: String = "127.0.0.1", port: Int = 8080, instance: Int = 0,
@@ -140,6 +142,9 @@ public struct ServerConfiguration: Sendable, Equatable {
         }
         guard Self.maxConnectionsRange.contains(maxConnections) else {
             throw ConfigurationError("max connections must be 1...100000, got \(maxConnections)")
+        }
+        guard quota.maxNotes > 0, quota.maxTextBytes > 0 else {
+            throw ConfigurationError("the per-account limits must be positive, got \(quota.maxNotes) notes and \(quota.maxTextBytes) bytes")
         }
         if case .postgres(let url) = database {
             _ = try PostgresDatabase.configuration(url: url, maximumConnections: databaseConnections)

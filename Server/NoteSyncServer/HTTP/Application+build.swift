@@ -102,7 +102,8 @@ public func buildApplication(
         }
     }
     let service = SyncService(
-        store: store, limits: configuration.limits, bcryptCost: configuration.bcryptCost, clock: SystemFlakeClock.coarse,
+        store: store, limits: configuration.limits, quota: configuration.quota, bcryptCost: configuration.bcryptCost,
+        clock: SystemFlakeClock.coarse,
         mintID: mintID, randomBytes: .system, throttle: throttle, logger: logger
     )
     let api = SyncAPI(service: service, logger: logger)
