@@ -80,6 +80,26 @@ extension LocalStore.Transaction {
         return report
     }
 
+    /// After the account was deleted on its server: its notes become notes of no account, as if written while
+    /// signed out and never synced (no server ID, no base text, no snapshot in flight; live ones dirty), on show; the
+    /// account is forgotten. Returns how many live notes were kept.
+    func disownNotes(of account: FlakeID) throws -> Int {
+        let kept = try liveCount(ownedBy: account)
+        let id = account.rawValue
+        try db.execute(sql: "DELETE FROM outbox WHERE note_id IN (SELECT id FROM notes WHERE owner_account_id = ?)", arguments: [id])
+        try db.execute(
+            sql: """
+                UPDATE notes SET owner_account_id = NULL, aside = 0, server_id = NULL, server_version = NULL,
+                    conflict_of_server_id = NULL, base_text = NULL, dirty = NOT deleted, push_error = NULL,
+                    push_error_message = NULL
+                WHERE owner_account_id = ?
+                """,
+            arguments: [id])
+        try db.execute(sql: "DELETE FROM known_accounts WHERE account_id = ?", arguments: [id])
+        try db.execute(sql: "UPDATE settings SET last_account_id = NULL WHERE id = 1 AND last_account_id = ?", arguments: [id])
+        return kept
+    }
+
     /// What a sign-out does to the notes on show (``OwnerPlanner/afterSignOut``): the unowned ones come back.
     func showUnownedNotes() throws {
         try db.cachedStatement(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id IS NULL AND aside").execute()
