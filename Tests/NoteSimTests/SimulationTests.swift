@@ -31,6 +31,7 @@ import Glibc
         // The schedule really exercises what it claims to.
         #expect(total.syncs > 0 && total.signIns > 0 && total.signOuts > 0 && total.faults > 0)
         #expect(total.reconciled > 0, "notes were found again after sign-in (by the pull or the server's reconciliation)")
+        #expect(total.revocations > 0 && total.revokedMidSync > 0, "devices were revoked, some during a sync")
     }
 
     @Test func moreDevicesAndAccountsWithHeavyFaults() async throws {
@@ -69,6 +70,34 @@ import Glibc
         #expect(outcome.summary.reconciled == 2)
         #expect(outcome.summary.conflicts == 0)
     }
+
+    /// Issue 18: a device revoked by another device just before each request of its sync (between the push and the
+    /// pull, between pull pages, or after the sync) is signed out by the server, keeps its notes, and its next
+    /// sign-in sends its edits once: every invariant holds, on every request the revocation can land on.
+    @Test(arguments: [0, 1, 2, 3, 4, 50])
+    func aDeviceRevokedMidSyncKeepsItsNotesAndDuplicatesNothing(_ request: Int) async throws {
+        var steps: [SimAction] = [.signIn(device: 0, account: 0, faults: []), .signIn(device: 1, account: 0, faults: [])]
+        // Enough notes for several push batches and pull pages of 32.
+        steps += (0..<40).map { SimAction.create(device: 1, token: "b\($0)") }
+        steps += [.sync(device: 1, faults: [])]
+        steps += (0..<40).map { SimAction.create(device: 0, token: "a\($0)") }
+        steps += [
+            .edit(device: 0, note: 0, op: .append(token: "edited before the revocation")),
+            .revoke(device: 0, atRequest: request),
+            .create(device: 0, token: "written while revoked"),
+            .sync(device: 0, faults: []),  // learns it here if the revocation came after its sync
+            // Written while signed out (revoked mid-sync) or not: carried either way, sent once.
+            .signIn(device: 0, account: 0, faults: [], carry: true),
+            .sync(device: 1, faults: []),
+        ]
+        let parameters = SimParameters(seed: 11, accounts: 1, devices: 2, steps: steps.count)
+        let outcome = try await Simulation.run(steps, parameters: parameters)
+        #expect(outcome.violation == nil, "\(outcome.violation.map(String.init(describing:)) ?? "")")
+        #expect(outcome.summary.revocations == 1)
+        #expect(outcome.summary.revokedMidSync == (request < 50 ? 1 : 0))
+        #expect(outcome.summary.notes == 81)
+        #expect(outcome.summary.conflicts == 0)
+    }
 }
 
 @Suite struct ScheduleTests {
@@ -87,6 +116,7 @@ import Glibc
         #expect(count { if case .concurrentEdit = $0 { true } else { false } } > 0)
         #expect(count { if case .collide = $0 { true } else { false } } > 0)
         #expect(count { if case .restartServer = $0 { true } else { false } } > 0)
+        #expect(count { if case .revoke = $0 { true } else { false } } > 0)
         #expect(count { if case .clockJump(_, let ms) = $0 { ms < 0 } else { false } } > 0)
         #expect(count { if case .sync(_, let faults) = $0 { !faults.isEmpty } else { false } } > 0)
     }
