@@ -38,6 +38,8 @@ public struct AccountDeletionReport: Sendable, Equatable {
     public var account: AccountName
     /// Its live notes, kept on this device as notes of no account (written-while-signed-out notes).
     public var keptNotes: Int
+    /// Notes that became new notes of this device (see ``RekeyedNote``).
+    public var rekeyed: [RekeyedNote] = []
 }
 
 extension NotesClient {
@@ -122,11 +124,12 @@ extension NotesClient {
         } catch {
             throw Self.wrongPassword(error, "Wrong password; nothing was deleted.")
         }
+        let now = now
         return try store.write { tx in
             let name = try tx.knownAccount(account.accountID)
             try tx.forgetAccountState()
-            let kept = try tx.disownNotes(of: account.accountID)
-            return AccountDeletionReport(account: name, keptNotes: kept)
+            let (kept, rekeyed) = try tx.disownNotes(of: account.accountID, minter: minter, origin: origin, now: now)
+            return AccountDeletionReport(account: name, keptNotes: kept, rekeyed: rekeyed)
         }
     }
 

@@ -40,6 +40,10 @@ public struct SimSummary: Sendable, Equatable {
     /// Sessions revoked by another device (issue 18), and those the device learned of during a sync.
     public var revocations = 0
     public var revokedMidSync = 0
+    /// Accounts deleted (and signed up again).
+    public var accountsDeleted = 0
+    /// Notes of a deleted account that became new notes of a device because their key was taken (not shown).
+    public var rekeyed = 0
 
     public init() {}
 
@@ -53,7 +57,8 @@ public struct SimSummary: Sendable, Equatable {
         reportsClientIDCollisions = reportsClientIDCollisions || other.reportsClientIDCollisions
         setAside += other.setAside; restored += other.restored; carried += other.carried; keptAside += other.keptAside
         copies += other.copies
-        revocations += other.revocations; revokedMidSync += other.revokedMidSync
+        revocations += other.revocations; revokedMidSync += other.revokedMidSync; accountsDeleted += other.accountsDeleted
+        rekeyed += other.rekeyed
     }
 
     public var fields: [(String, String)] {
@@ -68,6 +73,7 @@ public struct SimSummary: Sendable, Equatable {
             ("notes set aside", "\(setAside)"), ("notes restored", "\(restored)"), ("notes carried", "\(carried)"),
             ("notes kept aside", "\(keptAside)"), ("copies to another account", "\(copies)"),
             ("devices revoked", "\(revocations)"), ("revocations met mid-sync", "\(revokedMidSync)"),
+            ("accounts deleted", "\(accountsDeleted)"),
         ] + schemeFields
     }
 }
@@ -281,6 +287,49 @@ public final class Simulation {
         case .revoke(let d, let request):
             guard let device = devices[safe: d], let k = try accountIndex(of: device) else { return }
             try await revoke(device, account: k, atRequest: request)
+
+        case .deleteAccount(let d):
+            guard let device = devices[safe: d], let k = try accountIndex(of: device), !revoked.contains(d) else { return }
+            try await deleteAccount(k, from: device)
+        }
+    }
+
+    /// `device` deletes account `k`; the username is signed up again (a new account, empty). The deleting device's
+    /// notes of it become notes of no account at once; every other device signed in to it meets 401 at its next
+    /// request, and keeps the old account's notes until it signs in to the username again.
+    func deleteAccount(_ k: Int, from device: SimDevice) async throws {
+        let old = accounts[k]
+        let report: AccountDeletionReport
+        do {
+            report = try await device.client.deleteAccount(password: Self.password)
+        } catch {
+            throw Violation(step: step, invariant: .unexpectedError, detail: "device \(device.index): deleting account \(k) failed: \(error)")
+        }
+        summary.accountsDeleted += 1
+        note(device.index, .deleteAccount, "account \(k) deleted; \(report.keptNotes) notes kept as notes of no account")
+        oracle.deleted(account: k, id: old.accountID)
+        // The deleting device's notes of the account are now its notes of no account.
+        for note in try local(device.index, { try device.client.identities() }).notes where note.owner == nil {
+            oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
+        }
+        summary.rekeyed += report.rekeyed.count
+        device.lastCursor = nil
+        device.knownAccounts.remove(k)  // forgotten with the account
+        for other in devices where other.index != device.index {
+            if try other.client.account()?.accountID == old.accountID { revoked.insert(other.index) }
+        }
+        accounts[k] = try await SimAccount.create(username: old.username, password: Self.password, on: server)
+        views[k] = AccountView()
+    }
+
+    /// Before `device` signs in to account `k`: the notes it holds of `k`'s deleted accounts (same username, other
+    /// ID) will lose their owner in that sign-in, becoming notes of no account, which the sign-in carries or not.
+    func disownDeletedAccounts(on device: SimDevice, signingInTo k: Int) throws {
+        guard let deleted = oracle.deletedAccountIDs[k], !deleted.isEmpty else { return }
+        let notes = try local(device.index) { try device.client.identities() }.notes
+        for note in notes {
+            guard let owner = note.owner, deleted.contains(owner) else { continue }
+            oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
         }
     }
 
@@ -458,6 +507,7 @@ public final class Simulation {
 
     func signIn(_ device: SimDevice, to index: Int, target: SimAccount, faults: [FaultPlan], carry: Bool) async throws {
         summary.signIns += 1
+        try disownDeletedAccounts(on: device, signingInTo: index)
         let report = try await withFaults(device, faults, "sign-in") {
             try await device.client.signIn(
                 server: server.url, username: target.username, password: Self.password, unowned: carry ? .carry : .keepAside)
@@ -467,6 +517,12 @@ public final class Simulation {
         guard let report else { return }
         revoked.remove(device.index)
         device.knownAccounts.insert(index)
+        // Notes of a deleted account that became new notes of this device (their key was taken) are its notes of no
+        // account, like the others.
+        for note in report.owners.rekeyed {
+            oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
+        }
+        summary.rekeyed += report.owners.rekeyed.count
         // Only the notes the device wrote while signed out (never synced) may join the account, and only when asked.
         if carry { oracle.carry(from: device.index, into: index) }
         summary.setAside += report.owners.setAside

@@ -346,9 +346,10 @@ final class SyncEngine: Sendable {
         let (plan, owners) = try store.write { tx in
             // A known account with this username on this server but another ID was deleted there (usernames are
             // unique per server): its notes become notes of no account, which `unowned` decides about below.
+            var rekeyed: [RekeyedNote] = []
             for stale in try tx.knownAccounts(username: session.username)
             where stale.serverURL == server && stale.accountID != session.accountID {
-                _ = try tx.disownNotes(of: stale.accountID)
+                rekeyed += try tx.disownNotes(of: stale.accountID, minter: minter, origin: origin, now: now).rekeyed
             }
             let settings = try tx.requireSettings()
             let plan = SignInPlanner.plan(
@@ -357,7 +358,11 @@ final class SyncEngine: Sendable {
                     shownAccountID: try tx.shownAccountID()),
                 accountID: session.accountID, serverURL: server, unowned: unowned, wipe: wipe)
             if plan.reconciling { try tx.forgetAccountState() }
-            let owners = try tx.applyOwners(plan.owners)
+            if plan.owners.unowned == .carry {
+                rekeyed += try tx.resolveKeyClashes(moving: nil, to: session.accountID, minter: minter, origin: origin, now: now)
+            }
+            var owners = try tx.applyOwners(plan.owners)
+            owners.rekeyed = rekeyed
             try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
             try tx.rememberAccount(account)
             if plan.reconciling {
