@@ -369,8 +369,22 @@ public struct OwnerReport: Sendable, Equatable {
     public var carried = 0
     /// Notes without an owner kept aside (live ones).
     public var keptAside = 0
+    /// Notes that became new notes of this device (a new client ID) because the account already held their (client
+    /// ID, origin) with another text: see ``RekeyedNote``.
+    public var rekeyed: [RekeyedNote] = []
 
     public init() {}
+}
+
+/// A note of no account that became a new note of this device, with a fresh client ID and this installation's
+/// origin, because the account it joined (or the notes of no account) already held a note with its (client ID,
+/// origin) and another text: after an account deletion, another device may have carried it there first. Nothing is
+/// lost; the two are two notes.
+public struct RekeyedNote: Sendable, Equatable {
+    public var oldClientID: FlakeID
+    public var oldOrigin: FlakeID
+    public var clientID: FlakeID
+    public var origin: FlakeID
 }
 
 /// An account this device has signed in to: its server-minted ID and, when known, its username and server.

@@ -386,7 +386,7 @@ struct Login: AsyncParsableCommand {
 
 struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Sign out; your notes stay on this device unless --wipe.",
+        abstract: "Sign out (--everywhere: every device); your notes stay on this device unless --wipe.",
         discussion: """
             The account's notes stay on this device, shown while signed out with the notes written then; those \
             with unsynced changes sync at this account's next sign-in, never to another account. --wipe deletes \
@@ -397,9 +397,12 @@ struct Logout: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Flag(name: .long, help: "Also delete the notes this device shows (the account's and unowned ones).") var wipe = false
     @Flag(name: .shortAndLong, help: "Do not ask for confirmation.") var yes = false
+    @Flag(name: .long, help: "Sign out every other device of the account too (they keep their notes).") var everywhere = false
 
     struct Output: Encodable {
         var revoked: Bool
+        /// Other devices signed out (`--everywhere`).
+        var otherDevices: Int?
         var pending: Int
         var wiped: Int
         /// The account whose notes stay on show (nil: none was ever signed in to here).
@@ -421,16 +424,19 @@ struct Logout: AsyncParsableCommand {
                 throw CommandFailure(message: "nothing deleted")
             }
         }
+        // Every other device first, while this session can still ask.
+        let others = everywhere ? try await client.signOutOtherDevices() : nil
         let report = try await client.signOut(wipe: wipe)
         if options.json {
             try Console.json(
                 Output(
-                    revoked: report.revoked, pending: report.pending, wiped: report.wiped, account: report.account?.display,
+                    revoked: report.revoked, otherDevices: others, pending: report.pending, wiped: report.wiped, account: report.account?.display,
                     kept: report.kept, unowned: report.unowned))
             return
         }
         if let account = status.account {
             Console.out("Signed out of \(account.username) on \(account.serverURL).")
+            if let others { Console.out("Signed out \(plural(others, "other device")) too; they keep their notes.") }
             if !report.revoked {
                 Console.warn("The server could not be reached; the session was forgotten on this device only.")
             }

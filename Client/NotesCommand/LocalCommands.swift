@@ -508,12 +508,30 @@ struct Status: AsyncParsableCommand {
         var syncUnfinished: Bool
         var home: String
         var origin: String
+        /// The account's storage on its server (signed in and the server answered).
+        var storage: Storage?
+
+        struct Storage: Encodable {
+            var notes: Int64
+            var textBytes: Int64
+            var maxNotes: Int64
+            var maxTextBytes: Int64
+        }
     }
 
     func run() async throws {
         let client = try options.openClient()
         let status = try client.status()
         let aside = try client.setAsideNoteCount()
+        // The account's usage and limits, from its server (one try; status stays useful offline).
+        var storage: Result<StorageReport?, NotesError>?
+        if status.account != nil {
+            do {
+                storage = .success(try await client.storageUsage())
+            } catch {
+                storage = .failure(error)
+            }
+        }
         if options.json {
             try Console.json(
                 Output(
@@ -521,7 +539,10 @@ struct Status: AsyncParsableCommand {
                     accountID: status.account?.accountID.description, server: status.serverURL, notes: status.notes,
                     deletedNotes: status.deletedNotes, setAside: aside, pending: status.pending, failed: status.failed,
                     conflicts: status.conflicts, lastSync: status.lastSyncAt.map { NotesTime.iso8601(unixMilliseconds: $0) },
-                    syncUnfinished: status.pullUnfinished, home: options.homeURL.path, origin: status.origin.base32))
+                    syncUnfinished: status.pullUnfinished, home: options.homeURL.path, origin: status.origin.base32,
+                    storage: (try? storage?.get())??.map {
+                        Output.Storage(notes: $0.notes, textBytes: $0.textBytes, maxNotes: $0.maxNotes, maxTextBytes: $0.maxTextBytes)
+                    }))
             return
         }
         if let account = status.account {
@@ -551,6 +572,18 @@ struct Status: AsyncParsableCommand {
             Console.out("Last sync:  not finished (interrupted while receiving" + (last.map { "; last complete one \($0)" } ?? "") + "); run `notes sync` to finish")
         } else {
             Console.out("Last sync:  " + (last ?? "never"))
+        }
+        switch storage {
+        case .success(let report?):
+            let bytes = ByteCountFormatter.string(fromByteCount: report.textBytes, countStyle: .binary)
+            let maxBytes = ByteCountFormatter.string(fromByteCount: report.maxTextBytes, countStyle: .binary)
+            Console.out("Server:     \(report.notes) of \(report.maxNotes) notes (deleted ones included), \(bytes) of \(maxBytes) of text")
+        case .failure(let error) where error.code == .signedOutByServer:
+            Console.out("Server:     signed out by the server (session revoked or account deleted); your notes are kept")
+        case .failure(let error):
+            Console.out("Server:     usage unknown (\(error.message))")
+        case .success(nil), nil:
+            break
         }
         Console.out("Data:       \(options.homeURL.path)")
     }

@@ -19,6 +19,18 @@ struct Oracle {
     var legitimatelyRemoved: Set<String> = []
     /// Per account: every token the server was ever seen holding.
     var seenOnServer: [Int: Set<String>] = [:]
+    /// Per account index: the IDs its username had before deletions (each deletion signs the username up again).
+    var deletedAccountIDs: [Int: Set<FlakeID>] = [:]
+
+    /// Account `k` was deleted and signed up again: the new account starts empty; what the server held of the old
+    /// one is gone with it (legitimately), and its notes on devices become notes of no account.
+    mutating func deleted(account k: Int, id: FlakeID) {
+        deletedAccountIDs[k, default: []].insert(id)
+        legitimatelyRemoved.formUnion(seenOnServer[k] ?? [])
+        seenOnServer[k] = nil
+        permitted[k] = nil
+        serverIDs[k] = nil
+    }
 
     mutating func permit(_ key: NoteKeyValue, in account: Int) { permitted[account, default: []].insert(key) }
     /// A note created on `device`, signed in to `account` (nil: signed out, the note has no owner).

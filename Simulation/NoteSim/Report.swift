@@ -1,7 +1,8 @@
 /// What happened at one step, for the summary, the trace and the HTML timeline.
 public struct SimEvent: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, Sendable {
-        case create, edit, delete, sync, signIn, signOut, clockJump, collide, restart, fault, conflict, merge, error, violation
+        case create, edit, delete, sync, signIn, signOut, clockJump, collide, restart, fault, conflict, merge, error, violation,
+            revoke, deleteAccount
     }
 
     public var step: Int

@@ -28,12 +28,21 @@ public enum SimAction: Codable, Sendable, Equatable {
     case collide(first: Int, second: Int, firstToken: String, secondToken: String)
     /// The server restarts (in-process: reopened from its store; over HTTP: the restart command).
     case restartServer
+    /// Another device of the account revokes this device's session (`notes devices revoke`) just before the
+    /// `atRequest`-th request of a sync this device runs in the same step (after the sync when it makes fewer): the
+    /// device learns it at its next request (401) and behaves as signed out, keeping its notes (issue 18).
+    case revoke(device: Int, atRequest: Int)
+    /// The device deletes the account it is signed in to (`notes account delete`); the username is signed up again at
+    /// once (a new, empty account). Every device keeps its notes: the deleting one as notes of no account, the
+    /// others, meeting 401 or offline, until they sign in to that username again and find it is another account
+    /// (issue 18).
+    case deleteAccount(device: Int)
 
     /// The devices the step touches.
     public var devices: [Int] {
         switch self {
         case .create(let d, _), .edit(let d, _, _), .delete(let d, _), .sync(let d, _), .signOut(let d, _),
-            .signIn(let d, _, _, _), .clockJump(let d, _), .copy(let d, _, _):
+            .signIn(let d, _, _, _), .clockJump(let d, _), .copy(let d, _, _), .revoke(let d, _), .deleteAccount(let d):
             [d]
         case .concurrentEdit(let a, let b, _, _, _), .collide(let a, let b, _, _): [a, b]
         case .restartServer: []
@@ -171,10 +180,12 @@ public enum ScheduleGenerator {
                 let a = device()
                 let b = parameters.devices > 1 ? (a + 1 + Int(rng.next() % UInt64(parameters.devices - 1))) % parameters.devices : a
                 step = .concurrentEdit(first: a, second: b, note: index(), firstOp: editOp(), secondOp: editOp())
-            case 95..<98:
+            case 97: step = .deleteAccount(device: device())
+            case 95..<97:
                 let a = device()
                 let b = parameters.devices > 1 ? (a + 1 + Int(rng.next() % UInt64(parameters.devices - 1))) % parameters.devices : a
                 step = .collide(first: a, second: b, firstToken: token(), secondToken: token())
+            case 98: step = .revoke(device: device(), atRequest: Int(rng.next() % 4))
             default: step = .restartServer
             }
             steps.append(step)

@@ -2,6 +2,7 @@ import Foundation
 import MiniFlake
 import NoteSyncProtocol
 import NotesClient
+import TestSupport
 
 /// Counts for the summary line.
 public struct SimSummary: Sendable, Equatable {
@@ -36,6 +37,13 @@ public struct SimSummary: Sendable, Equatable {
     public var carried = 0
     public var keptAside = 0
     public var copies = 0
+    /// Sessions revoked by another device (issue 18), and those the device learned of during a sync.
+    public var revocations = 0
+    public var revokedMidSync = 0
+    /// Accounts deleted (and signed up again).
+    public var accountsDeleted = 0
+    /// Notes of a deleted account that became new notes of a device because their key was taken (not shown).
+    public var rekeyed = 0
 
     public init() {}
 
@@ -49,6 +57,8 @@ public struct SimSummary: Sendable, Equatable {
         reportsClientIDCollisions = reportsClientIDCollisions || other.reportsClientIDCollisions
         setAside += other.setAside; restored += other.restored; carried += other.carried; keptAside += other.keptAside
         copies += other.copies
+        revocations += other.revocations; revokedMidSync += other.revokedMidSync; accountsDeleted += other.accountsDeleted
+        rekeyed += other.rekeyed
     }
 
     public var fields: [(String, String)] {
@@ -62,6 +72,8 @@ public struct SimSummary: Sendable, Equatable {
             ("duplicates avoided by reconciliation", "\(reconciled)"), ("replays answered idempotently", "\(replayed)"),
             ("notes set aside", "\(setAside)"), ("notes restored", "\(restored)"), ("notes carried", "\(carried)"),
             ("notes kept aside", "\(keptAside)"), ("copies to another account", "\(copies)"),
+            ("devices revoked", "\(revocations)"), ("revocations met mid-sync", "\(revokedMidSync)"),
+            ("accounts deleted", "\(accountsDeleted)"),
         ] + schemeFields
     }
 }
@@ -101,6 +113,9 @@ public final class Simulation {
     /// The simulated wall time: every step advances it by one second. Device clocks are this plus their skew.
     var now: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
     var serverClock: ManualFlakeClock!
+    /// Devices whose session another device revoked and that have not learned it yet: their next network step may
+    /// meet 401 `signed_out_by_server`, which is then expected.
+    var revoked: Set<Int> = []
 
     static let password = "simulated-password"
 
@@ -268,6 +283,113 @@ public final class Simulation {
             try await server.restart()
             summary.restarts += 1
             note(nil, .restart, "server restarted")
+
+        case .revoke(let d, let request):
+            guard let device = devices[safe: d], let k = try accountIndex(of: device) else { return }
+            try await revoke(device, account: k, atRequest: request)
+
+        case .deleteAccount(let d):
+            guard let device = devices[safe: d], let k = try accountIndex(of: device), !revoked.contains(d) else { return }
+            try await deleteAccount(k, from: device)
+        }
+    }
+
+    /// `device` deletes account `k`; the username is signed up again (a new account, empty). The deleting device's
+    /// notes of it become notes of no account at once; every other device signed in to it meets 401 at its next
+    /// request, and keeps the old account's notes until it signs in to the username again.
+    func deleteAccount(_ k: Int, from device: SimDevice) async throws {
+        let old = accounts[k]
+        let report: AccountDeletionReport
+        do {
+            report = try await device.client.deleteAccount(password: Self.password)
+        } catch {
+            throw Violation(step: step, invariant: .unexpectedError, detail: "device \(device.index): deleting account \(k) failed: \(error)")
+        }
+        summary.accountsDeleted += 1
+        note(device.index, .deleteAccount, "account \(k) deleted; \(report.keptNotes) notes kept as notes of no account")
+        oracle.deleted(account: k, id: old.accountID)
+        // The deleting device's notes of the account are now its notes of no account.
+        for note in try local(device.index, { try device.client.identities() }).notes where note.owner == nil {
+            oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
+        }
+        summary.rekeyed += report.rekeyed.count
+        device.lastCursor = nil
+        device.knownAccounts.remove(k)  // forgotten with the account
+        for other in devices where other.index != device.index {
+            if try other.client.account()?.accountID == old.accountID { revoked.insert(other.index) }
+        }
+        accounts[k] = try await SimAccount.create(username: old.username, password: Self.password, on: server)
+        views[k] = AccountView()
+    }
+
+    /// Before `device` signs in to account `k`: the notes it holds of `k`'s deleted accounts (same username, other
+    /// ID) will lose their owner in that sign-in, becoming notes of no account, which the sign-in carries or not.
+    func disownDeletedAccounts(on device: SimDevice, signingInTo k: Int) throws {
+        guard let deleted = oracle.deletedAccountIDs[k], !deleted.isEmpty else { return }
+        let notes = try local(device.index) { try device.client.identities() }.notes
+        for note in notes {
+            guard let owner = note.owner, deleted.contains(owner) else { continue }
+            oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
+        }
+    }
+
+    /// Another device of the account (the auditor's session stands in for it) revokes every session of `device`'s
+    /// installation just before the device's `request`-th request of a sync; the device must then be signed out
+    /// by the server with its notes kept, or learn it at its next network step.
+    func revoke(_ device: SimDevice, account k: Int, atRequest request: Int) async throws {
+        let origin = try device.client.status().origin
+        let token = accounts[k].auditToken
+        let transport = server.transport
+        let failure = Locked<String?>(nil)
+        let revoke: @Sendable () async -> Void = {
+            if let problem = await Self.revokeSessions(of: origin, token: token, transport: transport) {
+                failure.withLock { $0 = problem }
+            }
+        }
+        summary.revocations += 1
+        revoked.insert(device.index)
+        note(device.index, .revoke, "revoked by another device before request \(request) of its sync")
+        device.transport.arm([])
+        device.transport.before(request: request, run: revoke)
+        summary.syncs += 1
+        do {
+            record(try await device.client.sync(), device: device)
+        } catch let error as NotesError where error.code == .signedOutByServer {
+            summary.revokedMidSync += 1
+            learnedRevocation(device)
+        } catch {
+            device.transport.disarm()
+            throw Violation(step: step, invariant: .unexpectedError, detail: "device \(device.index): sync while revoked failed: \(error)")
+        }
+        device.transport.disarm()
+        if let late = device.transport.takeHook() { await late() }  // after the sync: learned at the next request
+        if let problem = failure.withLock({ $0 }) {
+            throw Violation(step: step, invariant: .unexpectedError, detail: "device \(device.index): revoking it failed: \(problem)")
+        }
+    }
+
+    /// What a revoked device does on learning it: it is signed out (the client forgot the session, kept its notes).
+    func learnedRevocation(_ device: SimDevice) {
+        revoked.remove(device.index)
+        device.lastCursor = nil
+        note(device.index, .signOut, "signed out by the server (revoked)")
+    }
+
+    /// Revokes every session of the installation `origin` through `token`'s account; a problem, or nil.
+    static func revokeSessions(of origin: FlakeID, token: String, transport: any SyncTransport) async -> String? {
+        do {
+            let listed = try await transport.send(WireRequest(.sessions, bearerToken: token))
+            guard listed.status == 200 else { return "listing sessions answered \(listed.status)" }
+            let sessions = try JSONDecoder().decode(SessionListResponse.self, from: listed.body).sessions
+            for session in sessions where session.origin == origin && !session.current {
+                let body = try WireJSON.encoder().encode(RevokeSessionRequest(sessionID: session.sessionID))
+                let answer = try await transport.send(WireRequest(.revokeSession, bearerToken: token, body: body))
+                // 404: a concurrent sign-out of the device revoked it first.
+                guard answer.status == 204 || answer.status == 404 else { return "revoking answered \(answer.status)" }
+            }
+            return nil
+        } catch {
+            return "\(error)"
         }
     }
 
@@ -342,6 +464,9 @@ public final class Simulation {
         switch outcome {
         case .success(let value):
             return value
+        case .failure(let error as NotesError) where error.code == .signedOutByServer && revoked.contains(device.index):
+            learnedRevocation(device)
+            return nil
         case .failure(let error):
             if let error = error as? NotesError, error.code == .serverUnreachable, !injected.isEmpty {
                 summary.failedOperations += 1
@@ -382,6 +507,7 @@ public final class Simulation {
 
     func signIn(_ device: SimDevice, to index: Int, target: SimAccount, faults: [FaultPlan], carry: Bool) async throws {
         summary.signIns += 1
+        try disownDeletedAccounts(on: device, signingInTo: index)
         let report = try await withFaults(device, faults, "sign-in") {
             try await device.client.signIn(
                 server: server.url, username: target.username, password: Self.password, unowned: carry ? .carry : .keepAside)
@@ -389,7 +515,14 @@ public final class Simulation {
         device.lastCursor = nil
         note(device.index, .signIn, "\(target.username)\(carry ? " --carry" : "")")
         guard let report else { return }
+        revoked.remove(device.index)
         device.knownAccounts.insert(index)
+        // Notes of a deleted account that became new notes of this device (their key was taken) are its notes of no
+        // account, like the others.
+        for note in report.owners.rekeyed {
+            oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
+        }
+        summary.rekeyed += report.owners.rekeyed.count
         // Only the notes the device wrote while signed out (never synced) may join the account, and only when asked.
         if carry { oracle.carry(from: device.index, into: index) }
         summary.setAside += report.owners.setAside

@@ -10,12 +10,30 @@ public final class FaultyTransport: SyncTransport {
     private let injector: FaultInjectingTransport
     /// The faults injected since ``arm(_:)``.
     private let injected = Locked<[FaultKind]>([])
+    /// Requests sent since ``arm(_:)``.
+    private let sent = Locked(0)
+    /// What runs just before the request of that index (since ``arm(_:)``), once.
+    private let hook = Locked<(index: Int, action: @Sendable () async -> Void)?>(nil)
+
+    /// Runs `action` just before the `index`-th request sent after the next ``arm(_:)`` (0: the first), once.
+    public func before(request index: Int, run action: @escaping @Sendable () async -> Void) {
+        hook.withLock { $0 = (index, action) }
+    }
+
+    /// The hook that has not run yet, removed.
+    public func takeHook() -> (@Sendable () async -> Void)? {
+        hook.withLock { hook in
+            defer { hook = nil }
+            return hook?.action
+        }
+    }
 
     public init(base: any SyncTransport) { injector = FaultInjectingTransport(base, recordsRequests: false) }
 
     /// Arms the faults of one step; request indices count from here.
     public func arm(_ plans: [FaultPlan]) {
         injected.withLock { $0 = [] }
+        sent.withLock { $0 = 0 }
         _ = injector.takeDuplicates()
         let interrupted = Locked(false)
         injector.setPlan { [injected] _, index in
@@ -43,7 +61,17 @@ public final class FaultyTransport: SyncTransport {
     }
 
     public func send(_ request: WireRequest) async throws -> WireResponse {
-        try await injector.send(request)
+        let index = sent.withLock { count in
+            defer { count += 1 }
+            return count
+        }
+        let due = hook.withLock { hook -> (@Sendable () async -> Void)? in
+            guard let pending = hook, pending.index == index else { return nil }
+            hook = nil
+            return pending.action
+        }
+        if let due { await due() }
+        return try await injector.send(request)
     }
 
     /// A push delivered twice must be answered the same both times: the second delivery replays the stored outcome

@@ -25,11 +25,22 @@ public enum Endpoint: String, Sendable, CaseIterable {
     case push
     /// `GET /v1/notes/changes?since=CURSOR&limit=N`: changes since a cursor ([`PullResponse`]).
     case pull
+    /// `GET /v1/sessions`: the account's signed-in devices ([`SessionListResponse`]).
+    case sessions
+    /// `POST /v1/sessions/revoke`: sign one device of the account out ([`RevokeSessionRequest`], 204).
+    case revokeSession
+    /// `POST /v1/sessions/revoke-others`: sign every other device of the account out ([`RevokedSessionsResponse`]).
+    case revokeOtherSessions
+    /// `POST /v1/account/password`: change the password; signs every other device out ([`ChangePasswordRequest`] →
+    /// [`RevokedSessionsResponse`]).
+    case changePassword
+    /// `POST /v1/account/delete`: delete the account, its notes and its sessions ([`DeleteAccountRequest`], 204).
+    case deleteAccount
 
     public var method: HTTPMethodName {
         switch self {
-        case .health, .info, .account, .pull: .get
-        case .signUp, .signIn, .push: .post
+        case .health, .info, .account, .pull, .sessions: .get
+        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount: .post
         case .signOut: .delete
         }
     }
@@ -44,6 +55,11 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .account: "/v1/account"
         case .push: "/v1/notes/push"
         case .pull: "/v1/notes/changes"
+        case .sessions: "/v1/sessions"
+        case .revokeSession: "/v1/sessions/revoke"
+        case .revokeOtherSessions: "/v1/sessions/revoke-others"
+        case .changePassword: "/v1/account/password"
+        case .deleteAccount: "/v1/account/delete"
         }
     }
 
@@ -51,7 +67,8 @@ public enum Endpoint: String, Sendable, CaseIterable {
     public var requiresAuthentication: Bool {
         switch self {
         case .health, .info, .signUp, .signIn: false
-        case .signOut, .account, .push, .pull: true
+        case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount:
+            true
         }
     }
 
@@ -59,7 +76,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
     public var successStatus: Int {
         switch self {
         case .signUp: 201
-        case .signOut: 204
+        case .signOut, .revokeSession, .deleteAccount: 204
         default: 200
         }
     }

@@ -71,6 +71,15 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let invalidBase = APIErrorCode("invalid_base")
     /// The same edit ID appears twice in one batch.
     public static let duplicateEdit = APIErrorCode("duplicate_edit")
+    /// The change would take the account over its note or text-bytes limit (`GET /v1/account` reports both).
+    public static let quotaExceeded = APIErrorCode("quota_exceeded")
+
+    // Devices, passwords and account deletion.
+    /// 403: the current password given to change the password or delete the account is wrong. Not 401: the session
+    /// is still valid, and a client signs out on 401.
+    public static let wrongPassword = APIErrorCode("wrong_password")
+    /// 404: the session to revoke is not one of this account's (or was already revoked).
+    public static let unknownSession = APIErrorCode("unknown_session")
 
     /// Every code the protocol defines, for documentation checks.
     public static let allKnown: [APIErrorCode] = [
@@ -78,18 +87,20 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .invalidCredentials, .notFound, .methodNotAllowed, .usernameTaken, .bodyTooLarge, .batchTooLarge,
         .unsupportedMediaType, .tooManyAttempts, .internalError, .unavailable, .noteTooLarge, .unknownNote,
         .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidHTTP, .headersTooLarge,
-        .signUpClosed, .accountDisabled,
+        .signUpClosed, .accountDisabled, .quotaExceeded, .wrongPassword, .unknownSession,
     ]
 
     /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
-    public static let perChange: Set<APIErrorCode> = [.noteTooLarge, .unknownNote, .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidID]
+    public static let perChange: Set<APIErrorCode> = [
+        .noteTooLarge, .unknownNote, .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidID, .quotaExceeded,
+    ]
 
     /// The HTTP status a response carrying this code has.
     public var httpStatus: Int {
         switch self {
         case .unauthorized, .invalidCredentials: 401
-        case .signUpClosed, .accountDisabled: 403
-        case .notFound: 404
+        case .signUpClosed, .accountDisabled, .wrongPassword: 403
+        case .notFound, .unknownSession: 404
         case .methodNotAllowed: 405
         case .usernameTaken: 409
         case .bodyTooLarge, .batchTooLarge: 413

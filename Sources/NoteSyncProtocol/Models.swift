@@ -30,10 +30,16 @@ public struct SignUpRequest: Codable, Sendable, Equatable {
 public struct AccountResponse: Codable, Sendable, Equatable {
     public var accountID: FlakeID
     public var username: String
+    /// What the account stores and may store: in `GET /v1/account` answers (absent from sign-up's and from older
+    /// servers).
+    public var usage: StorageUsage?
 
-    public init(accountID: FlakeID, username: String) {
+    public enum CodingKeys: String, WireKey { case accountID, username, usage }
+
+    public init(accountID: FlakeID, username: String, usage: StorageUsage? = nil) {
         self.accountID = accountID
         self.username = username
+        self.usage = usage
     }
 }
 
@@ -84,6 +90,129 @@ public struct SignInResponse: Codable, Sendable, Equatable {
         self.accountID = accountID
         self.username = username
         self.sessionID = sessionID
+    }
+}
+
+// MARK: - Devices, password, account
+
+/// Usage and limits of an account's storage, in `GET /v1/account`.
+public struct StorageUsage: Codable, Sendable, Equatable {
+    /// Stored notes, deleted ones (tombstones) included.
+    public var notes: Int64
+    /// UTF-8 bytes of the stored notes' texts.
+    public var textBytes: Int64
+    /// The most notes the account may store (a change needing more is rejected `quota_exceeded`).
+    public var maxNotes: Int64
+    /// The most text bytes the account may store.
+    public var maxTextBytes: Int64
+
+    public enum CodingKeys: String, WireKey { case notes, textBytes, maxNotes, maxTextBytes }
+
+    public init(notes: Int64, textBytes: Int64, maxNotes: Int64, maxTextBytes: Int64) {
+        self.notes = notes
+        self.textBytes = textBytes
+        self.maxNotes = maxNotes
+        self.maxTextBytes = maxTextBytes
+    }
+}
+
+/// One signed-in device of the account, in `GET /v1/sessions`.
+public struct SessionInfo: Codable, Sendable, Equatable {
+    /// Revoke it with `POST /v1/sessions/revoke`.
+    public var sessionID: FlakeID
+    /// The name the device gave at sign-in, if any.
+    public var deviceName: String?
+    /// The installation ID the device gave at sign-in, if any.
+    public var origin: FlakeID?
+    /// When it signed in (``WireTime`` form).
+    public var signedInAt: String
+    /// When it last made a request, to the minute (``WireTime`` form); absent until its first request after sign-in.
+    public var lastSeenAt: String?
+    /// True for the session of the token that asked.
+    public var current: Bool
+
+    public enum CodingKeys: String, WireKey { case sessionID, deviceName, origin, signedInAt, lastSeenAt, current }
+
+    public init(sessionID: FlakeID, deviceName: String?, origin: FlakeID?, signedInAt: String, lastSeenAt: String?, current: Bool) {
+        self.sessionID = sessionID
+        self.deviceName = deviceName
+        self.origin = origin
+        self.signedInAt = signedInAt
+        self.lastSeenAt = lastSeenAt
+        self.current = current
+    }
+}
+
+/// `GET /v1/sessions` answer.
+public struct SessionListResponse: Codable, Sendable, Equatable {
+    /// Most recently signed in first; at most ``maxListed``.
+    public var sessions: [SessionInfo]
+
+    /// The most sessions one answer lists.
+    public static let maxListed = 1000
+
+    public enum CodingKeys: String, WireKey { case sessions }
+    public init(sessions: [SessionInfo]) { self.sessions = sessions }
+}
+
+/// `POST /v1/sessions/revoke` body: sign a device of this account out.
+public struct RevokeSessionRequest: Codable, Sendable, Equatable {
+    public var sessionID: FlakeID
+
+    public init(sessionID: FlakeID) { self.sessionID = sessionID }
+
+    public enum CodingKeys: String, WireKey {
+        case sessionID
+        public var isID: Bool { true }
+    }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        sessionID = try c.decode(FlakeID.self, forKey: .sessionID)
+    }
+}
+
+/// How many sessions a request signed out (`POST /v1/sessions/revoke-others`, `POST /v1/account/password`).
+public struct RevokedSessionsResponse: Codable, Sendable, Equatable {
+    public var revokedSessions: Int
+
+    public enum CodingKeys: String, WireKey { case revokedSessions }
+    public init(revokedSessions: Int) { self.revokedSessions = revokedSessions }
+}
+
+/// `POST /v1/account/password` body.
+public struct ChangePasswordRequest: Codable, Sendable, Equatable {
+    /// The password now (checked like a sign-in, and throttled with them).
+    public var currentPassword: String
+    /// The new password (``CredentialRules/passwordBytes``).
+    public var newPassword: String
+
+    public init(currentPassword: String, newPassword: String) {
+        self.currentPassword = currentPassword
+        self.newPassword = newPassword
+    }
+
+    public enum CodingKeys: String, WireKey { case currentPassword, newPassword }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        currentPassword = try c.decode(String.self, forKey: .currentPassword)
+        newPassword = try c.decode(String.self, forKey: .newPassword)
+    }
+}
+
+/// `POST /v1/account/delete` body.
+public struct DeleteAccountRequest: Codable, Sendable, Equatable {
+    /// The account's password (checked like a sign-in, and throttled with them).
+    public var password: String
+
+    public init(password: String) { self.password = password }
+
+    public enum CodingKeys: String, WireKey { case password }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        password = try c.decode(String.self, forKey: .password)
     }
 }
 

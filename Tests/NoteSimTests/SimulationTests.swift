@@ -31,6 +31,8 @@ import Glibc
         // The schedule really exercises what it claims to.
         #expect(total.syncs > 0 && total.signIns > 0 && total.signOuts > 0 && total.faults > 0)
         #expect(total.reconciled > 0, "notes were found again after sign-in (by the pull or the server's reconciliation)")
+        #expect(total.revocations > 0 && total.revokedMidSync > 0, "devices were revoked, some during a sync")
+        #expect(total.accountsDeleted > 0, "accounts were deleted while other devices held their notes")
     }
 
     @Test func moreDevicesAndAccountsWithHeavyFaults() async throws {
@@ -69,6 +71,61 @@ import Glibc
         #expect(outcome.summary.reconciled == 2)
         #expect(outcome.summary.conflicts == 0)
     }
+
+    /// Issue 18: a device revoked by another device just before each request of its sync (between the push and the
+    /// pull, between pull pages, or after the sync) is signed out by the server, keeps its notes, and its next
+    /// sign-in sends its edits once: every invariant holds, on every request the revocation can land on.
+    @Test(arguments: [0, 1, 2, 3, 4, 50])
+    func aDeviceRevokedMidSyncKeepsItsNotesAndDuplicatesNothing(_ request: Int) async throws {
+        var steps: [SimAction] = [.signIn(device: 0, account: 0, faults: []), .signIn(device: 1, account: 0, faults: [])]
+        // Enough notes for several push batches and pull pages of 32.
+        steps += (0..<40).map { SimAction.create(device: 1, token: "b\($0)") }
+        steps += [.sync(device: 1, faults: [])]
+        steps += (0..<40).map { SimAction.create(device: 0, token: "a\($0)") }
+        steps += [
+            .edit(device: 0, note: 0, op: .append(token: "edited before the revocation")),
+            .revoke(device: 0, atRequest: request),
+            .create(device: 0, token: "written while revoked"),
+            .sync(device: 0, faults: []),  // learns it here if the revocation came after its sync
+            // Written while signed out (revoked mid-sync) or not: carried either way, sent once.
+            .signIn(device: 0, account: 0, faults: [], carry: true),
+            .sync(device: 1, faults: []),
+        ]
+        let parameters = SimParameters(seed: 11, accounts: 1, devices: 2, steps: steps.count)
+        let outcome = try await Simulation.run(steps, parameters: parameters)
+        #expect(outcome.violation == nil, "\(outcome.violation.map(String.init(describing:)) ?? "")")
+        #expect(outcome.summary.revocations == 1)
+        #expect(outcome.summary.revokedMidSync == (request < 50 ? 1 : 0))
+        #expect(outcome.summary.notes == 81)
+        #expect(outcome.summary.conflicts == 0)
+    }
+
+    /// Issue 18: an account deleted by one device while another device of it is offline with unsynced work. Both keep
+    /// their notes; signed up again, the username is a new, empty account; each device's sign-in to it (carrying)
+    /// sends the old account's notes as new notes, matched across the two devices by client ID: every invariant holds.
+    @Test func anAccountDeletedWhileAnotherDeviceIsOffline() async throws {
+        let steps: [SimAction] = [
+            .signIn(device: 0, account: 0, faults: []), .signIn(device: 1, account: 0, faults: []),
+            .create(device: 0, token: "a"), .create(device: 0, token: "b"), .create(device: 0, token: "c"),
+            .sync(device: 0, faults: []), .sync(device: 1, faults: []),
+            // Device 1 goes offline with new work; device 0 deletes the account meanwhile.
+            .create(device: 1, token: "offline"), .edit(device: 1, note: 0, op: .append(token: "offline edit")),
+            .deleteAccount(device: 0),
+            .create(device: 0, token: "after the deletion"),
+            .sync(device: 1, faults: []),  // back online: 401, signed out, notes kept
+            .create(device: 1, token: "while signed out"),
+            .signIn(device: 0, account: 0, faults: [], carry: true),
+            .signIn(device: 1, account: 0, faults: [], carry: true),
+            .sync(device: 0, faults: []),
+        ]
+        let parameters = SimParameters(seed: 5, accounts: 1, devices: 2, steps: steps.count)
+        let outcome = try await Simulation.run(steps, parameters: parameters, recordEvents: true)
+        #expect(outcome.violation == nil, "\(outcome.violation.map(String.init(describing:)) ?? "")")
+        #expect(outcome.summary.accountsDeleted == 1)
+        // a, b, c (one of them edited offline), "offline", "after the deletion", "while signed out"; a conflict copy
+        // if the offline edit could not be merged without a base.
+        #expect(outcome.summary.notes == 6 + outcome.summary.conflicts)
+    }
 }
 
 @Suite struct ScheduleTests {
@@ -87,6 +144,8 @@ import Glibc
         #expect(count { if case .concurrentEdit = $0 { true } else { false } } > 0)
         #expect(count { if case .collide = $0 { true } else { false } } > 0)
         #expect(count { if case .restartServer = $0 { true } else { false } } > 0)
+        #expect(count { if case .revoke = $0 { true } else { false } } > 0)
+        #expect(count { if case .deleteAccount = $0 { true } else { false } } > 0)
         #expect(count { if case .clockJump(_, let ms) = $0 { ms < 0 } else { false } } > 0)
         #expect(count { if case .sync(_, let faults) = $0 { !faults.isEmpty } else { false } } > 0)
     }

@@ -68,6 +68,13 @@ import Yams
             "PullResponse": { try JSONDecoder().decode(PullResponse.self, from: $0) },
             "ErrorUnauthorized": { try JSONDecoder().decode(APIErrorBody.self, from: $0) },
             "ErrorTooManyAttempts": { try JSONDecoder().decode(APIErrorBody.self, from: $0) },
+            "ErrorWrongPassword": { try JSONDecoder().decode(APIErrorBody.self, from: $0) },
+            "AccountUsageResponse": { try JSONDecoder().decode(AccountResponse.self, from: $0) },
+            "SessionListResponse": { try JSONDecoder().decode(SessionListResponse.self, from: $0) },
+            "RevokeSessionRequest": { try JSONDecoder().decode(RevokeSessionRequest.self, from: $0) },
+            "RevokedSessionsResponse": { try JSONDecoder().decode(RevokedSessionsResponse.self, from: $0) },
+            "ChangePasswordRequest": { try JSONDecoder().decode(ChangePasswordRequest.self, from: $0) },
+            "DeleteAccountRequest": { try JSONDecoder().decode(DeleteAccountRequest.self, from: $0) },
         ]
         #expect(Set(examples.keys) == Set(decoders.keys), "every example needs a decoder here, and vice versa")
         for (name, example) in examples {

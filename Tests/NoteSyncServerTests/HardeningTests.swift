@@ -255,11 +255,13 @@ struct HardeningTests {
         try await server.application.test(.router) { client in
             let methods: [HTTPRequest.Method] = [.get, .post, .put, .patch, .delete, .head, .options]
             for endpoint in Endpoint.allCases {
-                for method in methods where method.rawValue != endpoint.method.rawValue {
+                // A path may have several routes (POST /v1/sessions signs in, GET lists the sessions).
+                let allowed = Endpoint.allCases.filter { $0.path == endpoint.path }.map(\.method.rawValue)
+                for method in methods where !allowed.contains(method.rawValue) {
                     let answer = try await client.executeRequest(uri: endpoint.path, method: method, headers: [:], body: nil)
-                    if method == .head && endpoint.method == .get { continue }  // HEAD of a GET route is the GET's head
+                    if method == .head && allowed.contains("GET") { continue }  // HEAD of a GET route is the GET's head
                     #expect(answer.status == .methodNotAllowed, "\(method) \(endpoint.path): \(answer.status)")
-                    #expect(answer.headers[.allow] == endpoint.method.rawValue)
+                    #expect(answer.headers[.allow] == allowed.joined(separator: ", "))
                     if method != .head { #expect(answer.errorCode == .methodNotAllowed) }
                     #expect(answer.headers[HTTPField.Name("X-Request-Id")!] != nil)
                 }

@@ -353,6 +353,134 @@ enum NoteStoreConformance {
             #expect(try await everything(store, alice).count == 4)
             #expect(try await store.currentChangeSequence(accountID: alice) == 4)
         },
+        Check(name: "sessions of an account: list, last seen, revoke one, revoke the others") { store in
+            let alice = try await makeAccount(store, "alice")
+            let bob = try await makeAccount(store, "bob")
+            let phone = SessionRecord(id: minter.mint(), accountID: alice, tokenHash: "p", deviceName: "phone", origin: id(9), createdAt: 10)
+            let laptop = SessionRecord(id: minter.mint(), accountID: alice, tokenHash: "l", deviceName: nil, origin: nil, createdAt: 20)
+            let tablet = SessionRecord(id: minter.mint(), accountID: alice, tokenHash: "t", deviceName: "tablet", origin: id(8), createdAt: 30)
+            let bobs = SessionRecord(id: minter.mint(), accountID: bob, tokenHash: "b", deviceName: "bob's", origin: nil, createdAt: 40)
+            for session in [phone, laptop, tablet, bobs] { try await store.createSession(session) }
+            // Most recently signed in first, only the account's own, limited.
+            #expect(try await store.sessions(accountID: alice, limit: 10) == [tablet, laptop, phone])
+            #expect(try await store.sessions(accountID: alice, limit: 2) == [tablet, laptop])
+            #expect(try await store.sessions(accountID: bob, limit: 10) == [bobs])
+            #expect(try await store.sessions(accountID: id(424242), limit: 10).isEmpty)
+
+            // Last seen: written when unset or older than the threshold, never by another account.
+            try await store.markSessionSeen(id: phone.id, accountID: alice, at: 1000, ifBefore: 0)
+            #expect(try await store.session(byTokenHash: "p")?.lastSeenAt == 1000)
+            try await store.markSessionSeen(id: phone.id, accountID: alice, at: 1500, ifBefore: 1000)  // not before 1000
+            #expect(try await store.session(byTokenHash: "p")?.lastSeenAt == 1000)
+            try await store.markSessionSeen(id: phone.id, accountID: alice, at: 70_000, ifBefore: 10_000)
+            #expect(try await store.session(byTokenHash: "p")?.lastSeenAt == 70_000)
+            try await store.markSessionSeen(id: phone.id, accountID: bob, at: 99_999_999, ifBefore: 99_999_999)
+            #expect(try await store.session(byTokenHash: "p")?.lastSeenAt == 70_000)
+
+            // Revoke one: scoped by account, reports whether it existed.
+            #expect(try await store.deleteSession(id: laptop.id, accountID: bob) == false)
+            #expect(try await store.deleteSession(id: laptop.id, accountID: alice) == true)
+            #expect(try await store.deleteSession(id: laptop.id, accountID: alice) == false)
+            #expect(try await store.session(byTokenHash: "l") == nil)
+
+            // Revoke all but one; then all.
+            #expect(try await store.deleteSessions(accountID: alice, except: phone.id) == 1)
+            #expect(try await store.sessions(accountID: alice, limit: 10).map(\.id) == [phone.id])
+            #expect(try await store.session(byTokenHash: "b") == bobs)
+            #expect(try await store.deleteSessions(accountID: alice, except: nil) == 1)
+            #expect(try await store.sessions(accountID: alice, limit: 10).isEmpty)
+            #expect(try await store.sessions(accountID: bob, limit: 10) == [bobs])
+        },
+        Check(name: "changing a password revokes every other session in the same transaction") { store in
+            let alice = try await makeAccount(store, "alice")
+            let bob = try await makeAccount(store, "bob")
+            let keep = SessionRecord(id: minter.mint(), accountID: alice, tokenHash: "k", deviceName: nil, origin: nil, createdAt: 1)
+            try await store.createSession(keep)
+            for hash in ["o1", "o2"] {
+                try await store.createSession(SessionRecord(id: minter.mint(), accountID: alice, tokenHash: hash, deviceName: nil, origin: nil, createdAt: 2))
+            }
+            try await store.createSession(SessionRecord(id: minter.mint(), accountID: bob, tokenHash: "b", deviceName: nil, origin: nil, createdAt: 3))
+            #expect(try await store.changePassword(accountID: alice, passwordHash: "new-hash", keepingSession: keep.id) == 2)
+            #expect(try await store.account(byID: alice)?.passwordHash == "new-hash")
+            #expect(try await store.sessions(accountID: alice, limit: 10) == [keep])
+            #expect(try await store.session(byTokenHash: "b") != nil)
+            #expect(try await store.account(byID: bob)?.passwordHash == "$2b$04$hash")
+            // An operator's reset keeps none.
+            #expect(try await store.changePassword(accountID: alice, passwordHash: "reset", keepingSession: nil) == 1)
+            #expect(try await store.sessions(accountID: alice, limit: 10).isEmpty)
+            await #expect(throws: NoteStoreError.accountNotFound) {
+                try await store.changePassword(accountID: id(424242), passwordHash: "x", keepingSession: nil)
+            }
+        },
+        Check(name: "deleting an account removes its notes, edits and sessions, frees the username, and nothing else") { store in
+            let alice = try await makeAccount(store, "alice")
+            let bob = try await makeAccount(store, "bob")
+            for account in [alice, bob] {
+                try await store.createSession(
+                    SessionRecord(id: minter.mint(), accountID: account, tokenHash: "t\(account)", deviceName: nil, origin: nil, createdAt: 1))
+                _ = try await store.push(accountID: account, changes: (1...3).map { change($0, edit: 10 + $0, text: "n\($0)\n") }, context: context())
+            }
+            let bobsNotes = try await everything(store, bob)
+            #expect(try await store.deleteAccount(id: alice) == true)
+            #expect(try await store.account(byID: alice) == nil)
+            #expect(try await store.account(byUsername: "alice") == nil)
+            #expect(try await store.usage(accountID: alice) == nil)
+            #expect(try await store.session(byTokenHash: "t\(alice)") == nil)
+            #expect(try await everything(store, alice).isEmpty)
+            #expect(try await store.deleteAccount(id: alice) == false)
+            // A push to the deleted account is refused; bob is untouched, his replays included.
+            await #expect(throws: NoteStoreError.accountNotFound) {
+                _ = try await store.push(accountID: alice, changes: [change(1, edit: 11, text: "n1\n")], context: context())
+            }
+            #expect(try await everything(store, bob) == bobsNotes)
+            #expect(try await store.session(byTokenHash: "t\(bob)") != nil)
+            let replay = try await store.push(accountID: bob, changes: [change(1, edit: 11, text: "n1\n")], context: context())
+            #expect(replay[0].replayed)
+            // The username is free: a new account of that name starts empty (the same edit IDs are new there).
+            let again = try await makeAccount(store, "alice")
+            #expect(try await everything(store, again).isEmpty)
+            let fresh = try await store.push(accountID: again, changes: [change(1, edit: 11, text: "n1\n")], context: context())
+            #expect(fresh[0].status == .created && !fresh[0].replayed)
+        },
+        Check(name: "usage is a running total kept by pushes, and the quota rejects what would exceed it") { store in
+            let alice = try await makeAccount(store, "alice")
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 0, textBytes: 0))
+            #expect(try await store.usage(accountID: id(424242)) == nil)
+            var created = try await store.push(
+                accountID: alice, changes: [change(1, edit: 1, text: "12345"), change(2, edit: 2, text: "é")], context: context())
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 7))
+            // An edit changes the bytes; a delete keeps a tombstone (counted) with no text.
+            _ = try await store.push(
+                accountID: alice, changes: [change(1, server: created[0].serverID, edit: 3, text: "123", baseVersion: 1)], context: context())
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 5))
+            _ = try await store.push(
+                accountID: alice, changes: [change(2, server: created[1].serverID, edit: 4, text: "", deleted: true, baseVersion: 1)],
+                context: context())
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 3))
+
+            // Over a limit: rejected with quota_exceeded, nothing stored; a change that does not grow is accepted.
+            var quota = context()
+            quota.quota = AccountQuota(maxNotes: 3, maxTextBytes: 10)
+            created = try await store.push(
+                accountID: alice,
+                changes: [
+                    change(3, edit: 5, text: "abc"),  // 3 notes, 6 bytes
+                    change(4, edit: 6, text: "d"),  // a 4th note: refused
+                    change(1, server: created[0].serverID, edit: 7, text: "123456789", baseVersion: 2),  // 12 bytes: refused
+                    change(1, server: created[0].serverID, edit: 8, text: "1", baseVersion: 2),  // shrinks: accepted
+                ],
+                context: quota)
+            #expect(created.map(\.status) == [.created, .rejected, .rejected, .updated])
+            #expect(created[1].error?.code == .quotaExceeded && created[2].error?.code == .quotaExceeded)
+            #expect(created[1].error?.field == "changes[1].text")
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 3, textBytes: 4))
+            #expect(try await everything(store, alice).count == 3)
+            // A rejected change stored no applied edit: sent again under a larger quota, it is applied.
+            quota.quota = AccountQuota(maxNotes: 4, maxTextBytes: 10)
+            let retried = try await store.push(accountID: alice, changes: [change(4, edit: 6, text: "d")], context: quota)
+            #expect(retried[0].status == .created && !retried[0].replayed)
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 4, textBytes: 5))
+        },
         Check(name: "ping and close") { store in
             try await store.ping()
             try await store.close()

@@ -309,7 +309,17 @@ struct FaultyStore: NoteStore {
     func account(byID id: FlakeID) async throws -> AccountRecord? { try await inner.account(byID: id) }
     func createSession(_ session: SessionRecord) async throws { try await inner.createSession(session) }
     func session(byTokenHash tokenHash: String) async throws -> SessionRecord? { try await inner.session(byTokenHash: tokenHash) }
-    func deleteSession(id: FlakeID, accountID: FlakeID) async throws { try await inner.deleteSession(id: id, accountID: accountID) }
+    func deleteSession(id: FlakeID, accountID: FlakeID) async throws -> Bool { try await inner.deleteSession(id: id, accountID: accountID) }
+    func sessions(accountID: FlakeID, limit: Int) async throws -> [SessionRecord] { try await inner.sessions(accountID: accountID, limit: limit) }
+    func deleteSessions(accountID: FlakeID, except: FlakeID?) async throws -> Int { try await inner.deleteSessions(accountID: accountID, except: except) }
+    func markSessionSeen(id: FlakeID, accountID: FlakeID, at time: Int64, ifBefore: Int64) async throws {
+        try await inner.markSessionSeen(id: id, accountID: accountID, at: time, ifBefore: ifBefore)
+    }
+    func changePassword(accountID: FlakeID, passwordHash: String, keepingSession: FlakeID?) async throws -> Int {
+        try await inner.changePassword(accountID: accountID, passwordHash: passwordHash, keepingSession: keepingSession)
+    }
+    func deleteAccount(id: FlakeID) async throws -> Bool { try await inner.deleteAccount(id: id) }
+    func usage(accountID: FlakeID) async throws -> AccountUsage? { try await inner.usage(accountID: accountID) }
     func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult] { throw DiskOnFire() }
     func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
         try await inner.pull(accountID: accountID, after: sequence, limit: limit)

@@ -31,12 +31,13 @@ public final class InProcessServer: Sendable {
     /// - Parameters:
     ///   - instance: The generator's instance number.
     ///   - after: The largest ID the store already holds, if any: the generator starts after it.
+    ///   - quota: The per-account limits.
     ///   - bcryptCost: The bcrypt cost of new password hashes (4, the minimum, keeps tests fast).
     ///   - passwords: Replaces bcrypt (the simulation's stand-in); nil for bcrypt.
     ///   - tokenSeed: Seeds the session-token bytes, so tokens repeat from run to run.
     public init(
         store: (any NoteStore)? = nil, clock: ManualFlakeClock = ManualFlakeClock(unixMilliseconds: testEpoch),
-        instance: Int = 7, after: FlakeID? = nil, limits: SyncLimits = SyncLimits(), bcryptCost: Int = 4,
+        instance: Int = 7, after: FlakeID? = nil, limits: SyncLimits = SyncLimits(), quota: AccountQuota = .default, bcryptCost: Int = 4,
         passwords: PasswordHashing? = nil, tokenSeed: UInt64 = 42, throttle: any SignInThrottling = SignInThrottle(),
         logger: Logger = .quiet("in-process-server")
     ) throws {
@@ -50,7 +51,7 @@ public final class InProcessServer: Sendable {
         let randomBytes = RandomBytes.using(SplitMix64(seed: tokenSeed))
         makeService = { mintID in
             SyncService(
-                store: store, limits: limits, bcryptCost: bcryptCost, clock: clock, mintID: mintID,
+                store: store, limits: limits, quota: quota, bcryptCost: bcryptCost, clock: clock, mintID: mintID,
                 randomBytes: randomBytes, throttle: throttle, passwordHashing: passwords,
                 logger: logger)
         }

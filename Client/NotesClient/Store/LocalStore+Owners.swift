@@ -86,6 +86,72 @@ extension LocalStore.Transaction {
         return report
     }
 
+    /// After the account was deleted on its server: its notes become notes of no account, as if written while
+    /// signed out and never synced (no server ID, no base text, no snapshot in flight; live ones dirty), on show; the
+    /// account is forgotten. Returns how many live notes were kept.
+    ///
+    /// A note the unowned ones already hold under the same (client ID, origin) (a note of an account deleted before,
+    /// which another device carried into the account signed up again, and pulled from it here) is resolved first
+    /// (``resolveKeyClashes(moving:to:minter:origin:now:)``).
+    func disownNotes(of account: FlakeID, minter: IDMinter, origin: FlakeID, now: Int64) throws -> (kept: Int, rekeyed: [RekeyedNote]) {
+        let rekeyed = try resolveKeyClashes(moving: account, to: nil, minter: minter, origin: origin, now: now)
+        let kept = try liveCount(ownedBy: account)
+        let id = account.rawValue
+        try db.execute(sql: "DELETE FROM outbox WHERE note_id IN (SELECT id FROM notes WHERE owner_account_id = ?)", arguments: [id])
+        try db.execute(
+            sql: """
+                UPDATE notes SET owner_account_id = NULL, aside = 0, server_id = NULL, server_version = NULL,
+                    conflict_of_server_id = NULL, base_text = NULL, dirty = NOT deleted, push_error = NULL,
+                    push_error_message = NULL
+                WHERE owner_account_id = ?
+                """,
+            arguments: [id])
+        try db.execute(sql: "DELETE FROM known_accounts WHERE account_id = ?", arguments: [id])
+        try db.execute(sql: "UPDATE settings SET last_account_id = NULL WHERE id = 1 AND last_account_id = ?", arguments: [id])
+        return (kept, rekeyed)
+    }
+
+    /// Before the notes of owner `source` move to owner `target` (nil: no owner), where `target` may already hold a
+    /// note with the same (client ID, origin): after an account deletion, a note can be both a note of no account
+    /// here and, carried there by another device, a note of the account signed up again. Local notes are unique by
+    /// (owner, client ID, origin), and nothing may be lost: a `source` note with the same text (and deleted state) as
+    /// its twin is dropped (the twin holds it); one with another text becomes a new note of this device (a fresh
+    /// client ID and this origin, unsynced), as a copy would.
+    @discardableResult
+    func resolveKeyClashes(moving source: FlakeID?, to target: FlakeID?, minter: IDMinter, origin: FlakeID, now: Int64) throws
+        -> [RekeyedNote]
+    {
+        var rekeyed: [RekeyedNote] = []
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT s.id, s.text IS t.text AND s.deleted = t.deleted, s.client_id, s.origin FROM notes s
+                JOIN notes t ON t.client_id = s.client_id AND t.origin = s.origin AND t.id <> s.id
+                WHERE s.owner_account_id IS ? AND t.owner_account_id IS ?
+                """,
+            arguments: [source?.rawValue, target?.rawValue])
+        for row in rows {
+            let id: Int64 = row[0]
+            if row[1] as Bool {
+                try db.execute(sql: "DELETE FROM notes WHERE id = ?", arguments: [id])
+            } else {
+                let clientID = try mintClientID(with: minter, createdAt: now)
+                try db.execute(sql: "DELETE FROM outbox WHERE note_id = ?", arguments: [id])
+                try db.execute(
+                    sql: """
+                        UPDATE notes SET client_id = ?, origin = ?, server_id = NULL, server_version = NULL,
+                            conflict_of_server_id = NULL, base_text = NULL, dirty = NOT deleted, push_error = NULL,
+                            push_error_message = NULL
+                        WHERE id = ?
+                        """,
+                    arguments: [clientID.rawValue, origin.rawValue, id])
+                rekeyed.append(
+                    RekeyedNote(oldClientID: try FlakeID(stored: row[2]), oldOrigin: try FlakeID(stored: row[3]), clientID: clientID, origin: origin))
+            }
+        }
+        return rekeyed
+    }
+
     /// What a sign-out does to the notes on show (``OwnerPlanner/afterSignOut``): the unowned ones come back.
     func showUnownedNotes() throws {
         try db.cachedStatement(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id IS NULL AND aside").execute()

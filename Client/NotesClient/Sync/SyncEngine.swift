@@ -26,7 +26,9 @@ import Synchronization
 ///
 /// A sign-in (``signIn(url:server:username:password:unowned:wipe:progress:)``):
 /// 1. The sign-in request (``Endpoint/signIn``).
-/// 2. One transaction (``SignInPlanner``: `plan`): for another account, forget the account state; set the previous
+/// 2. One transaction (``SignInPlanner``: `plan`): first, a known account with the same username on the same server
+///    but another ID was deleted there: its notes become notes of no account (``LocalStore/Transaction/disownNotes(of:)``).
+///    Then, for another account, forget the account state; set the previous
 ///    account's notes aside or wipe them, bring this account's back, carry or keep aside the unowned notes
 ///    (``OwnerPlanner``); store and remember the session; for another account, queue what it may not have among
 ///    the notes on show (``SignInPlanner``: `queues`).
@@ -84,15 +86,19 @@ final class SyncEngine: Sendable {
         do {
             return try await run(connection, pullFirst: pullFirst, progress: progress)
         } catch {
-            if error.code == .signedOutByServer {
-                _ = try? store.write { tx in
-                    if try tx.dropToken(token) {
-                        try tx.forgetAccountState()
-                        if OwnerPlanner.afterSignOut { try tx.showUnownedNotes() }
-                    }
-                }
-            }
+            if error.code == .signedOutByServer { forgetRevokedSession(token: token) }
             throw error
+        }
+    }
+
+    /// What a 401 to `token` does: the session is forgotten (unless another one replaced it meanwhile) and the
+    /// device behaves as signed out; every note is kept.
+    func forgetRevokedSession(token: String) {
+        _ = try? store.write { tx in
+            if try tx.dropToken(token) {
+                try tx.forgetAccountState()
+                if OwnerPlanner.afterSignOut { try tx.showUnownedNotes() }
+            }
         }
     }
 
@@ -338,6 +344,13 @@ final class SyncEngine: Sendable {
 
         let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: server)
         let (plan, owners) = try store.write { tx in
+            // A known account with this username on this server but another ID was deleted there (usernames are
+            // unique per server): its notes become notes of no account, which `unowned` decides about below.
+            var rekeyed: [RekeyedNote] = []
+            for stale in try tx.knownAccounts(username: session.username)
+            where stale.serverURL == server && stale.accountID != session.accountID {
+                rekeyed += try tx.disownNotes(of: stale.accountID, minter: minter, origin: origin, now: now).rekeyed
+            }
             let settings = try tx.requireSettings()
             let plan = SignInPlanner.plan(
                 stored: SignInPlanner.Stored(
@@ -345,7 +358,11 @@ final class SyncEngine: Sendable {
                     shownAccountID: try tx.shownAccountID()),
                 accountID: session.accountID, serverURL: server, unowned: unowned, wipe: wipe)
             if plan.reconciling { try tx.forgetAccountState() }
-            let owners = try tx.applyOwners(plan.owners)
+            if plan.owners.unowned == .carry {
+                rekeyed += try tx.resolveKeyClashes(moving: nil, to: session.accountID, minter: minter, origin: origin, now: now)
+            }
+            var owners = try tx.applyOwners(plan.owners)
+            owners.rekeyed = rekeyed
             try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
             try tx.rememberAccount(account)
             if plan.reconciling {

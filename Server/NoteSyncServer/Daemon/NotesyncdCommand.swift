@@ -33,6 +33,8 @@ import NoteSyncProtocol
 ///
 /// The operator subcommands (`users`, `check`, `stats`, `backup`: ``OperatorCommands``) open the same store from
 /// the same `--data-dir` / `--database` options and variables.
+/// | `--max-notes-per-account` | `NOTESYNCD_MAX_NOTES_PER_ACCOUNT` | 100000 (deleted notes included) |
+/// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB of note text |
 ///
 /// Integer options take their value unconditionally (`--instance -1` is the value -1, refused by its range, not a
 /// missing value). A bad option or variable prints one line on stderr and exits 64.
@@ -73,6 +75,8 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let signUp = "NOTESYNCD_SIGN_UP"
         public static let logFormat = "NOTESYNCD_LOG_FORMAT"
         public static let metricsAddress = "NOTESYNCD_METRICS_ADDRESS"
+        public static let maxNotesPerAccount = "NOTESYNCD_MAX_NOTES_PER_ACCOUNT"
+        public static let maxBytesPerAccount = "NOTESYNCD_MAX_BYTES_PER_ACCOUNT"
     }
 
     @Option(name: .customLong("data-dir"), parsing: .unconditional, help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
@@ -168,6 +172,18 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     )
     var metricsAddress: String?
 
+    @Option(
+        name: .customLong("max-notes-per-account"), parsing: .unconditional,
+        help: "Most notes an account may store, deleted ones included (NOTESYNCD_MAX_NOTES_PER_ACCOUNT; default 100000)."
+    )
+    var maxNotesPerAccount: Int?
+
+    @Option(
+        name: .customLong("max-bytes-per-account"), parsing: .unconditional,
+        help: "Most bytes of note text an account may store (NOTESYNCD_MAX_BYTES_PER_ACCOUNT; default 1073741824)."
+    )
+    var maxBytesPerAccount: Int?
+
     public init() {}
 
     /// The configuration from the flags, then `environment`, then the defaults.
@@ -249,6 +265,8 @@ public struct NotesyncdCommand: AsyncParsableCommand {
             }
             configuration.metricsAddress = address
         }
+        if let value = try integer(maxNotesPerAccount, Environment.maxNotesPerAccount) { configuration.quota.maxNotes = Int64(value) }
+        if let value = try integer(maxBytesPerAccount, Environment.maxBytesPerAccount) { configuration.quota.maxTextBytes = Int64(value) }
         do {
             try configuration.validate()
         } catch {

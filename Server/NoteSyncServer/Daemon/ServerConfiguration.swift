@@ -77,6 +77,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Where the Prometheus endpoint (`GET /metrics`) listens, as `HOST:PORT`; nil (the default) serves no metrics.
     /// It is a listener of its own, never the sync port, so it is not public by accident.
     public var metricsAddress: MetricsAddress?
+    /// The per-account limits (``AccountQuota/default``: 100,000 notes, 1 GiB of text); each at least 1.
+    public var quota: AccountQuota = .default
 
     public init(
         dataDirectory: String = "notesyncd-data", host: String = "127.0.0.1", port: Int = 8080, instance: Int = 0,
@@ -148,6 +150,9 @@ public struct ServerConfiguration: Sendable, Equatable {
         }
         guard Self.maxConnectionsRange.contains(maxConnections) else {
             throw ConfigurationError("max connections must be 1...100000, got \(maxConnections)")
+        }
+        guard quota.maxNotes > 0, quota.maxTextBytes > 0 else {
+            throw ConfigurationError("the per-account limits must be positive, got \(quota.maxNotes) notes and \(quota.maxTextBytes) bytes")
         }
         if case .postgres(let url) = database {
             _ = try PostgresDatabase.configuration(url: url, maximumConnections: databaseConnections)

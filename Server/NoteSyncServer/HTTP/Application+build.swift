@@ -102,8 +102,9 @@ public func buildApplication(
         }
     }
     let service = SyncService(
-        store: store, limits: configuration.limits, bcryptCost: configuration.bcryptCost, clock: SystemFlakeClock.coarse,
-        mintID: mintID, randomBytes: .system, throttle: throttle, signUpPolicy: configuration.signUp, logger: logger
+        store: store, limits: configuration.limits, quota: configuration.quota, bcryptCost: configuration.bcryptCost,
+        clock: SystemFlakeClock.coarse, mintID: mintID, randomBytes: .system, throttle: throttle,
+        signUpPolicy: configuration.signUp, logger: logger
     )
     logger.info("sign-up policy", metadata: ["sign_up": "\(configuration.signUp.rawValue)"])
     let metrics = configuration.metricsAddress.map { _ in SyncMetrics() }

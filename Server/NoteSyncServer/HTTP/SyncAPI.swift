@@ -192,6 +192,29 @@ public struct SyncAPI: Sendable {
                 metrics?.pulled(result.notes.count)
                 return WireResponse(status: endpoint.successStatus, body: result.encodedJSON())
             }
+        case .sessions:
+            .authenticated { _, session in try encode(try await service.sessions(session), endpoint) }
+        case .revokeSession:
+            .authenticated { request, session in
+                let decoded = try WireJSON.decodeRequest(RevokeSessionRequest.self, from: request.body ?? Data())
+                try await service.revokeSession(decoded, session: session)
+                return WireResponse(status: endpoint.successStatus)
+            }
+        case .revokeOtherSessions:
+            .authenticated { _, session in try encode(try await service.revokeOtherSessions(session), endpoint) }
+        case .changePassword:
+            .authenticated { request, session in
+                let decoded = try WireJSON.decodeRequest(ChangePasswordRequest.self, from: request.body ?? Data())
+                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await service.changePassword(decoded, session: session, peer: peer), endpoint)
+            }
+        case .deleteAccount:
+            .authenticated { request, session in
+                let decoded = try WireJSON.decodeRequest(DeleteAccountRequest.self, from: request.body ?? Data())
+                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
+                try await service.deleteAccount(decoded, session: session, peer: peer)
+                return WireResponse(status: endpoint.successStatus)
+            }
         }
     }
 

@@ -102,6 +102,21 @@ extension PostgresDatabase {
         ),
         // When each note's content was edited, by the editing device's clock (NULL before this migration).
         (5, ["ALTER TABLE notes ADD COLUMN edited_at BIGINT"]),
+        (
+            6,
+            [
+                // Sessions and quotas: when each session last made a request (kept to the minute), and each account's
+                // running totals, counted once here from the notes it has.
+                "ALTER TABLE sessions ADD COLUMN last_seen_at BIGINT",
+                "ALTER TABLE accounts ADD COLUMN note_count BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE accounts ADD COLUMN text_bytes BIGINT NOT NULL DEFAULT 0",
+                """
+                UPDATE accounts a SET note_count = c.n, text_bytes = c.b
+                FROM (SELECT account_id, COUNT(*) AS n, COALESCE(SUM(octet_length(text)), 0) AS b FROM notes GROUP BY account_id) c
+                WHERE c.account_id = a.id
+                """,
+            ]
+        ),
         // When the operator disabled the account (`notesyncd users disable`); NULL while it is enabled.
         (7, ["ALTER TABLE accounts ADD COLUMN disabled_at BIGINT"]),
     ]

@@ -120,35 +120,125 @@ public final class PostgresNoteStore: NoteStore {
     }
 
     public func session(byTokenHash tokenHash: String) async throws -> SessionRecord? {
+        try await fetchSessions(
+            // A disabled account's sessions do not authenticate (disabling also deletes them; this covers a sign-in
+            // that raced with it).
+            """
+            SELECT id, account_id, token_hash, device_name, origin, created_at, last_seen_at FROM sessions
+            WHERE token_hash = \(tokenHash) AND account_id IN (SELECT id FROM accounts WHERE disabled_at IS NULL)
+            """
+        ).first
+    }
+
+    private func fetchSessions(_ query: PostgresQuery) async throws -> [SessionRecord] {
         try await run { client in
-            let rows = try await client.query(
-                // A disabled account's sessions do not authenticate (disabling also deletes them; this covers a
-                // sign-in that raced with it).
-                """
-                SELECT s.id, s.account_id, s.token_hash, s.device_name, s.origin, s.created_at
-                FROM sessions s JOIN accounts a ON a.id = s.account_id
-                WHERE s.token_hash = \(tokenHash) AND a.disabled_at IS NULL
-                """,
-                logger: self.logger
-            )
-            var session: SessionRecord?
-            for try await (id, account, hash, device, origin, createdAt) in rows.decode(
-                (Int64, Int64, String, String?, Int64?, Int64).self
+            let rows = try await client.query(query, logger: self.logger)
+            var sessions: [SessionRecord] = []
+            for try await (id, account, hash, device, origin, createdAt, lastSeenAt) in rows.decode(
+                (Int64, Int64, String, String?, Int64?, Int64, Int64?).self
             ) {
-                session = SessionRecord(
-                    id: try flake(id), accountID: try flake(account), tokenHash: hash, deviceName: device,
-                    origin: try origin.map(flake), createdAt: createdAt
-                )
+                sessions.append(
+                    SessionRecord(
+                        id: try flake(id), accountID: try flake(account), tokenHash: hash, deviceName: device,
+                        origin: try origin.map(flake), createdAt: createdAt, lastSeenAt: lastSeenAt
+                    ))
             }
-            return session
+            return sessions
         }
     }
 
-    public func deleteSession(id: FlakeID, accountID: FlakeID) async throws {
+    /// Runs a statement on a transaction's connection and counts the rows it returns (`RETURNING 1`).
+    private func count(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> Int {
+        var count = 0
+        for try await _ in try await connection.query(query, logger: logger) { count += 1 }
+        return count
+    }
+
+    @discardableResult
+    public func deleteSession(id: FlakeID, accountID: FlakeID) async throws -> Bool {
+        try await transaction { connection in
+            try await self.count(
+                "DELETE FROM sessions WHERE id = \(id.rawValue) AND account_id = \(accountID.rawValue) RETURNING 1", on: connection
+            ) > 0
+        }
+    }
+
+    public func sessions(accountID: FlakeID, limit: Int) async throws -> [SessionRecord] {
+        try await fetchSessions(
+            """
+            SELECT id, account_id, token_hash, device_name, origin, created_at, last_seen_at FROM sessions
+            WHERE account_id = \(accountID.rawValue) ORDER BY created_at DESC, id DESC LIMIT \(Int64(max(limit, 0)))
+            """
+        )
+    }
+
+    @discardableResult
+    public func deleteSessions(accountID: FlakeID, except: FlakeID?) async throws -> Int {
+        try await transaction { connection in
+            try await self.count(
+                """
+                DELETE FROM sessions WHERE account_id = \(accountID.rawValue) AND id IS DISTINCT FROM \(except?.rawValue)::int8
+                RETURNING 1
+                """,
+                on: connection
+            )
+        }
+    }
+
+    public func markSessionSeen(id: FlakeID, accountID: FlakeID, at time: Int64, ifBefore: Int64) async throws {
         try await run { client in
             try await client.execute(
-                "DELETE FROM sessions WHERE id = \(id.rawValue) AND account_id = \(accountID.rawValue)", logger: self.logger
+                """
+                UPDATE sessions SET last_seen_at = \(time)
+                WHERE id = \(id.rawValue) AND account_id = \(accountID.rawValue) AND (last_seen_at IS NULL OR last_seen_at < \(ifBefore))
+                """,
+                logger: self.logger
             )
+        }
+    }
+
+    @discardableResult
+    public func changePassword(accountID: FlakeID, passwordHash: String, keepingSession: FlakeID?) async throws -> Int {
+        try await transaction { connection in
+            let account = accountID.rawValue
+            guard
+                try await self.count(
+                    "UPDATE accounts SET password_hash = \(passwordHash) WHERE id = \(account) RETURNING 1", on: connection) > 0
+            else { throw NoteStoreError.accountNotFound }
+            return try await self.count(
+                """
+                DELETE FROM sessions WHERE account_id = \(account) AND id IS DISTINCT FROM \(keepingSession?.rawValue)::int8
+                RETURNING 1
+                """,
+                on: connection
+            )
+        }
+    }
+
+    @discardableResult
+    public func deleteAccount(id: FlakeID) async throws -> Bool {
+        try await transaction { connection in
+            let account = id.rawValue
+            // The push lock first: a push of the account runs wholly before this, and one after finds no account.
+            guard try await self.count("SELECT 1 FROM accounts WHERE id = \(account) FOR UPDATE", on: connection) > 0 else {
+                return false
+            }
+            try await connection.execute("DELETE FROM applied_edits WHERE account_id = \(account)", logger: self.logger)
+            try await connection.execute("DELETE FROM notes WHERE account_id = \(account)", logger: self.logger)
+            try await connection.execute("DELETE FROM sessions WHERE account_id = \(account)", logger: self.logger)
+            try await connection.execute("DELETE FROM accounts WHERE id = \(account)", logger: self.logger)
+            return true
+        }
+    }
+
+    public func usage(accountID: FlakeID) async throws -> AccountUsage? {
+        try await run { client in
+            let rows = try await client.query(
+                "SELECT note_count, text_bytes FROM accounts WHERE id = \(accountID.rawValue)", logger: self.logger
+            )
+            var usage: AccountUsage?
+            for try await (notes, bytes) in rows.decode((Int64, Int64).self) { usage = AccountUsage(noteCount: notes, textBytes: bytes) }
+            return usage
         }
     }
 

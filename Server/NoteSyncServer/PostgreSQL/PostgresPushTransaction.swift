@@ -10,14 +10,14 @@ struct PostgresPushTransaction: AsyncPushTransaction {
     let logger: Logger
 
     /// `SELECT ... FOR UPDATE` on the account row: the lock that serializes the account's pushes across every daemon.
-    func lockAccount(_ accountID: FlakeID) async throws -> Int64? {
-        var sequence: Int64?
-        for try await value in try await connection.query(
-            "SELECT change_seq FROM accounts WHERE id = \(accountID.rawValue) FOR UPDATE", logger: logger
-        ).decode(Int64.self) {
-            sequence = value
+    func lockAccount(_ accountID: FlakeID) async throws -> LockedAccount? {
+        var locked: LockedAccount?
+        for try await (sequence, notes, bytes) in try await connection.query(
+            "SELECT change_seq, note_count, text_bytes FROM accounts WHERE id = \(accountID.rawValue) FOR UPDATE", logger: logger
+        ).decode((Int64, Int64, Int64).self) {
+            locked = LockedAccount(sequence: sequence, usage: AccountUsage(noteCount: notes, textBytes: bytes))
         }
-        return sequence
+        return locked
     }
 
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) async throws -> LoadedBatch {
@@ -95,7 +95,8 @@ struct PostgresPushTransaction: AsyncPushTransaction {
                             \(edits.text)::bytea[])
                      AS u(e, st, s, v, cs, cc, ca, c, o, p, ht, tx)
             )
-            UPDATE accounts SET change_seq = \(plan.newSequence)
+            UPDATE accounts SET change_seq = \(plan.newSequence), note_count = \(plan.newUsage.noteCount),
+                                text_bytes = \(plan.newUsage.textBytes)
             WHERE id = \(account) AND change_seq <> \(plan.newSequence)
             """,
             logger: logger

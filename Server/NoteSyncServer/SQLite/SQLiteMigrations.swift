@@ -76,6 +76,20 @@ extension SQLiteNoteStore {
             // When each note's content was edited, by the editing device's clock (NULL before this migration).
             try db.execute(sql: "ALTER TABLE notes ADD COLUMN edited_at INTEGER")
         }
+        migrator.registerMigration("v5: sessions and quotas") { db in
+            // When each session last made a request (kept to the minute; NULL until then), and each account's running
+            // totals for its quota, counted once here from the notes it has (an empty text is stored as NULL).
+            try db.execute(
+                sql: """
+                    ALTER TABLE sessions ADD COLUMN last_seen_at INTEGER;
+                    ALTER TABLE accounts ADD COLUMN note_count INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE accounts ADD COLUMN text_bytes INTEGER NOT NULL DEFAULT 0;
+                    UPDATE accounts SET
+                        note_count = (SELECT COUNT(*) FROM notes WHERE notes.account_id = accounts.id),
+                        text_bytes = (SELECT COALESCE(SUM(LENGTH(CAST(text AS BLOB))), 0) FROM notes WHERE notes.account_id = accounts.id);
+                    """
+            )
+        }
         migrator.registerMigration("v6: operators") { db in
             // When the operator disabled the account (`notesyncd users disable`); NULL while it is enabled.
             try db.execute(sql: "ALTER TABLE accounts ADD COLUMN disabled_at INTEGER")

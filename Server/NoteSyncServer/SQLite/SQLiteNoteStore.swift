@@ -190,29 +190,96 @@ public final class SQLiteNoteStore: NoteStore {
 
     public func session(byTokenHash tokenHash: String) async throws -> SessionRecord? {
         try await read { db in
+            // A disabled account's sessions do not authenticate (disabling also deletes them; this covers a sign-in
+            // that raced with it).
             let statement = try db.cachedStatement(
-                // A disabled account's sessions do not authenticate (disabling also deletes them; this covers a
-                // sign-in that raced with it).
                 sql: """
-                    SELECT s.id, s.account_id, s.token_hash, s.device_name, s.origin, s.created_at
-                    FROM sessions s JOIN accounts a ON a.id = s.account_id
-                    WHERE s.token_hash = ? AND a.disabled_at IS NULL
-                    """
-            )
-            guard let row = try Row.fetchOne(statement, arguments: [tokenHash]) else { return nil }
-            let origin: Int64? = row[4]
-            return SessionRecord(
-                id: try flake(row[0]), accountID: try flake(row[1]), tokenHash: row[2], deviceName: row[3],
-                origin: try origin.map(flake), createdAt: row[5]
-            )
+                    SELECT \(Self.sessionColumns) FROM sessions
+                    WHERE token_hash = ? AND account_id IN (SELECT id FROM accounts WHERE disabled_at IS NULL)
+                    """)
+            return try Row.fetchOne(statement, arguments: [tokenHash]).map(Self.session(from:))
         }
     }
 
-    public func deleteSession(id: FlakeID, accountID: FlakeID) async throws {
+    private static let sessionColumns = "id, account_id, token_hash, device_name, origin, created_at, last_seen_at"
+
+    private static func session(from row: Row) throws -> SessionRecord {
+        let origin: Int64? = row[4]
+        return SessionRecord(
+            id: try flake(row[0]), accountID: try flake(row[1]), tokenHash: row[2], deviceName: row[3],
+            origin: try origin.map(flake), createdAt: row[5], lastSeenAt: row[6]
+        )
+    }
+
+    @discardableResult
+    public func deleteSession(id: FlakeID, accountID: FlakeID) async throws -> Bool {
         try await write { db in
             try db.execute(
                 sql: "DELETE FROM sessions WHERE id = ? AND account_id = ?", arguments: [id.rawValue, accountID.rawValue]
             )
+            return db.changesCount > 0
+        }
+    }
+
+    public func sessions(accountID: FlakeID, limit: Int) async throws -> [SessionRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT \(Self.sessionColumns) FROM sessions WHERE account_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+                arguments: [accountID.rawValue, max(limit, 0)]
+            ).map(Self.session(from:))
+        }
+    }
+
+    @discardableResult
+    public func deleteSessions(accountID: FlakeID, except: FlakeID?) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM sessions WHERE account_id = ? AND id IS NOT ?", arguments: [accountID.rawValue, except?.rawValue]
+            )
+            return db.changesCount
+        }
+    }
+
+    public func markSessionSeen(id: FlakeID, accountID: FlakeID, at time: Int64, ifBefore: Int64) async throws {
+        try await write { db in
+            try db.cachedStatement(
+                sql: "UPDATE sessions SET last_seen_at = ? WHERE id = ? AND account_id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)"
+            ).execute(arguments: [time, id.rawValue, accountID.rawValue, ifBefore])
+        }
+    }
+
+    @discardableResult
+    public func changePassword(accountID: FlakeID, passwordHash: String, keepingSession: FlakeID?) async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "UPDATE accounts SET password_hash = ? WHERE id = ?", arguments: [passwordHash, accountID.rawValue])
+            guard db.changesCount > 0 else { throw NoteStoreError.accountNotFound }
+            try db.execute(
+                sql: "DELETE FROM sessions WHERE account_id = ? AND id IS NOT ?",
+                arguments: [accountID.rawValue, keepingSession?.rawValue]
+            )
+            return db.changesCount
+        }
+    }
+
+    @discardableResult
+    public func deleteAccount(id: FlakeID) async throws -> Bool {
+        // One write transaction: pushes (which take the same writer) run wholly before or after it.
+        try await write { db in
+            let account = id.rawValue
+            try db.execute(sql: "DELETE FROM applied_edits WHERE account_id = ?", arguments: [account])
+            try db.execute(sql: "DELETE FROM notes WHERE account_id = ?", arguments: [account])
+            try db.execute(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [account])
+            try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account])
+            return db.changesCount > 0
+        }
+    }
+
+    public func usage(accountID: FlakeID) async throws -> AccountUsage? {
+        try await read { db in
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT note_count, text_bytes FROM accounts WHERE id = ?"), arguments: [accountID.rawValue]
+            ).map { AccountUsage(noteCount: $0[0], textBytes: $0[1]) }
         }
     }
 

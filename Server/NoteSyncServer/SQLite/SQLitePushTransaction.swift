@@ -10,8 +10,10 @@ import NoteSyncProtocol
 struct SQLitePushTransaction: PushTransaction {
     let db: Database
 
-    func lockAccount(_ accountID: FlakeID) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT change_seq FROM accounts WHERE id = ?"), arguments: [accountID.rawValue])
+    func lockAccount(_ accountID: FlakeID) throws -> LockedAccount? {
+        let statement = try db.cachedStatement(sql: "SELECT change_seq, note_count, text_bytes FROM accounts WHERE id = ?")
+        guard let row = try Row.fetchOne(statement, arguments: [accountID.rawValue]) else { return nil }
+        return LockedAccount(sequence: row[0], usage: AccountUsage(noteCount: row[1], textBytes: row[2]))
     }
 
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch {
@@ -77,8 +79,8 @@ struct SQLitePushTransaction: PushTransaction {
                     ])
                 }
             }
-            try db.cachedStatement(sql: "UPDATE accounts SET change_seq = ? WHERE id = ?")
-                .execute(arguments: [plan.newSequence, account])
+            try db.cachedStatement(sql: "UPDATE accounts SET change_seq = ?, note_count = ?, text_bytes = ? WHERE id = ?")
+                .execute(arguments: [plan.newSequence, plan.newUsage.noteCount, plan.newUsage.textBytes, account])
         }
         if !plan.newEdits.isEmpty {
             let insertEdit = try db.cachedStatement(

@@ -20,6 +20,8 @@ public struct SyncService: Sendable {
     public let serverVersion: String
     /// Who may sign up (`POST /v1/accounts`).
     public let signUpPolicy: SignUpPolicy
+    /// The per-account limits pushes enforce and `GET /v1/account` reports.
+    public let quota: AccountQuota
 
     let clock: any FlakeClock
     let mintID: @Sendable () throws -> FlakeID
@@ -44,8 +46,10 @@ public struct SyncService: Sendable {
     ///     passwords, such as the simulation; the daemon always uses bcrypt.
     ///   - signUpPolicy: Who may sign up. Open by default here (tests, the simulation); the daemon's own default is
     ///     ``SignUpPolicy/closed`` (``ServerConfiguration/signUp``).
+    ///   - quota: The per-account limits (``AccountQuota/default`` unless the daemon was told otherwise).
     public init(
-        store: any NoteStore, limits: SyncLimits = .default, bcryptCost: Int = 12, serverVersion: String = NotesyncdVersion.current,
+        store: any NoteStore, limits: SyncLimits = .default, quota: AccountQuota = .default, bcryptCost: Int = 12,
+        serverVersion: String = NotesyncdVersion.current,
         clock: any FlakeClock, mintID: @escaping @Sendable () throws -> FlakeID, randomBytes: RandomBytes = .system,
         throttle: any SignInThrottling = SignInThrottle(), passwordHashing: PasswordHashing? = nil,
         signUpPolicy: SignUpPolicy = .open, logger: Logger
@@ -53,6 +57,7 @@ public struct SyncService: Sendable {
         self.signUpPolicy = signUpPolicy
         self.store = store
         self.limits = limits
+        self.quota = quota
         self.bcryptCost = bcryptCost
         self.serverVersion = serverVersion
         self.clock = clock
@@ -212,6 +217,7 @@ public struct SyncService: Sendable {
         else {
             throw SyncError(.unauthorized, "The bearer token is not valid (unknown, revoked or malformed).")
         }
+        await markSeen(session)
         return session
     }
 
@@ -220,12 +226,146 @@ public struct SyncService: Sendable {
         try await store.deleteSession(id: session.id, accountID: session.accountID)
     }
 
-    /// The authenticated account (`GET /v1/account`).
+    /// The authenticated account (`GET /v1/account`), with its usage and limits.
     public func account(_ session: SessionRecord) async throws -> AccountResponse {
+        guard let account = try await store.account(byID: session.accountID),
+            let usage = try await store.usage(accountID: session.accountID)
+        else {
+            throw SyncError(.unauthorized, "The session's account no longer exists.")
+        }
+        return AccountResponse(
+            accountID: account.id, username: account.username,
+            usage: StorageUsage(
+                notes: usage.noteCount, textBytes: usage.textBytes, maxNotes: quota.maxNotes, maxTextBytes: quota.maxTextBytes))
+    }
+
+    // MARK: - Devices, password, account
+
+    /// How often a session's last-seen time is written at most (a request within it writes nothing).
+    public static let lastSeenResolution: Int64 = 60_000
+
+    /// Records a request of `session` when its last-seen time is a minute old or unset: at most one small write per
+    /// session a minute. A failure to record it is logged and never fails the request.
+    func markSeen(_ session: SessionRecord) async {
+        let now = clock.unixMilliseconds()
+        if let seen = session.lastSeenAt, now - seen < Self.lastSeenResolution { return }
+        do {
+            try await store.markSessionSeen(id: session.id, accountID: session.accountID, at: now, ifBefore: now - Self.lastSeenResolution)
+        } catch {
+            logger.debug("could not record a session's last-seen time", metadata: ["session_id": "\(session.id)", "error": "\(error)"])
+        }
+    }
+
+    /// The account's signed-in devices (`GET /v1/sessions`), most recently signed in first, the asking one marked.
+    public func sessions(_ session: SessionRecord) async throws -> SessionListResponse {
+        let records = try await store.sessions(accountID: session.accountID, limit: SessionListResponse.maxListed)
+        return SessionListResponse(
+            sessions: records.map { record in
+                SessionInfo(
+                    sessionID: record.id, deviceName: record.deviceName, origin: record.origin,
+                    signedInAt: WireTime.format(unixMilliseconds: record.createdAt),
+                    lastSeenAt: record.lastSeenAt.map { WireTime.format(unixMilliseconds: $0) }, current: record.id == session.id
+                )
+            })
+    }
+
+    /// Signs one device of the account out (`POST /v1/sessions/revoke`): its token stops working at once. Revoking the
+    /// asking session is a sign-out.
+    ///
+    /// - Throws: `unknown_session` (404) when the ID is not a session of this account (another account's sessions
+    ///   answer the same: nothing leaks).
+    public func revokeSession(_ request: RevokeSessionRequest, session: SessionRecord) async throws {
+        guard try await store.deleteSession(id: request.sessionID, accountID: session.accountID) else {
+            throw SyncError(
+                .unknownSession, "No session \(request.sessionID) in this account (already revoked?).",
+                field: RevokeSessionRequest.CodingKeys.sessionID.stringValue)
+        }
+        logger.info("session revoked", metadata: ["account_id": "\(session.accountID)", "session_id": "\(request.sessionID)"])
+    }
+
+    /// Signs every other device of the account out (`POST /v1/sessions/revoke-others`).
+    public func revokeOtherSessions(_ session: SessionRecord) async throws -> RevokedSessionsResponse {
+        let count = try await store.deleteSessions(accountID: session.accountID, except: session.id)
+        logger.info("other sessions revoked", metadata: ["account_id": "\(session.accountID)", "count": "\(count)"])
+        return RevokedSessionsResponse(revokedSessions: count)
+    }
+
+    /// Changes the password (`POST /v1/account/password`) and signs every other device out, in one transaction.
+    ///
+    /// - Throws: `invalid_field` (the new password breaks ``CredentialRules``), `too_many_attempts`,
+    ///   `wrong_password` (403: the session stays valid), `unauthorized` (the account no longer exists).
+    public func changePassword(_ request: ChangePasswordRequest, session: SessionRecord, peer: Peer = Peer()) async throws
+        -> RevokedSessionsResponse
+    {
+        guard CredentialRules.isAcceptablePassword(request.newPassword) else {
+            throw SyncError(
+                .invalidField,
+                "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes, without NUL characters.",
+                field: ChangePasswordRequest.CodingKeys.newPassword.stringValue)
+        }
+        let account = try await verifyPassword(
+            request.currentPassword, session: session, field: ChangePasswordRequest.CodingKeys.currentPassword.stringValue, peer: peer)
+        let password = request.newPassword
+        let hash = try await passwords.run { $0.hash(password) }
+        let count: Int
+        do {
+            count = try await store.changePassword(accountID: account.id, passwordHash: hash, keepingSession: session.id)
+        } catch NoteStoreError.accountNotFound {
+            throw SyncError(.unauthorized, "The session's account no longer exists.")
+        }
+        logger.info("password changed", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)"])
+        return RevokedSessionsResponse(revokedSessions: count)
+    }
+
+    /// Deletes the account (`POST /v1/account/delete`): its notes, applied edits and sessions, in one transaction; the
+    /// username is free again. Every device's token stops working (401 `unauthorized`).
+    ///
+    /// - Throws: `too_many_attempts`, `wrong_password` (403), `unauthorized` (already deleted).
+    public func deleteAccount(_ request: DeleteAccountRequest, session: SessionRecord, peer: Peer = Peer()) async throws {
+        let account = try await verifyPassword(
+            request.password, session: session, field: DeleteAccountRequest.CodingKeys.password.stringValue, peer: peer)
+        guard try await store.deleteAccount(id: account.id) else {
+            throw SyncError(.unauthorized, "The session's account no longer exists.")
+        }
+        logger.info("account deleted", metadata: ["account_id": "\(account.id)"])
+    }
+
+    /// The session's account, when `password` is its password: one bcrypt verification, counted by the sign-in
+    /// throttle of the account's username like a sign-in (so a stolen token cannot be used to guess the password).
+    ///
+    /// - Throws: `too_many_attempts` (with `Retry-After`), `wrong_password` (403, `field` names the password field),
+    ///   `unauthorized` when the account no longer exists.
+    private func verifyPassword(_ password: String, session: SessionRecord, field: String, peer: Peer) async throws -> AccountRecord {
         guard let account = try await store.account(byID: session.accountID) else {
             throw SyncError(.unauthorized, "The session's account no longer exists.")
         }
-        return AccountResponse(accountID: account.id, username: account.username)
+        var log = logger
+        log[metadataKey: "username"] = .string(account.username)
+        log[metadataKey: "remote_address"] = .string(peer.address ?? "-")
+        log[metadataKey: "request_id"] = .string(peer.requestID ?? "-")
+        if let wait = try await throttle.begin(username: account.username, now: clock.unixMilliseconds()) {
+            log.warning("password check refused: too many failed attempts", metadata: ["retry_after": "\(wait)"])
+            throw SyncError(
+                .tooManyAttempts, "Too many failed password checks for this account; retry in \(wait) seconds.",
+                headers: [SyncError.retryAfterHeader: String(wait)]
+            )
+        }
+        let acceptable = CredentialRules.isAcceptablePassword(password)
+        let candidate = acceptable ? password : "-"
+        let hash = acceptable ? account.passwordHash : dummyHash
+        let verified: Bool
+        do {
+            verified = try await passwords.run { $0.verify(candidate, hash) } && acceptable
+        } catch {
+            try? await throttle.finish(username: account.username, succeeded: false, now: clock.unixMilliseconds())
+            throw error
+        }
+        try await throttle.finish(username: account.username, succeeded: verified, now: clock.unixMilliseconds())
+        guard verified else {
+            log.warning("password check failed")
+            throw SyncError(.wrongPassword, "The password is wrong.", field: field)
+        }
+        return account
     }
 
     // MARK: - Sync
@@ -239,7 +379,8 @@ public struct SyncService: Sendable {
                 .batchTooLarge, "A push has at most \(limits.maxBatchChanges) changes; this one has \(request.changes.count)."
             )
         }
-        let context = PushContext(limits: limits, now: clock.unixMilliseconds(), pusher: session.origin ?? session.id, mintID: mintID)
+        let context = PushContext(
+            limits: limits, now: clock.unixMilliseconds(), pusher: session.origin ?? session.id, quota: quota, mintID: mintID)
         do {
             let results = try await store.push(accountID: session.accountID, changes: request.changes, context: context)
             return PushResponse(results: results)

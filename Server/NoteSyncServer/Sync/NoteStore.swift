@@ -24,11 +24,34 @@ public protocol NoteStore: Sendable {
     func createSession(_ session: SessionRecord) async throws
     /// The session whose token hashes to `tokenHash`, if any.
     func session(byTokenHash tokenHash: String) async throws -> SessionRecord?
-    /// Deletes a session of an account; deleting a missing one is not an error.
-    func deleteSession(id: FlakeID, accountID: FlakeID) async throws
+    /// Deletes a session of an account (its token stops working at once) and returns whether there was one;
+    /// deleting a missing one, or another account's, is not an error and returns false.
+    @discardableResult
+    func deleteSession(id: FlakeID, accountID: FlakeID) async throws -> Bool
+    /// The account's sessions (signed-in devices), most recently signed in first, at most `limit`.
+    func sessions(accountID: FlakeID, limit: Int) async throws -> [SessionRecord]
+    /// Deletes every session of the account except `except` (nil: all of them) and returns how many.
+    @discardableResult
+    func deleteSessions(accountID: FlakeID, except: FlakeID?) async throws -> Int
+    /// Records that a session made a request at `time` (Unix milliseconds), only if its last-seen time is before
+    /// `ifBefore` (or unset): the caller passes `time - 60_000` so that a session is written at most once a minute.
+    func markSessionSeen(id: FlakeID, accountID: FlakeID, at time: Int64, ifBefore: Int64) async throws
+    /// Replaces the account's password hash and deletes its sessions except `keepingSession` (nil: all), in one
+    /// transaction; returns how many sessions were deleted.
+    ///
+    /// - Throws: ``NoteStoreError/accountNotFound``.
+    @discardableResult
+    func changePassword(accountID: FlakeID, passwordHash: String, keepingSession: FlakeID?) async throws -> Int
+    /// Deletes the account with its notes, applied edits and sessions, in one transaction serialized with its
+    /// pushes; the username is free again. Returns false when there was no such account.
+    @discardableResult
+    func deleteAccount(id: FlakeID) async throws -> Bool
+    /// The account's running totals (see ``AccountUsage``), nil when there is no such account.
+    func usage(accountID: FlakeID) async throws -> AccountUsage?
 
     /// Applies a push in one transaction, serialized with every other push of the account, and returns one result
-    /// per change, in order.
+    /// per change, in order. The account's ``AccountUsage`` is updated in the same transaction, and a change that
+    /// would take it over `context.quota` is rejected (`quota_exceeded`).
     ///
     /// The server's stores run ``PushDriver`` (lock the account, load, ``PushPlanner``, write). When this returns, the
     /// accepted changes are durable; when it throws, none are.

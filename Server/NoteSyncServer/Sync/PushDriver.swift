@@ -17,9 +17,9 @@ enum PushDriver {
     static func push(
         _ transaction: some PushTransaction, accountID: FlakeID, changes: [NoteChange], context: PushContext
     ) throws -> [ChangeResult] {
-        guard let sequence = try transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
+        guard let locked = try transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
         let loaded = try transaction.load(PushPlanner.loadKeys(of: changes), accountID: accountID)
-        let plan = try PushPlanner.plan(.init(accountID, changes, loaded, sequence, context), mintID: context.mintID)
+        let plan = try PushPlanner.plan(.init(accountID, changes, loaded, locked, context), mintID: context.mintID)
         try transaction.write(plan, accountID: accountID)
         return plan.results
     }
@@ -30,9 +30,9 @@ enum PushDriver {
     static func push(
         _ transaction: some AsyncPushTransaction, accountID: FlakeID, changes: [NoteChange], context: PushContext
     ) async throws -> [ChangeResult] {
-        guard let sequence = try await transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
+        guard let locked = try await transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
         let loaded = try await transaction.load(PushPlanner.loadKeys(of: changes), accountID: accountID)
-        let plan = try PushPlanner.plan(.init(accountID, changes, loaded, sequence, context), mintID: context.mintID)
+        let plan = try PushPlanner.plan(.init(accountID, changes, loaded, locked, context), mintID: context.mintID)
         try await transaction.write(plan, accountID: accountID)
         return plan.results
     }
@@ -41,24 +41,30 @@ enum PushDriver {
 /// A store's part of a push, inside one of its transactions: it locks, loads and writes; ``PushDriver`` runs the
 /// steps in order and ``PushPlanner`` decides. Every statement is scoped by the account ID.
 protocol PushTransaction {
-    /// Serializes the account's pushes until the transaction ends and returns the account's change sequence, or nil
-    /// when the account does not exist.
-    func lockAccount(_ accountID: FlakeID) throws -> Int64?
+    /// Serializes the account's pushes until the transaction ends and returns the account's change sequence and
+    /// usage, or nil when the account does not exist.
+    func lockAccount(_ accountID: FlakeID) throws -> LockedAccount?
     /// The account's applied edits and notes that `keys` names (see ``PushPlanner/LoadKeys``).
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch
     /// Writes the plan: its notes (inserted or updated), its new applied edits and, when it wrote a note, the
-    /// account's new change sequence. Writes nothing for a plan that changes nothing.
+    /// account's new change sequence and usage. Writes nothing for a plan that changes nothing.
     func write(_ plan: PushPlanner.Plan, accountID: FlakeID) throws
 }
 
 /// ``PushTransaction`` for a store whose statements are awaited (PostgreSQL).
 protocol AsyncPushTransaction {
     /// See ``PushTransaction/lockAccount(_:)``.
-    func lockAccount(_ accountID: FlakeID) async throws -> Int64?
+    func lockAccount(_ accountID: FlakeID) async throws -> LockedAccount?
     /// See ``PushTransaction/load(_:accountID:)``.
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) async throws -> LoadedBatch
     /// See ``PushTransaction/write(_:accountID:)``.
     func write(_ plan: PushPlanner.Plan, accountID: FlakeID) async throws
+}
+
+/// The account row a push locked: its change sequence and running totals.
+struct LockedAccount {
+    var sequence: Int64
+    var usage: AccountUsage
 }
 
 /// What a store loaded for a batch. A note or applied edit may appear twice (found by two keys).
@@ -69,10 +75,11 @@ struct LoadedBatch {
 
 extension PushPlanner.Input {
     /// The planner's input for a batch of `accountID`, from what was loaded under the account's lock.
-    init(_ accountID: FlakeID, _ changes: [NoteChange], _ loaded: LoadedBatch, _ sequence: Int64, _ context: PushContext) {
+    init(_ accountID: FlakeID, _ changes: [NoteChange], _ loaded: LoadedBatch, _ locked: LockedAccount, _ context: PushContext) {
         self.init(
             accountID: accountID, changes: changes, notes: loaded.notes, appliedEdits: loaded.appliedEdits,
-            currentSequence: sequence, limits: context.limits, now: context.now, pusher: context.pusher
+            currentSequence: locked.sequence, limits: context.limits, now: context.now, pusher: context.pusher,
+            usage: locked.usage, quota: context.quota
         )
     }
 }

@@ -24,6 +24,10 @@ import NoteSyncProtocol
 ///    Every write keeps the change's `editedAt` (else `now`) as the note's edit time; a clean merge keeps the later
 ///    of the two edits' times. The edit time is informational: nothing here reads it to decide.
 /// 6. Every change that is not rejected records an ``AppliedEdit``.
+/// 7. Quota: a change whose writes would take the account's ``AccountUsage`` over its ``AccountQuota`` (notes, tombstones
+///    included, or text bytes) is rejected `quota_exceeded` instead (checked at steps 4 and 5, before anything is
+///    written). A write that does not grow what it is over is always accepted: deletes, shorter texts. The usage is a
+///    running total kept with the account row, so the check costs nothing per stored note.
 public enum PushPlanner {
     /// Everything the planner reads.
     public struct Input: Sendable {
@@ -40,12 +44,19 @@ public enum PushPlanner {
         public var now: Int64
         /// The pushing installation (see ``PushContext/pusher``).
         public var pusher: FlakeID?
+        /// The account's running totals before the push.
+        public var usage: AccountUsage
+        /// The account's limits.
+        public var quota: AccountQuota
 
         public init(
             accountID: FlakeID, changes: [NoteChange], notes: [StoredNote], appliedEdits: [AppliedEdit],
-            currentSequence: Int64, limits: SyncLimits, now: Int64, pusher: FlakeID? = nil
+            currentSequence: Int64, limits: SyncLimits, now: Int64, pusher: FlakeID? = nil,
+            usage: AccountUsage = AccountUsage(), quota: AccountQuota = .unlimited
         ) {
             self.pusher = pusher
+            self.usage = usage
+            self.quota = quota
             self.accountID = accountID
             self.changes = changes
             self.notes = notes
@@ -73,6 +84,8 @@ public enum PushPlanner {
         public var newEdits: [AppliedEdit]
         /// The account's change sequence after the push (unchanged when nothing was written).
         public var newSequence: Int64
+        /// The account's running totals after the push (unchanged when nothing was written).
+        public var newUsage: AccountUsage
     }
 
     /// What a store loads before planning a batch: a function of the changes alone.
@@ -123,7 +136,8 @@ public enum PushPlanner {
         let writes = planner.written
             .map { NoteWrite(note: planner.notes[$0]!, isNew: planner.created.contains($0)) }
             .sorted { $0.note.changeSeq < $1.note.changeSeq }
-        return Plan(results: results, writes: writes, newEdits: planner.newEdits, newSequence: planner.sequence)
+        return Plan(
+            results: results, writes: writes, newEdits: planner.newEdits, newSequence: planner.sequence, newUsage: planner.usage)
     }
 
     // MARK: - State
@@ -144,8 +158,13 @@ public enum PushPlanner {
         var written = Set<FlakeID>()
         var created = Set<FlakeID>()
         var newEdits: [AppliedEdit] = []
+        /// The account's totals, updated as the batch writes.
+        var usage: AccountUsage
+        let quota: AccountQuota
 
         init(input: Input) {
+            usage = input.usage
+            quota = input.quota
             accountID = input.accountID
             limits = input.limits
             now = input.now
@@ -178,6 +197,10 @@ public enum PushPlanner {
             }
             if let base = change.baseVersion, base < 1 {
                 return reject(.invalidBase, .baseVersion, "The base version must be at least 1.")
+            }
+            func overQuota(_ new: StoredNote, replacing old: StoredNote?) -> ChangeResult? {
+                guard let message = quotaRefusal(new, replacing: old) else { return nil }
+                return reject(.quotaExceeded, .text, message)
             }
 
             // 2. Replay.
@@ -222,6 +245,7 @@ public enum PushPlanner {
                     version: 1, text: change.text, deleted: false, conflictOf: nil, changeSeq: 0, createdAt: now,
                     updatedAt: now, editedAt: editedAt
                 )
+                if let refused = overQuota(note, replacing: nil) { return refused }
                 write(note, isNew: true)
                 return record(change, status: .created, serverID: serverID, version: 1)
             }
@@ -254,12 +278,14 @@ public enum PushPlanner {
             }
 
             let applied: ChangeStatus = matched ? .reconciled : .updated
+            let stored = note
             if note.deleted {
                 // An edit concurrent with a delete wins: restore the note with the pushed text.
                 note.text = change.text
                 note.deleted = false
                 note.version += 1
                 note.editedAt = editedAt
+                if let refused = overQuota(note, replacing: stored) { return refused }
                 write(note, isNew: false)
                 return record(change, status: applied, serverID: note.serverID, version: note.version)
             }
@@ -270,6 +296,7 @@ public enum PushPlanner {
                 note.text = change.text
                 note.version += 1
                 note.editedAt = editedAt
+                if let refused = overQuota(note, replacing: stored) { return refused }
                 write(note, isNew: false)
                 return record(change, status: applied, serverID: note.serverID, version: note.version)
             }
@@ -281,6 +308,7 @@ public enum PushPlanner {
                     note.text = merged
                     note.version += 1
                     note.editedAt = max(note.editedAt ?? note.updatedAt, editedAt)
+                    if let refused = overQuota(note, replacing: stored) { return refused }
                     write(note, isNew: false)
                 }
                 let text = ThreeWayMerge.sameBytes(merged, change.text) ? nil : merged
@@ -295,6 +323,7 @@ public enum PushPlanner {
                     version: 1, text: change.text, deleted: false, conflictOf: note.serverID, changeSeq: 0,
                     createdAt: now, updatedAt: now, editedAt: editedAt
                 )
+                if let refused = overQuota(copy, replacing: nil) { return refused }
                 write(copy, isNew: true)
                 return record(
                     change, status: .conflict, serverID: note.serverID, version: note.version, text: note.text,
@@ -321,8 +350,25 @@ public enum PushPlanner {
             )
         }
 
-        /// Puts a note's new state in the overlay with the next change sequence.
+        /// Why writing `new` (over `old`, nil for a new note) would break the quota, or nil when it keeps within it.
+        /// A write that does not grow what is over a limit is always within it.
+        func quotaRefusal(_ new: StoredNote, replacing old: StoredNote?) -> String? {
+            let notes = usage.noteCount + (old == nil ? 1 : 0)
+            let bytes = usage.textBytes + Int64(new.text.utf8.count) - Int64(old?.text.utf8.count ?? 0)
+            if notes > usage.noteCount, notes > quota.maxNotes {
+                return "The account holds its limit of \(quota.maxNotes) notes (deleted ones included); this change needs a new one."
+            }
+            if bytes > usage.textBytes, bytes > quota.maxTextBytes {
+                return "The account's notes would hold \(bytes) bytes of text, over its limit of \(quota.maxTextBytes); shorten or delete notes to make room."
+            }
+            return nil
+        }
+
+        /// Puts a note's new state in the overlay with the next change sequence, and counts it in ``usage``.
         mutating func write(_ note: StoredNote, isNew: Bool) {
+            let old = isNew ? nil : notes[note.serverID]
+            usage.noteCount += isNew ? 1 : 0
+            usage.textBytes += Int64(note.text.utf8.count) - Int64(old?.text.utf8.count ?? 0)
             var note = note
             sequence += 1
             note.changeSeq = sequence

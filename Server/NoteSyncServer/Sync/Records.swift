@@ -35,17 +35,60 @@ public struct SessionRecord: Sendable, Equatable {
     public var deviceName: String?
     /// The installation ID the device reported when signing in.
     public var origin: FlakeID?
-    /// Unix milliseconds.
+    /// When the device signed in, Unix milliseconds.
     public var createdAt: Int64
+    /// When the session last made an authenticated request, Unix milliseconds, kept to the minute (see
+    /// ``NoteStore/markSessionSeen(id:accountID:at:ifBefore:)``); nil until its first request after sign-in.
+    public var lastSeenAt: Int64?
 
-    public init(id: FlakeID, accountID: FlakeID, tokenHash: String, deviceName: String?, origin: FlakeID?, createdAt: Int64) {
+    public init(
+        id: FlakeID, accountID: FlakeID, tokenHash: String, deviceName: String?, origin: FlakeID?, createdAt: Int64,
+        lastSeenAt: Int64? = nil
+    ) {
         self.id = id
         self.accountID = accountID
         self.tokenHash = tokenHash
         self.deviceName = deviceName
         self.origin = origin
         self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
     }
+}
+
+/// What an account stores, as the store keeps it: running totals updated by every push in its transaction, so a
+/// quota check costs nothing per note.
+public struct AccountUsage: Sendable, Equatable {
+    /// Stored notes, tombstones included (a deleted note keeps a row so that other devices learn of the delete).
+    public var noteCount: Int64
+    /// UTF-8 bytes of the stored notes' texts (a tombstone's text is empty).
+    public var textBytes: Int64
+
+    public init(noteCount: Int64 = 0, textBytes: Int64 = 0) {
+        self.noteCount = noteCount
+        self.textBytes = textBytes
+    }
+}
+
+/// The per-account limits a push enforces (the daemon's `--max-notes-per-account` and `--max-bytes-per-account`).
+///
+/// A change that would take an account over either limit is `rejected` with `quota_exceeded`; a change that does not
+/// grow what it is over (a delete, a shorter text) is always accepted, so an account over a lowered limit can shrink.
+public struct AccountQuota: Sendable, Equatable {
+    /// Most stored notes per account, tombstones included.
+    public var maxNotes: Int64
+    /// Most UTF-8 bytes of note text per account.
+    public var maxTextBytes: Int64
+
+    public init(maxNotes: Int64 = AccountQuota.default.maxNotes, maxTextBytes: Int64 = AccountQuota.default.maxTextBytes) {
+        self.maxNotes = maxNotes
+        self.maxTextBytes = maxTextBytes
+    }
+
+    /// 100,000 notes and 1 GiB of text: far beyond what a person writes, small enough that a hostile account cannot
+    /// fill a server's disk.
+    public static let `default` = AccountQuota(maxNotes: 100_000, maxTextBytes: 1 << 30)
+    /// No limit (tests and tools that need none).
+    public static let unlimited = AccountQuota(maxNotes: .max, maxTextBytes: .max)
 }
 
 /// The identity of an applied edit inside one account: its edit ID, the note it named and the installation that
@@ -196,11 +239,17 @@ public struct PushContext: Sendable {
     /// The pushing installation (its session's origin, else the session ID): part of an applied edit's identity,
     /// because edit IDs are unique only per installation.
     public var pusher: FlakeID?
+    /// The account's limits (see ``AccountQuota``).
+    public var quota: AccountQuota
 
-    public init(limits: SyncLimits, now: Int64, pusher: FlakeID? = nil, mintID: @escaping @Sendable () throws -> FlakeID) {
+    public init(
+        limits: SyncLimits, now: Int64, pusher: FlakeID? = nil, quota: AccountQuota = .default,
+        mintID: @escaping @Sendable () throws -> FlakeID
+    ) {
         self.limits = limits
         self.now = now
         self.pusher = pusher
+        self.quota = quota
         self.mintID = mintID
     }
 }

@@ -1,0 +1,183 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+
+// The account's devices, its password, its deletion and its storage usage (issue 18): calls to the signed-in
+// account's server. A 401 answer means the session was revoked (or the account deleted): like a sync, the device
+// then forgets the session and keeps every note (`signed_out_by_server`).
+
+/// A signed-in device of the account, as `notes devices` lists it.
+public struct Device: Sendable, Equatable {
+    /// The session ID (what `notes devices revoke` takes).
+    public var sessionID: FlakeID
+    /// The name the device gave at sign-in (its host name for the reference client).
+    public var name: String?
+    /// The device's installation ID, if it gave one.
+    public var origin: FlakeID?
+    /// When it signed in, Unix milliseconds (nil when the server's time could not be read).
+    public var signedInAt: Int64?
+    /// When it last made a request, to the minute, Unix milliseconds; nil before its first request.
+    public var lastSeenAt: Int64?
+    /// This device's own session.
+    public var isThisDevice: Bool
+}
+
+/// The account's storage as its server counts it (`GET /v1/account`).
+public struct StorageReport: Sendable, Equatable {
+    /// Stored notes, deleted ones included.
+    public var notes: Int64
+    /// UTF-8 bytes of the notes' texts.
+    public var textBytes: Int64
+    public var maxNotes: Int64
+    public var maxTextBytes: Int64
+}
+
+/// What deleting the account did on this device.
+public struct AccountDeletionReport: Sendable, Equatable {
+    /// The deleted account.
+    public var account: AccountName
+    /// Its live notes, kept on this device as notes of no account (written-while-signed-out notes).
+    public var keptNotes: Int
+    /// Notes that became new notes of this device (see ``RekeyedNote``).
+    public var rekeyed: [RekeyedNote] = []
+}
+
+extension NotesClient {
+    /// The account's signed-in devices, most recently signed in first, this one marked.
+    ///
+    /// - Throws: `not_signed_in`, `signed_out_by_server`, the connection's errors.
+    public func devices() async throws(NotesError) -> [Device] {
+        let list = try await engine.accountCall(.sessions, SessionListResponse.self)
+        return list.sessions.map { session in
+            Device(
+                sessionID: session.sessionID, name: session.deviceName, origin: session.origin,
+                signedInAt: WireTime.parse(session.signedInAt), lastSeenAt: session.lastSeenAt.flatMap(WireTime.parse),
+                isThisDevice: session.current)
+        }
+    }
+
+    /// Signs another device of the account out: `id` is its session ID as `notes devices` shows it, or a unique
+    /// prefix of it (at least 4 digits). Its notes stay on it; it learns at its next request.
+    ///
+    /// - Throws: `invalid_input` (not a listed device, ambiguous, or this device: use sign-out), `not_signed_in`,
+    ///   `signed_out_by_server`, the connection's errors.
+    @discardableResult
+    public func revokeDevice(_ id: String) async throws(NotesError) -> Device {
+        let text = id.trimmingCharacters(in: .whitespaces)
+        guard text.count >= 4, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) else {
+            throw NotesError(.invalidInput, "'\(id)' is not a device ID; `notes devices` lists them (at least 4 digits).")
+        }
+        let matches = try await devices().filter { String($0.sessionID.rawValue).hasPrefix(text) }
+        guard let device = matches.first else {
+            throw NotesError(.invalidInput, "No device \(text) is signed in to this account; `notes devices` lists them.")
+        }
+        guard matches.count == 1 else {
+            throw NotesError(.invalidInput, "\(text) names \(matches.count) devices; type more of its ID.")
+        }
+        guard !device.isThisDevice else {
+            throw NotesError(.invalidInput, "\(text) is this device; sign it out with `notes logout`.")
+        }
+        _ = try await engine.accountExchange(.revokeSession, body: encodeBody(RevokeSessionRequest(sessionID: device.sessionID)))
+        return device
+    }
+
+    /// Signs every other device of the account out; returns how many were.
+    public func signOutOtherDevices() async throws(NotesError) -> Int {
+        try await engine.accountCall(.revokeOtherSessions, RevokedSessionsResponse.self, attempts: 1).revokedSessions
+    }
+
+    /// Changes the account's password; every other device is signed out (this one stays signed in). Returns how
+    /// many devices were signed out.
+    ///
+    /// - Throws: `invalid_input` (the new password breaks ``CredentialRules``), `invalid_credentials` (the current
+    ///   password is wrong: nothing changed), `server_error` (`too_many_attempts` among others), `not_signed_in`,
+    ///   `signed_out_by_server`, the connection's errors.
+    public func changePassword(current: String, new: String) async throws(NotesError) -> Int {
+        guard CredentialRules.isAcceptablePassword(new) else {
+            throw NotesError(
+                .invalidInput,
+                "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) bytes, without NUL characters.")
+        }
+        do {
+            return try await engine.accountCall(
+                .changePassword, RevokedSessionsResponse.self,
+                body: encodeBody(ChangePasswordRequest(currentPassword: current, newPassword: new)), attempts: 1
+            ).revokedSessions
+        } catch {
+            throw Self.wrongPassword(error, "Wrong password; the password was not changed.")
+        }
+    }
+
+    /// Deletes the signed-in account on its server: its notes, edits and sessions there, for every device. This
+    /// device keeps the account's notes, as notes of no account (as if written while signed out, never synced):
+    /// signing in to an account later asks whether to add them to it (`UnownedNotes`), and they go there as new
+    /// notes. The account is forgotten here.
+    ///
+    /// - Throws: `invalid_credentials` (wrong password: nothing deleted), `server_error` (`too_many_attempts` among
+    ///   others), `not_signed_in`, `signed_out_by_server`, the connection's errors.
+    public func deleteAccount(password: String) async throws(NotesError) -> AccountDeletionReport {
+        guard let account = try self.account() else {
+            throw NotesError(.notSignedIn, "Not signed in; sign in to the account to delete first.")
+        }
+        do {
+            _ = try await engine.accountExchange(.deleteAccount, body: encodeBody(DeleteAccountRequest(password: password)))
+        } catch {
+            throw Self.wrongPassword(error, "Wrong password; nothing was deleted.")
+        }
+        let now = now
+        return try store.write { tx in
+            let name = try tx.knownAccount(account.accountID)
+            try tx.forgetAccountState()
+            let (kept, rekeyed) = try tx.disownNotes(of: account.accountID, minter: minter, origin: origin, now: now)
+            return AccountDeletionReport(account: name, keptNotes: kept, rekeyed: rekeyed)
+        }
+    }
+
+    /// The account's storage usage and limits, as its server counts them.
+    public func storageUsage() async throws(NotesError) -> StorageReport? {
+        let account = try await engine.accountCall(.account, AccountResponse.self, attempts: 1)
+        return account.usage.map {
+            StorageReport(notes: $0.notes, textBytes: $0.textBytes, maxNotes: $0.maxNotes, maxTextBytes: $0.maxTextBytes)
+        }
+    }
+
+    /// A `wrong_password` answer as `invalid_credentials` with `message`; any other error unchanged.
+    static func wrongPassword(_ error: NotesError, _ message: String) -> NotesError {
+        guard error.api?.code == .wrongPassword else { return error }
+        return NotesError(.invalidCredentials, message, api: error.api, httpStatus: error.httpStatus)
+    }
+}
+
+extension SyncEngine {
+    /// Sends a request of the signed-in session and returns its 2xx answer. On 401 the session is forgotten (notes
+    /// kept), as a sync does.
+    ///
+    /// - Parameter attempts: 1 for a request that must not be repeated after a lost answer (the repeat would meet
+    ///   the state the first one left: a deleted account answers 401).
+    func accountExchange(_ endpoint: Endpoint, body: Data? = nil, attempts: Int? = 1) async throws(NotesError) -> WireResponse {
+        let settings = try store.read { tx in try tx.settings() }
+        guard let settings, settings.account != nil, let token = settings.token, let server = settings.serverURL,
+            let url = URL(string: server)
+        else {
+            throw NotesError(.notSignedIn, "Not signed in; sign in with `notes login` first.")
+        }
+        do {
+            return try await connection(to: url, server: server, token: token).exchange(endpoint, body: body, attempts: attempts)
+        } catch {
+            if error.code == .signedOutByServer { forgetRevokedSession(token: token) }
+            throw error
+        }
+    }
+
+    /// ``accountExchange(_:body:attempts:)`` and the answer decoded.
+    func accountCall<Response: Decodable>(
+        _ endpoint: Endpoint, _ type: Response.Type, body: Data? = nil, attempts: Int? = nil
+    ) async throws(NotesError) -> Response {
+        let response = try await accountExchange(endpoint, body: body, attempts: attempts)
+        do {
+            return try WireJSON.decoder().decode(type, from: response.body)
+        } catch {
+            throw NotesError.badResponse("\(endpoint.method.rawValue) \(endpoint.path) returned \(ServerConnection.preview(response.body))")
+        }
+    }
+}
