@@ -79,6 +79,11 @@ struct OperatorsEndToEndTests {
         let added = try await Self.notesyncd(["users", "add", "Alice"] + store + ["--password-stdin"], stdin: NotesE2E.password + "\n")
         #expect(added.status == 0, "\(added.output)")
         #expect(added.output.hasPrefix("created account alice ("), "\(added.output)")
+        if backend == "sqlite" {
+            // Minted with another instance number than the daemon's (0), so never one of its IDs.
+            let minted = try #require(added.output.split(separator: "(").last?.split(separator: ")").first.flatMap { Int64($0) })
+            #expect(try FlakeID(validating: minted).instance == 512)
+        }
         let again = try await Self.notesyncd(["users", "add", "alice"] + store, stdin: nil)
         #expect(again.status == 1)
         #expect(again.output == "notesyncd: That username is already registered.\n", "\(again.output)")

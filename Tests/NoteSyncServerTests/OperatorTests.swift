@@ -13,8 +13,9 @@ import TestSupport
 /// metrics address. The real binaries are driven by `OperatorsEndToEndTests`.
 @Suite("operators")
 struct OperatorTests {
-    static func service(_ policy: SignUpPolicy, store: any NoteStore) throws -> SyncService {
-        let generator = try FlakeGenerator(instance: 1, clock: SystemFlakeClock.coarse)
+    static func service(_ policy: SignUpPolicy, store: any NoteStore, instance: Int = 1) throws -> SyncService {
+        // Two services on one store need two instance numbers, as two daemons would.
+        let generator = try FlakeGenerator(instance: instance, clock: SystemFlakeClock.coarse)
         return SyncService(
             store: store, bcryptCost: 4, clock: SystemFlakeClock.coarse, mintID: { try generator.next() }, signUpPolicy: policy,
             logger: testLogger)
@@ -62,6 +63,11 @@ struct OperatorTests {
         #expect(try check.store.resolved(environment: ["NOTESYNCD_DATABASE": "postgres://u@db/notes"]).database == .postgres(url: "postgres://u@db/notes"))
         #expect(try NotesyncdCommand.parseAsRoot(["backup", "/tmp/copy.sqlite"]) is BackupCommand)
         #expect(try NotesyncdCommand.parseAsRoot(["stats", "--json"]) is StatsCommand)
+        // Operator commands mint with another instance number than the daemon's.
+        #expect(try check.store.resolved(environment: [:]).instance == 512)
+        #expect(try check.store.resolved(environment: ["NOTESYNCD_INSTANCE": "600"]).instance == 88)
+        let withFlag = try #require(try NotesyncdCommand.parseAsRoot(["users", "add", "x", "--instance", "7"]) as? UsersCommand.Add)
+        #expect(try withFlag.store.resolved(environment: [:]).instance == 519)
         // The daemon is still the command with no subcommand.
         #expect(try NotesyncdCommand.parseAsRoot(["--port", "9090"]) is NotesyncdCommand)
     }
@@ -78,7 +84,8 @@ struct OperatorTests {
         // The operator's path creates the account whatever the policy.
         let created = try await closed.createAccount(SignUpRequest(username: "Alice", password: "long enough"))
         #expect(created.username == "alice")
-        #expect(try await Self.service(.open, store: store).signUp(SignUpRequest(username: "bob", password: "long enough")).username == "bob")
+        let open = try Self.service(.open, store: store, instance: 2)
+        #expect(try await open.signUp(SignUpRequest(username: "bob", password: "long enough")).username == "bob")
     }
 
     @Test func aDisabledAccountCannotSignInAndItsTokensStop() async throws {

@@ -20,6 +20,7 @@ public struct OperatorStoreOptions: Sendable {
     var dataDirectory: String?
     var database: String?
     var bcryptCost: Int?
+    var instance: Int?
 
     /// What every operator subcommand's help says about the store options (they belong to the root command, so
     /// ArgumentParser lists them under `notesyncd --help`, not the subcommand's).
@@ -33,10 +34,13 @@ public struct OperatorStoreOptions: Sendable {
         dataDirectory = daemon.dataDirectory
         database = daemon.database
         bcryptCost = daemon.bcryptCost
+        instance = daemon.instance
     }
 
     /// The store's settings from the flags, then `environment`, then the daemon's defaults.
-    func resolved(environment: [String: String]) throws -> (database: ServerConfiguration.Database, dataDirectory: String, bcryptCost: Int) {
+    func resolved(
+        environment: [String: String]
+    ) throws -> (database: ServerConfiguration.Database, dataDirectory: String, bcryptCost: Int, instance: Int) {
         func string(_ flag: String?, _ variable: String) -> String? {
             if let flag { return flag }
             guard let text = environment[variable], !text.isEmpty else { return nil }
@@ -58,7 +62,26 @@ public struct OperatorStoreOptions: Sendable {
             cost = value
         }
         guard ServerConfiguration.bcryptCostRange.contains(cost) else { throw OperatorError("bcrypt cost must be 4...31, got \(cost)") }
-        return (database, string(dataDirectory, NotesyncdCommand.Environment.dataDirectory) ?? defaults.dataDirectory, cost)
+        var daemonInstance = defaults.instance
+        if let instance {
+            daemonInstance = instance
+        } else if let text = string(nil, NotesyncdCommand.Environment.instance) {
+            guard let value = Int(text) else { throw OperatorError("NOTESYNCD_INSTANCE must be an integer, got '\(text)'.") }
+            daemonInstance = value
+        }
+        guard ServerConfiguration.instanceRange.contains(daemonInstance) else {
+            throw OperatorError("instance must be 0...1023, got \(daemonInstance)")
+        }
+        return (
+            database, string(dataDirectory, NotesyncdCommand.Environment.dataDirectory) ?? defaults.dataDirectory, cost,
+            Self.operatorInstance(daemon: daemonInstance)
+        )
+    }
+
+    /// The MiniFlake instance number operator commands mint with on SQLite: never the daemon's own (`--instance`,
+    /// default 0), so an account ID minted here cannot equal one the running daemon mints in the same millisecond.
+    static func operatorInstance(daemon: Int) -> Int {
+        (daemon + 512) % 1024
     }
 
     /// Opens the store, runs `body`, and closes the store whatever happens.
@@ -72,7 +95,8 @@ public struct OperatorStoreOptions: Sendable {
     ) async throws -> T {
         let settings = try resolved(environment: environment)
         let logger = {
-            var logger = Logger(label: "notesyncd")
+            // Standard error, so that a database error logged by a driver never mixes into --json output.
+            var logger = Logger(label: "notesyncd", factory: { label in StreamLogHandler.standardError(label: label) })
             logger.logLevel = .error
             return logger
         }()
@@ -85,9 +109,8 @@ public struct OperatorStoreOptions: Sendable {
             }
             let store = try SQLiteNoteStore(path: path)
             let highWaterMark = try await store.largestIssuedID()
-            // The daemon's default instance number; the generator starts past every stored ID, and a clash with an ID
-            // the running daemon mints in the same millisecond would fail the insert, never overwrite.
-            let generator = try FlakeGenerator(instance: 0, clock: SystemFlakeClock.coarse, after: highWaterMark)
+            // Another instance number than the running daemon's, and past every stored ID: never one of its IDs.
+            let generator = try FlakeGenerator(instance: settings.instance, clock: SystemFlakeClock.coarse, after: highWaterMark)
             opened = OpenedStore(
                 store: store, sqlite: store, postgresURL: nil, bcryptCost: settings.bcryptCost, logger: logger,
                 mintID: { try generator.next() }, close: { try? await store.close() })
