@@ -31,7 +31,7 @@ import NoteSyncProtocol
 /// | `--log-format` | `NOTESYNCD_LOG_FORMAT` | `text` (or `json`) |
 /// | `--metrics-address` | `NOTESYNCD_METRICS_ADDRESS` | none (no metrics endpoint) |
 ///
-/// The operator subcommands (`users`, `check`, `stats`, `backup`: ``OperatorCommands``) open the same store from
+/// The operator subcommands (`users`, `sessions`, `check`, `stats`, `backup`: ``OperatorCommands``) open the same store from
 /// the same `--data-dir` / `--database` options and variables.
 /// | `--max-notes-per-account` | `NOTESYNCD_MAX_NOTES_PER_ACCOUNT` | 100000 (deleted notes included) |
 /// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB of note text |
@@ -49,7 +49,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
             are the operator's tools over the same store (--data-dir, --database); they work while the daemon runs.
             """,
         version: NotesyncdVersion.current,
-        subcommands: [UsersCommand.self, CheckCommand.self, StatsCommand.self, BackupCommand.self]
+        subcommands: [UsersCommand.self, SessionsCommand.self, CheckCommand.self, StatsCommand.self, BackupCommand.self]
     )
 
     /// Environment variable names.

@@ -60,25 +60,13 @@ extension PostgresNoteStore: OperatorStore {
         }
     }
 
-    public func deleteSessions(accountID: FlakeID) async throws -> Int {
-        try await run { client in
-            var count = 0
-            for try await _ in try await client.query(
-                "DELETE FROM sessions WHERE account_id = \(accountID.rawValue) RETURNING 1", logger: self.logger)
-            {
-                count += 1
-            }
-            return count
-        }
-    }
-
     public func checkInvariants() async throws -> [String] {
         let logger = self.logger
         // One snapshot for every query: a REPEATABLE READ, read-only transaction.
         return try await transaction { connection in
             try await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
             var problems: [String] = []
-            for (label, sql) in InvariantQueries.all {
+            for (label, sql) in InvariantQueries.all + [InvariantQueries.runningTotals(bytes: "octet_length(n.text)")] {
                 for try await line in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(String.self) {
                     problems.append("\(label): \(line)")
                 }

@@ -43,13 +43,6 @@ extension SQLiteNoteStore: OperatorStore {
         }
     }
 
-    public func deleteSessions(accountID: FlakeID) async throws -> Int {
-        try await write { db in
-            try db.execute(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.rawValue])
-            return db.changesCount
-        }
-    }
-
     public func checkInvariants() async throws -> [String] {
         try await read { db in
             var problems: [String] = []
@@ -62,7 +55,7 @@ extension SQLiteNoteStore: OperatorStore {
                 let parent: String = row[2]
                 problems.append("foreign key: a row of \(table) (rowid \(rowID.map { "\($0)" } ?? "-")) names a missing \(parent) row")
             }
-            for (label, sql) in InvariantQueries.all {
+            for (label, sql) in InvariantQueries.all + [InvariantQueries.runningTotals(bytes: "LENGTH(CAST(n.text AS BLOB))")] {
                 for line in try String.fetchAll(db, sql: sql) { problems.append("\(label): \(line)") }
             }
             return problems

@@ -16,9 +16,6 @@ public protocol OperatorStore: NoteStore {
     /// enables it again with nil. Disabling a disabled account keeps its first time.
     func setDisabled(accountID: FlakeID, disabledAt: Int64?) async throws -> Bool
 
-    /// Deletes every session of the account (all its tokens stop working) and returns how many there were.
-    func deleteSessions(accountID: FlakeID) async throws -> Int
-
     /// The store's own invariants, checked in one snapshot: one human line per problem, empty when consistent.
     ///
     /// - One note per (account, client ID, origin), and one per (account, change sequence).
@@ -159,4 +156,21 @@ enum InvariantQueries {
             """
         ),
     ]
+
+    /// The quota's running totals (`accounts.note_count`, `text_bytes`) against the notes they count; `bytes` is the
+    /// backend's UTF-8 byte length of the text column `n.text` (SQLite: `LENGTH(CAST(n.text AS BLOB))`, PostgreSQL:
+    /// `octet_length(n.text)`).
+    static func runningTotals(bytes: String) -> (String, String) {
+        (
+            "running totals",
+            """
+            SELECT 'account ' || a.id || ': ' || a.note_count || ' notes and ' || a.text_bytes || ' text bytes counted, '
+                   || COALESCE(t.n, 0) || ' and ' || COALESCE(t.b, 0) || ' stored'
+            FROM accounts a
+            LEFT JOIN (SELECT n.account_id, COUNT(*) AS n, SUM(COALESCE(\(bytes), 0)) AS b FROM notes n GROUP BY n.account_id) t
+                ON t.account_id = a.id
+            WHERE a.note_count <> COALESCE(t.n, 0) OR a.text_bytes <> COALESCE(t.b, 0) LIMIT 20
+            """
+        )
+    }
 }

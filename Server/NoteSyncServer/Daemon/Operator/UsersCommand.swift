@@ -4,13 +4,13 @@ import MiniFlake
 import NoteSyncProtocol
 
 /// `notesyncd users ...`: accounts, for the operator. Each subcommand opens the store with
-/// ``OperatorStoreOptions`` and works while the daemon runs. (`users delete` arrives with account deletion.)
+/// ``OperatorStoreOptions`` and works while the daemon runs.
 public struct UsersCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "users",
-        abstract: "List, create, reset, disable and enable accounts.",
+        abstract: "List, create, reset, disable, enable and delete accounts.",
         discussion: OperatorStoreOptions.help,
-        subcommands: [List.self, Add.self, ResetPassword.self, Disable.self, Enable.self]
+        subcommands: [List.self, Add.self, ResetPassword.self, Disable.self, Enable.self, Delete.self]
     )
 
     public init() {}
@@ -138,6 +138,38 @@ public struct UsersCommand: AsyncParsableCommand {
                 return account.username
             }
             OperatorOutput.line("enabled \(name)")
+        }
+    }
+}
+
+extension UsersCommand {
+    /// `users delete USERNAME --yes`.
+    public struct Delete: AsyncParsableCommand {
+        public static let configuration = CommandConfiguration(
+            abstract: "Delete an account with its notes, edits and sessions, in one transaction; the username is free again.",
+            discussion: """
+                Its devices learn it at their next request (401) and keep their notes as signed out. There is no undo                 but a backup: --yes is required. \(OperatorStoreOptions.help)
+                """)
+        @ParentCommand var daemon: NotesyncdCommand
+        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
+        @Argument(help: "The account's username.") var username: String
+        @Flag(help: "Really delete it (required).") var yes = false
+        public init() {}
+
+        public func validate() throws {
+            if !yes { throw ValidationError("Deleting '\(username)' removes its notes for good: pass --yes.") }
+        }
+
+        public func run() async throws {
+            let (name, notes) = try await store.withStore { opened in
+                let account = try await opened.account(named: username)
+                let notes = try await opened.store.usage(accountID: account.id)?.noteCount ?? 0
+                guard try await opened.store.deleteAccount(id: account.id) else {
+                    throw OperatorError("no account named '\(username)'")
+                }
+                return (account.username, notes)
+            }
+            OperatorOutput.line("deleted \(name) with its \(notes) note\(notes == 1 ? "" : "s"); the username is free again")
         }
     }
 }
