@@ -62,6 +62,8 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let readTimeout = "NOTESYNCD_READ_TIMEOUT"
         public static let writeTimeout = "NOTESYNCD_WRITE_TIMEOUT"
         public static let maxConnections = "NOTESYNCD_MAX_CONNECTIONS"
+        public static let maxWaiters = "NOTESYNCD_MAX_WAITERS"
+        public static let maxWaitersPerAccount = "NOTESYNCD_MAX_WAITERS_PER_ACCOUNT"
     }
 
     @Option(name: .customLong("data-dir"), parsing: .unconditional, help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
@@ -142,6 +144,18 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     )
     var maxConnections: Int?
 
+    @Option(
+        name: .customLong("max-waiters"), parsing: .unconditional,
+        help: "Most waiting pulls (wait=) held at once, below --max-connections (NOTESYNCD_MAX_WAITERS; default 3/4 of max connections)."
+    )
+    var maxWaiters: Int?
+
+    @Option(
+        name: .customLong("max-waiters-per-account"), parsing: .unconditional,
+        help: "Most waiting pulls one account may hold on this daemon (NOTESYNCD_MAX_WAITERS_PER_ACCOUNT; default 64)."
+    )
+    var maxWaitersPerAccount: Int?
+
     public init() {}
 
     /// The configuration from the flags, then `environment`, then the defaults.
@@ -205,6 +219,10 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         if let value = try integer(readTimeout, Environment.readTimeout) { configuration.readTimeoutSeconds = value }
         if let value = try integer(writeTimeout, Environment.writeTimeout) { configuration.writeTimeoutSeconds = value }
         if let value = try integer(maxConnections, Environment.maxConnections) { configuration.maxConnections = value }
+        if let value = try integer(maxWaiters, Environment.maxWaiters) { configuration.maxWaiters = value }
+        if let value = try integer(maxWaitersPerAccount, Environment.maxWaitersPerAccount) {
+            configuration.live.maxWaitersPerAccount = value
+        }
         do {
             try configuration.validate()
         } catch {

@@ -101,9 +101,15 @@ public func buildApplication(
             logger.info("database open", metadata: ["database": "\(shown)", "schema_version": "\(PostgresDatabase.schemaVersion)"])
         }
     }
+    // Waiting pulls: woken by this daemon's pushes and, on PostgreSQL, by every daemon's (LISTEN/NOTIFY).
+    let feed = ChangeFeed(limits: configuration.live, maxWaiters: configuration.effectiveMaxWaiters)
+    var listener: PostgresChangeListener?
+    if let postgres = store as? PostgresNoteStore {
+        listener = PostgresChangeListener(database: postgres.database, feed: feed, logger: logger)
+    }
     let service = SyncService(
         store: store, limits: configuration.limits, bcryptCost: configuration.bcryptCost, clock: SystemFlakeClock.coarse,
-        mintID: mintID, randomBytes: .system, throttle: throttle, logger: logger
+        mintID: mintID, randomBytes: .system, throttle: throttle, logger: logger, changeFeed: feed
     )
     let api = SyncAPI(service: service, logger: logger)
     let host = configuration.host
@@ -125,6 +131,8 @@ public func buildApplication(
     )
     app.addServices(services)
     app.addServices(StoreService(store: store, logger: logger))
+    // After the store (it stops before the store closes); the HTTP server answers its own waiters as it drains.
+    app.addServices(ChangeFeedService(feed: feed, listener: listener, logger: logger))
     if configuration.editRetentionDays > 0 {
         app.addServices(
             PruneService(

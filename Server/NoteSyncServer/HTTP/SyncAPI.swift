@@ -161,7 +161,8 @@ public struct SyncAPI: Sendable {
         case .pull:
             .authenticated { request, session in
                 let result = try await service.pull(
-                    since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit), session: session
+                    since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
+                    wait: request.queryValue(PullQuery.wait), session: session
                 )
                 return WireResponse(status: endpoint.successStatus, body: result.encodedJSON())
             }

@@ -97,6 +97,7 @@ struct PostgresPushTransaction: AsyncPushTransaction {
             )
             UPDATE accounts SET change_seq = \(plan.newSequence)
             WHERE id = \(account) AND change_seq <> \(plan.newSequence)
+            RETURNING pg_notify('\(unescaped: PostgresChangeListener.channel)', id::text)
             """,
             logger: logger
         )
