@@ -46,10 +46,11 @@ public func buildRouter(api: SyncAPI, logger: Logger) -> Router<SyncRequestConte
 /// - Parameters:
 ///   - onListening: Called once with the listening line (`notesyncd listening on http://HOST:PORT`, the real
 ///     port when 0 was asked); the daemon prints it to stdout.
+///   - changeFeed: The feed of waiting pulls (tests pass one they observe); nil makes one from the configuration.
 /// - Throws: ``ConfigurationError`` for a bad configuration, or the SQLite store's open error. PostgreSQL is migrated
 ///   and the instance number leased when the application runs, before the server starts listening.
 public func buildApplication(
-    configuration: ServerConfiguration, logger: Logger? = nil,
+    configuration: ServerConfiguration, logger: Logger? = nil, changeFeed: ChangeFeed? = nil,
     onListening: @escaping @Sendable (String) -> Void = { line in print(line); fflush(nil) }
 ) async throws -> some ApplicationProtocol {
     try configuration.validate()
@@ -102,7 +103,7 @@ public func buildApplication(
         }
     }
     // Waiting pulls: woken by this daemon's pushes and, on PostgreSQL, by every daemon's (LISTEN/NOTIFY).
-    let feed = ChangeFeed(limits: configuration.live, maxWaiters: configuration.effectiveMaxWaiters)
+    let feed = changeFeed ?? ChangeFeed(limits: configuration.live, maxWaiters: configuration.effectiveMaxWaiters)
     var listener: PostgresChangeListener?
     if let postgres = store as? PostgresNoteStore {
         listener = PostgresChangeListener(database: postgres.database, feed: feed, logger: logger)
