@@ -85,3 +85,38 @@ struct WatchEndToEndTests {
         await daemon.terminate()
     }
 }
+
+/// Issue 19 across two real `notesyncd` processes on one PostgreSQL database: a device watching through one daemon
+/// receives, without any `notes sync`, notes pushed through the other (the push's NOTIFY reaches the other daemon's
+/// LISTEN connection, which wakes the waiting pull).
+@Suite(
+    "notes watch across daemons on PostgreSQL", .serialized,
+    .enabled(if: NotesE2E.binariesExist && TmuxSession.available && ScaleOut.baseURL != nil, "needs FLAKENOTES_POSTGRES_URL, tmux and built binaries"))
+struct WatchScaleOutEndToEndTests {
+    @Test func aWatchOnOneDaemonReceivesPushesThroughTheOther() async throws {
+        let database = try await ScaleOut.freshDatabase()
+        let one = try await ScaleOut.daemon(database)
+        let two = try await ScaleOut.daemon(database)
+        defer { one.stop(); two.stop() }
+        let writer = try NotesDevice("writer")
+        let watcher = try NotesDevice("watcher")
+        defer { writer.remove(); watcher.remove() }
+        let helper = WatchEndToEndTests()
+        _ = helper.ok(try await helper.account(writer, "signup", one.url, "alice"))
+        _ = helper.ok(try await helper.account(watcher, "login", two.url, "alice"))
+
+        let command = ([NotesE2E.notesBinary.path, "watch", "--home", watcher.home.path]).map(WatchEndToEndTests.quote).joined(separator: " ")
+        let session = try await TmuxSession("env TERM=xterm \(command)", directory: watcher.home.deletingLastPathComponent())
+        try await session.waitFor("the first sync") { $0.contains("synced:") }
+        for index in 1...3 {
+            _ = helper.ok(try await writer.run(["add", "through daemon one, \(index)"]))
+            _ = helper.ok(try await writer.run(["sync"]))
+            // Well within the 20-s wait: only a wake-up through NOTIFY delivers it this soon.
+            try await helper.waitForTexts(watcher, "note \(index) through the other daemon", seconds: 10) { $0.count == index }
+        }
+        #expect(try await watcher.texts() == (1...3).map { "through daemon one, \($0)" })
+        try await session.send(["C-c"])
+        #expect(try await session.exitStatus() == 0)
+        await session.kill()
+    }
+}
