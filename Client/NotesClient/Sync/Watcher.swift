@@ -73,7 +73,8 @@ struct Watcher: Sendable {
 
     /// Requests for a sync, coalesced: the reasons gathered, and a doorbell that holds at most one ring.
     final class Requests: Sendable {
-        private let reasons = Mutex<[WatchReason]>([])
+        /// The reasons gathered, and how many syncs have taken reasons so far.
+        private let state = Mutex<(reasons: [WatchReason], started: Int)>(([], 0))
         let bell: AsyncStream<Void>
         private let ring: AsyncStream<Void>.Continuation
         /// Syncs finished so far, and a doorbell rung after each.
@@ -86,12 +87,28 @@ struct Watcher: Sendable {
             (finishedBell, ringFinished) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         }
 
-        func request(_ reason: WatchReason) {
-            reasons.withLock { if !$0.contains(reason) { $0.append(reason) } }
+        /// Asks for a sync; returns the number of the sync that will serve it (the first to start after now).
+        @discardableResult
+        func request(_ reason: WatchReason) -> Int {
+            let serving = state.withLock { state in
+                if !state.reasons.contains(reason) { state.reasons.append(reason) }
+                return state.started + 1
+            }
             ring.yield()
+            return serving
         }
 
-        func take() -> [WatchReason] { reasons.withLock { value in defer { value = [] }; return value } }
+        /// The reasons gathered (the sync about to start serves them all), or none.
+        func take() -> [WatchReason] {
+            state.withLock { state in
+                let taken = state.reasons
+                if !taken.isEmpty {
+                    state.reasons = []
+                    state.started += 1
+                }
+                return taken
+            }
+        }
 
         func didSync() {
             finished.add(1, ordering: .sequentiallyConsistent)
@@ -189,15 +206,14 @@ struct Watcher: Sendable {
                 } else {
                     await sleep(options.pollWithoutLive)
                 }
-                let seenSyncs = requests.finished.load(ordering: .sequentiallyConsistent)
                 let page = try await connection.call(.pull, PullResponse.self, query: query, attempts: 1)
+                // Wait until the sync that serves the request has finished: the next waiting pull starts from its
+                // cursor (a sync already running when the request came does not serve it).
                 if failures > 0 {
                     failures = 0
-                    requests.request(.reconnect)
-                    await awaitSync(after: seenSyncs, requests)
+                    await awaitSync(requests.request(.reconnect), requests)
                 } else if !page.changes.isEmpty {
-                    requests.request(.server)
-                    await awaitSync(after: seenSyncs, requests)
+                    await awaitSync(requests.request(.server), requests)
                 }
             } catch {
                 if Task.isCancelled { return }
@@ -217,10 +233,11 @@ struct Watcher: Sendable {
         }
     }
 
-    /// Waits until a sync that started after `seen` syncs has finished.
-    private func awaitSync(after seen: Int, _ requests: Requests) async {
+    /// Waits until sync number `serving` (counted from 1) has finished. Syncs run one at a time, in order.
+    private func awaitSync(_ serving: Int, _ requests: Requests) async {
+        if requests.finished.load(ordering: .sequentiallyConsistent) >= serving { return }
         for await _ in requests.finishedBell {
-            if requests.finished.load(ordering: .sequentiallyConsistent) > seen { return }
+            if requests.finished.load(ordering: .sequentiallyConsistent) >= serving { return }
         }
     }
 

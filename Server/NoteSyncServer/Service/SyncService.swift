@@ -10,7 +10,10 @@ import ServiceLifecycle
 ///
 /// Transport-neutral: it takes decoded requests and returns response values, throwing ``SyncError`` for every
 /// client mistake (other errors are server faults). The clock, the ID source and the random source are injected.
-public struct SyncService: Sendable {
+///
+/// A class, not a struct: every async frame of a request that holds the service (a waiting pull keeps a whole chain
+/// of them alive) then holds one reference instead of a copy of all its fields (see PERFORMANCE.md, live sync).
+public final class SyncService: Sendable {
     /// The store.
     public let store: any NoteStore
     /// The limits the server enforces and `GET /v1/info` serves.
@@ -60,7 +63,8 @@ public struct SyncService: Sendable {
         self.randomBytes = randomBytes
         self.throttle = throttle
         self.logger = logger
-        self.passwords = passwordHashing ?? .bcrypt(cost: bcryptCost)
+        let passwords = passwordHashing ?? .bcrypt(cost: bcryptCost)
+        self.passwords = passwords
         self.dummyHash = passwords.hash("notesyncd timing-equalizer")
     }
 
