@@ -43,6 +43,22 @@ struct LiveSyncTests {
         #expect(feed.count == 0)
     }
 
+    /// The sweep skips while nothing can have expired, and a later registration with an earlier deadline is not
+    /// skipped over.
+    @Test func expiryFollowsTheEarliestDeadline() async throws {
+        let feed = ChangeFeed(now: { 0 })
+        let late = try feed.register(account: id(1), deadline: 100)
+        #expect(feed.expire(now: 50) == 0)
+        let early = try feed.register(account: id(2), deadline: 40)
+        #expect(feed.expire(now: 45) == 0)  // neither waits yet: the expiry is kept, not counted
+        #expect(await feed.wait(early) == .expired)
+        #expect(feed.count == 1)
+        async let waited = feed.wait(late)
+        feed.expire(now: 100)  // waiting or not yet, it ends expired
+        #expect(await waited == .expired)
+        #expect(feed.count == 0)
+    }
+
     @Test func limitsPerAccountAndPerDaemonAndClosing() async throws {
         let feed = ChangeFeed(limits: LiveLimits(maxWaitSeconds: 55, maxWaitersPerAccount: 2), maxWaiters: 3, now: { 0 })
         _ = try feed.register(account: id(1), deadline: 1)

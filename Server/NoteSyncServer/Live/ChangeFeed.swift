@@ -57,6 +57,9 @@ public final class ChangeFeed: Sendable {
         var count = 0
         var nextID: UInt64 = 0
         var closed = false
+        /// No waiter's deadline is earlier (it may be later than the earliest left: it is lowered on registration
+        /// and recomputed by each sweep), so ``expire(now:)`` skips the sweep while `now` is before it.
+        var earliestDeadline = UInt64.max
     }
 
     private let state = Mutex(State())
@@ -107,6 +110,7 @@ public final class ChangeFeed: Sendable {
             state.nextID &+= 1
             state.accounts[account, default: [:]][state.nextID] = Waiter(deadline: deadline)
             state.count += 1
+            state.earliestDeadline = min(state.earliestDeadline, deadline)
             return Ticket(account: account, id: state.nextID)
         }
         onRegister?(account)
@@ -173,7 +177,16 @@ public final class ChangeFeed: Sendable {
     /// Ends the waits whose deadline is at or before `now` (``Wake/expired``); returns how many.
     @discardableResult
     public func expire(now: UInt64) -> Int {
-        fireEveryone(.expired) { $0.deadline <= now }
+        guard state.withLock({ $0.earliestDeadline <= now }) else { return 0 }
+        let expired = fireEveryone(.expired) { $0.deadline <= now }
+        state.withLock { state in
+            var earliest = UInt64.max
+            for waiters in state.accounts.values {
+                for waiter in waiters.values where waiter.fired == nil { earliest = min(earliest, waiter.deadline) }
+            }
+            state.earliestDeadline = earliest
+        }
+        return expired
     }
 
     /// Answers every waiter (``Wake/shutdown``) and refuses new ones (``Refusal/closed``): graceful shutdown.
