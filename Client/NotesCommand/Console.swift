@@ -91,6 +91,15 @@ enum LocalTime {
         return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday)) \(pad(parts.tm_hour)):\(pad(parts.tm_min))"
     }
 
+    /// `10:15:30`: a time of day in local time, to the second.
+    static func clock(_ unixMilliseconds: Int64) -> String {
+        var seconds = time_t(unixMilliseconds / 1000)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        func pad(_ value: Int32) -> String { value < 10 ? "0\(value)" : String(value) }
+        return "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec))"
+    }
+
     /// Formats many times, computing each minute once.
     struct Cache {
         private var minute: Int64 = .min

@@ -24,8 +24,8 @@ public struct Notes: AsyncParsableCommand {
         version: NotesClient.version,
         subcommands: [
             Add.self, List.self, Show.self, Edit.self, Remove.self, Search.self, Conflicts.self, Resolve.self, Trash.self,
-            Restore.self, Export.self, Import.self, Sync.self, SignUp.self, Login.self, Logout.self, Status.self, Copy.self,
-            Devices.self, Password.self, AccountCommand.self,
+            Restore.self, Export.self, Import.self, Sync.self, Watch.self, SignUp.self, Login.self, Logout.self, Status.self,
+            Copy.self, Devices.self, Password.self, AccountCommand.self,
         ]
     )
 

@@ -23,7 +23,8 @@ public enum Endpoint: String, Sendable, CaseIterable {
     case account
     /// `POST /v1/notes/push`: a batch of changes ([`PushRequest`] → [`PushResponse`]).
     case push
-    /// `GET /v1/notes/changes?since=CURSOR&limit=N`: changes since a cursor ([`PullResponse`]).
+    /// `GET /v1/notes/changes?since=CURSOR&limit=N[&wait=SECONDS]`: changes since a cursor ([`PullResponse`]); with
+    /// `wait`, held open until one commits.
     case pull
     /// `GET /v1/sessions`: the account's signed-in devices ([`SessionListResponse`]).
     case sessions
@@ -91,6 +92,8 @@ public enum Endpoint: String, Sendable, CaseIterable {
 public enum PullQuery {
     public static let since = "since"
     public static let limit = "limit"
+    /// Seconds to hold the pull open when no change follows the cursor (see ``LiveLimits``).
+    public static let wait = "wait"
 }
 
 /// Header names the protocol uses beyond the standard ones.

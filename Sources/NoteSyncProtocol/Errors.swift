@@ -55,6 +55,11 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let invalidHTTP = APIErrorCode("invalid_http")
     /// 431: the request's header fields are too many or too large; the server answers and closes the connection.
     public static let headersTooLarge = APIErrorCode("headers_too_large")
+    /// 400: the pull's `wait` is not a non-negative integer of seconds.
+    public static let invalidWait = APIErrorCode("invalid_wait")
+    /// 429: the account (or the daemon) already holds as many waiting pulls as it allows; retry after the
+    /// `Retry-After` header's seconds, or pull without `wait`.
+    public static let tooManyWaiters = APIErrorCode("too_many_waiters")
     /// 500: a fault of the server's own (never a client's mistake).
     public static let internalError = APIErrorCode("internal")
     /// 503: the server cannot reach its database right now; retry.
@@ -88,6 +93,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .unsupportedMediaType, .tooManyAttempts, .internalError, .unavailable, .noteTooLarge, .unknownNote,
         .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidHTTP, .headersTooLarge,
         .signUpClosed, .accountDisabled, .quotaExceeded, .wrongPassword, .unknownSession,
+        .invalidWait, .tooManyWaiters,
     ]
 
     /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
@@ -105,7 +111,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         case .usernameTaken: 409
         case .bodyTooLarge, .batchTooLarge: 413
         case .unsupportedMediaType: 415
-        case .tooManyAttempts: 429
+        case .tooManyAttempts, .tooManyWaiters: 429
         case .headersTooLarge: 431
         case .internalError: 500
         case .unavailable: 503

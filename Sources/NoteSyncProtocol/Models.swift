@@ -513,12 +513,15 @@ public struct ServerInfo: Codable, Sendable, Equatable {
     /// The protocol version the paths carry (`1` for `/v1`).
     public var protocolVersion: Int
     public var limits: SyncLimits
+    /// The limits of waiting pulls; absent when the server does not hold pulls open (`wait` is then ignored).
+    public var live: LiveLimits?
 
-    public init(name: String = "notesyncd", version: String, protocolVersion: Int = 1, limits: SyncLimits) {
+    public init(name: String = "notesyncd", version: String, protocolVersion: Int = 1, limits: SyncLimits, live: LiveLimits? = nil) {
         self.name = name
         self.version = version
         self.protocolVersion = protocolVersion
         self.limits = limits
+        self.live = live
     }
 }
 

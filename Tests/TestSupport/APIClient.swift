@@ -69,10 +69,11 @@ public struct APIClient: Sendable {
         try decode(PushResponse.self, try await call(.push, token: token, json: PushRequest(changes: changes))).results
     }
 
-    public func pull(_ token: String, since: SyncCursor? = nil, limit: Int? = nil) async throws -> PullResponse {
+    public func pull(_ token: String, since: SyncCursor? = nil, limit: Int? = nil, wait: Int? = nil) async throws -> PullResponse {
         var query: [(String, String)] = []
         if let since { query.append((PullQuery.since, since.text)) }
         if let limit { query.append((PullQuery.limit, String(limit))) }
+        if let wait { query.append((PullQuery.wait, String(wait))) }
         return try decode(PullResponse.self, try await call(.pull, token: token, query: query))
     }
 

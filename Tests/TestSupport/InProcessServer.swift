@@ -35,11 +35,12 @@ public final class InProcessServer: Sendable {
     ///   - bcryptCost: The bcrypt cost of new password hashes (4, the minimum, keeps tests fast).
     ///   - passwords: Replaces bcrypt (the simulation's stand-in); nil for bcrypt.
     ///   - tokenSeed: Seeds the session-token bytes, so tokens repeat from run to run.
+    ///   - changeFeed: Holds waiting pulls (`wait=`); nil answers every pull at once.
     public init(
         store: (any NoteStore)? = nil, clock: ManualFlakeClock = ManualFlakeClock(unixMilliseconds: testEpoch),
         instance: Int = 7, after: FlakeID? = nil, limits: SyncLimits = SyncLimits(), quota: AccountQuota = .default, bcryptCost: Int = 4,
         passwords: PasswordHashing? = nil, tokenSeed: UInt64 = 42, throttle: any SignInThrottling = SignInThrottle(),
-        logger: Logger = .quiet("in-process-server")
+        logger: Logger = .quiet("in-process-server"), changeFeed: ChangeFeed? = nil
     ) throws {
         let store = try store ?? SQLiteNoteStore.inMemory()
         self.store = store
@@ -53,7 +54,7 @@ public final class InProcessServer: Sendable {
             SyncService(
                 store: store, limits: limits, quota: quota, bcryptCost: bcryptCost, clock: clock, mintID: mintID,
                 randomBytes: randomBytes, throttle: throttle, passwordHashing: passwords,
-                logger: logger)
+                logger: logger, changeFeed: changeFeed)
         }
         let generator = try FlakeGenerator(instance: instance, clock: clock, after: after)
         let service = makeService({ try generator.next() })

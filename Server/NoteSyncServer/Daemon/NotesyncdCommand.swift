@@ -77,6 +77,8 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let metricsAddress = "NOTESYNCD_METRICS_ADDRESS"
         public static let maxNotesPerAccount = "NOTESYNCD_MAX_NOTES_PER_ACCOUNT"
         public static let maxBytesPerAccount = "NOTESYNCD_MAX_BYTES_PER_ACCOUNT"
+        public static let maxWaiters = "NOTESYNCD_MAX_WAITERS"
+        public static let maxWaitersPerAccount = "NOTESYNCD_MAX_WAITERS_PER_ACCOUNT"
     }
 
     @Option(name: .customLong("data-dir"), parsing: .unconditional, help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
@@ -184,6 +186,18 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     )
     var maxBytesPerAccount: Int?
 
+    @Option(
+        name: .customLong("max-waiters"), parsing: .unconditional,
+        help: "Most waiting pulls (wait=) held at once, below --max-connections (NOTESYNCD_MAX_WAITERS; default 3/4 of max connections)."
+    )
+    var maxWaiters: Int?
+
+    @Option(
+        name: .customLong("max-waiters-per-account"), parsing: .unconditional,
+        help: "Most waiting pulls one account may hold on this daemon (NOTESYNCD_MAX_WAITERS_PER_ACCOUNT; default 64)."
+    )
+    var maxWaitersPerAccount: Int?
+
     public init() {}
 
     /// The configuration from the flags, then `environment`, then the defaults.
@@ -267,6 +281,10 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         }
         if let value = try integer(maxNotesPerAccount, Environment.maxNotesPerAccount) { configuration.quota.maxNotes = Int64(value) }
         if let value = try integer(maxBytesPerAccount, Environment.maxBytesPerAccount) { configuration.quota.maxTextBytes = Int64(value) }
+        if let value = try integer(maxWaiters, Environment.maxWaiters) { configuration.maxWaiters = value }
+        if let value = try integer(maxWaitersPerAccount, Environment.maxWaitersPerAccount) {
+            configuration.live.maxWaitersPerAccount = value
+        }
         do {
             try configuration.validate()
         } catch {

@@ -79,6 +79,15 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var metricsAddress: MetricsAddress?
     /// The per-account limits (``AccountQuota/default``: 100,000 notes, 1 GiB of text); each at least 1.
     public var quota: AccountQuota = .default
+    /// Most waiting pulls held at once, 1...max connections - 1; nil: three quarters of ``maxConnections`` (so
+    /// pushes and plain pulls still find a connection when every waiter is held).
+    public var maxWaiters: Int?
+    /// The limits of waiting pulls served by `GET /v1/info` (`live`): the longest wait and the most waiters per
+    /// account (default 64, 1...100000; the daemon's ``maxWaiters`` bounds it too).
+    public var live: LiveLimits = .default
+
+    /// ``maxWaiters`` or its default.
+    public var effectiveMaxWaiters: Int { maxWaiters ?? max(1, maxConnections * 3 / 4) }
 
     public init(
         dataDirectory: String = "notesyncd-data", host: String = "127.0.0.1", port: Int = 8080, instance: Int = 0,
@@ -153,6 +162,15 @@ public struct ServerConfiguration: Sendable, Equatable {
         }
         guard quota.maxNotes > 0, quota.maxTextBytes > 0 else {
             throw ConfigurationError("the per-account limits must be positive, got \(quota.maxNotes) notes and \(quota.maxTextBytes) bytes")
+        }
+        guard (1...max(1, maxConnections - 1)).contains(effectiveMaxWaiters) else {
+            throw ConfigurationError("max waiters must be 1...\(max(1, maxConnections - 1)) (below max connections), got \(effectiveMaxWaiters)")
+        }
+        guard Self.maxConnectionsRange.contains(live.maxWaitersPerAccount) else {
+            throw ConfigurationError("max waiters per account must be 1...100000, got \(live.maxWaitersPerAccount)")
+        }
+        guard (1...3600).contains(live.maxWaitSeconds) else {
+            throw ConfigurationError("the longest wait must be 1...3600 seconds, got \(live.maxWaitSeconds)")
         }
         if case .postgres(let url) = database {
             _ = try PostgresDatabase.configuration(url: url, maximumConnections: databaseConnections)

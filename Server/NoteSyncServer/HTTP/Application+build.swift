@@ -25,7 +25,8 @@ public struct SyncRequestContext: RequestContext, RemoteAddressRequestContext {
 /// with the protocol's JSON 404/405 (``SyncAPI/routeMiss(method:path:requestID:)``).
 public func buildRouter(api: SyncAPI, logger: Logger) -> Router<SyncRequestContext> {
     let router = Router(context: SyncRequestContext.self)
-    router.add(middleware: LogRequestsMiddleware(.debug))
+    // No LogRequestsMiddleware: `SyncAPI` logs each request at debug (endpoint, status, request id), and the
+    // middleware's async frame cost every waiting pull 2.4 KiB more (PERFORMANCE.md, live sync).
     for route in api.routes {
         guard let method = HTTPRequest.Method(route.endpoint.method.rawValue) else {
             preconditionFailure("\(route.endpoint.method.rawValue) is not an HTTP method")
@@ -46,10 +47,11 @@ public func buildRouter(api: SyncAPI, logger: Logger) -> Router<SyncRequestConte
 /// - Parameters:
 ///   - onListening: Called once with the listening line (`notesyncd listening on http://HOST:PORT`, the real
 ///     port when 0 was asked); the daemon prints it to stdout.
+///   - changeFeed: The feed of waiting pulls (tests pass one they observe); nil makes one from the configuration.
 /// - Throws: ``ConfigurationError`` for a bad configuration, or the SQLite store's open error. PostgreSQL is migrated
 ///   and the instance number leased when the application runs, before the server starts listening.
 public func buildApplication(
-    configuration: ServerConfiguration, logger: Logger? = nil,
+    configuration: ServerConfiguration, logger: Logger? = nil, changeFeed: ChangeFeed? = nil,
     onListening: @escaping @Sendable (String) -> Void = { line in print(line); fflush(nil) }
 ) async throws -> some ApplicationProtocol {
     try configuration.validate()
@@ -101,10 +103,16 @@ public func buildApplication(
             logger.info("database open", metadata: ["database": "\(shown)", "schema_version": "\(PostgresDatabase.schemaVersion)"])
         }
     }
+    // Waiting pulls: woken by this daemon's pushes and, on PostgreSQL, by every daemon's (LISTEN/NOTIFY).
+    let feed = changeFeed ?? ChangeFeed(limits: configuration.live, maxWaiters: configuration.effectiveMaxWaiters)
+    var listener: PostgresChangeListener?
+    if let postgres = store as? PostgresNoteStore {
+        listener = PostgresChangeListener(database: postgres.database, feed: feed, logger: logger)
+    }
     let service = SyncService(
         store: store, limits: configuration.limits, quota: configuration.quota, bcryptCost: configuration.bcryptCost,
         clock: SystemFlakeClock.coarse, mintID: mintID, randomBytes: .system, throttle: throttle,
-        signUpPolicy: configuration.signUp, logger: logger
+        signUpPolicy: configuration.signUp, logger: logger, changeFeed: feed
     )
     logger.info("sign-up policy", metadata: ["sign_up": "\(configuration.signUp.rawValue)"])
     let metrics = configuration.metricsAddress.map { _ in SyncMetrics() }
@@ -131,6 +139,8 @@ public func buildApplication(
         app.addServices(buildMetricsApplication(metrics: metrics, store: store, address: address, logger: logger, onListening: onListening))
     }
     app.addServices(StoreService(store: store, logger: logger))
+    // After the store (it stops before the store closes); the HTTP server answers its own waiters as it drains.
+    app.addServices(ChangeFeedService(feed: feed, listener: listener, logger: logger))
     if configuration.editRetentionDays > 0 {
         app.addServices(
             PruneService(
@@ -235,19 +245,41 @@ struct RouteMissMiddleware: RouterMiddleware {
 enum HTTPBridge {
     /// Answers a request Hummingbird routed to `route`: reads the bearer token and the body (at most
     /// `maxBodyBytes`), then lets ``SyncAPI/respond(_:to:requestID:contentType:)`` answer.
+    ///
+    /// Two steps, so that the first one's large async frame (Hummingbird's request, the body collection) is gone
+    /// before the answer is awaited: a waiting pull keeps this frame alive for up to 55 s.
     static func respond(to request: Request, context: SyncRequestContext, route: SyncAPI.Route, api: SyncAPI) async -> Response {
+        switch await wireRequest(from: request, context: context, route: route, api: api) {
+        case .answer(let response):
+            return response
+        case .forward(let wire, let contentType):
+            return response(from: await api.respond(route, to: wire, requestID: wire.requestID ?? context.id, contentType: contentType))
+        }
+    }
+
+    /// What the first step of ``respond(to:context:route:api:)`` found.
+    enum Prepared: Sendable {
+        /// Answered already (a route miss, a malformed `Authorization`, a body too large or unreadable).
+        case answer(Response)
+        /// For ``SyncAPI``, with the request's `Content-Type`.
+        case forward(WireRequest, contentType: String?)
+    }
+
+    /// The protocol's request for a Hummingbird request, or the answer when it cannot be one.
+    @inline(never)
+    static func wireRequest(from request: Request, context: SyncRequestContext, route: SyncAPI.Route, api: SyncAPI) async -> Prepared {
         let requestID = context.id
         let path = request.uri.path
         // Hummingbird's router skips empty path components (`/v1/info/` reaches `/v1/info`); protocol paths are exact.
         guard path == route.endpoint.path else {
-            return response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: requestID))
+            return .answer(response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: requestID)))
         }
         // Public routes ignore the Authorization header (a stale or malformed one must not lock a client out of
         // `/healthz`, `/v1/info`, sign-up or sign-in); authenticated routes refuse a malformed one.
         var bearerToken: String?
         if route.endpoint.requiresAuthentication, let authorization = request.headers[.authorization] {
             guard let token = bearer(from: authorization) else {
-                return response(from: SyncError.malformedAuthorization.response(requestID: requestID))
+                return .answer(response(from: SyncError.malformedAuthorization.response(requestID: requestID)))
             }
             bearerToken = token
         }
@@ -255,7 +287,7 @@ enum HTTPBridge {
         do {
             body = try await collectBody(of: request, limit: api.limits.maxBodyBytes)
         } catch {
-            return response(from: error.response(requestID: requestID))
+            return .answer(response(from: error.response(requestID: requestID)))
         }
         var query: [(String, String)] = []
         for (name, value) in request.uri.queryParameters {
@@ -265,7 +297,7 @@ enum HTTPBridge {
             method: route.endpoint.method, path: path, query: query, bearerToken: bearerToken, body: body,
             remoteAddress: context.remoteAddress?.ipAddress, requestID: requestID
         )
-        return response(from: await api.respond(route, to: wire, requestID: requestID, contentType: request.headers[.contentType]))
+        return .forward(wire, contentType: request.headers[.contentType])
     }
 
     /// The request's body (nil when empty), at most `limit` bytes: a declared `Content-Length` over the limit is

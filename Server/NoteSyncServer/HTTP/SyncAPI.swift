@@ -16,7 +16,9 @@ import Synchronization
 /// answer carries `X-Request-Id`; a 500 `internal` means a server fault and is logged with the request id. A method
 /// and path with no endpoint are answered by ``routeMiss(method:path:requestID:)`` (404 `not_found`, 405
 /// `method_not_allowed`).
-public struct SyncAPI: Sendable {
+///
+/// A class for the same reason as ``SyncService``: request frames hold a reference, not a copy.
+public final class SyncAPI: Sendable {
     /// The rules behind the endpoints.
     public let service: SyncService
     let logger: Logger
@@ -187,7 +189,8 @@ public struct SyncAPI: Sendable {
         case .pull:
             .authenticated { request, session in
                 let result = try await service.pull(
-                    since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit), session: session
+                    since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
+                    wait: request.queryValue(PullQuery.wait), session: session
                 )
                 metrics?.pulled(result.notes.count)
                 return WireResponse(status: endpoint.successStatus, body: result.encodedJSON())

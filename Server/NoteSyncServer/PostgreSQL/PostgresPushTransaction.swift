@@ -98,6 +98,7 @@ struct PostgresPushTransaction: AsyncPushTransaction {
             UPDATE accounts SET change_seq = \(plan.newSequence), note_count = \(plan.newUsage.noteCount),
                                 text_bytes = \(plan.newUsage.textBytes)
             WHERE id = \(account) AND change_seq <> \(plan.newSequence)
+            RETURNING pg_notify('\(unescaped: PostgresChangeListener.channel)', id::text)
             """,
             logger: logger
         )

@@ -4,12 +4,16 @@ import Logging
 import MiniFlake
 import NIOPosix
 import NoteSyncProtocol
+import ServiceLifecycle
 
 /// The sync server's rules: accounts, sessions, push and pull, over a ``NoteStore``.
 ///
 /// Transport-neutral: it takes decoded requests and returns response values, throwing ``SyncError`` for every
 /// client mistake (other errors are server faults). The clock, the ID source and the random source are injected.
-public struct SyncService: Sendable {
+///
+/// A class, not a struct: every async frame of a request that holds the service (a waiting pull keeps a whole chain
+/// of them alive) then holds one reference instead of a copy of all its fields (see PERFORMANCE.md, live sync).
+public final class SyncService: Sendable {
     /// The store.
     public let store: any NoteStore
     /// The limits the server enforces and `GET /v1/info` serves.
@@ -32,6 +36,8 @@ public struct SyncService: Sendable {
     /// A hash verified when the username is unknown, so a wrong username costs as much as a wrong password.
     let dummyHash: String
     let logger: Logger
+    /// The waiting pulls; nil when pulls are never held open (`wait` is then accepted and ignored).
+    public let changeFeed: ChangeFeed?
 
     /// A service over `store`.
     ///
@@ -47,14 +53,16 @@ public struct SyncService: Sendable {
     ///   - signUpPolicy: Who may sign up. Open by default here (tests, the simulation); the daemon's own default is
     ///     ``SignUpPolicy/closed`` (``ServerConfiguration/signUp``).
     ///   - quota: The per-account limits (``AccountQuota/default`` unless the daemon was told otherwise).
+    ///   - changeFeed: Holds waiting pulls and is signalled after each push that changed notes (nil: no waiting).
     public init(
         store: any NoteStore, limits: SyncLimits = .default, quota: AccountQuota = .default, bcryptCost: Int = 12,
         serverVersion: String = NotesyncdVersion.current,
         clock: any FlakeClock, mintID: @escaping @Sendable () throws -> FlakeID, randomBytes: RandomBytes = .system,
         throttle: any SignInThrottling = SignInThrottle(), passwordHashing: PasswordHashing? = nil,
-        signUpPolicy: SignUpPolicy = .open, logger: Logger
+        signUpPolicy: SignUpPolicy = .open, logger: Logger, changeFeed: ChangeFeed? = nil
     ) {
         self.signUpPolicy = signUpPolicy
+        self.changeFeed = changeFeed
         self.store = store
         self.limits = limits
         self.quota = quota
@@ -65,7 +73,8 @@ public struct SyncService: Sendable {
         self.randomBytes = randomBytes
         self.throttle = throttle
         self.logger = logger
-        self.passwords = passwordHashing ?? .bcrypt(cost: bcryptCost)
+        let passwords = passwordHashing ?? .bcrypt(cost: bcryptCost)
+        self.passwords = passwords
         self.dummyHash = passwords.hash("notesyncd timing-equalizer")
     }
 
@@ -383,9 +392,22 @@ public struct SyncService: Sendable {
             limits: limits, now: clock.unixMilliseconds(), pusher: session.origin ?? session.id, quota: quota, mintID: mintID)
         do {
             let results = try await store.push(accountID: session.accountID, changes: request.changes, context: context)
+            // The push is durable now: wake the account's waiting pulls on this daemon (other daemons on PostgreSQL
+            // hear the store's NOTIFY).
+            if let changeFeed, results.contains(where: Self.wroteNote) { changeFeed.signal(account: session.accountID) }
             return PushResponse(results: results)
         } catch NoteStoreError.accountNotFound {
             throw SyncError(.unauthorized, "The session's account no longer exists.")
+        }
+    }
+
+    /// Whether a change's result means the push wrote a note (and moved the account's change sequence). Erring
+    /// towards true costs a waiter one re-read, never a missed change.
+    static func wroteNote(_ result: ChangeResult) -> Bool {
+        guard !result.replayed else { return false }
+        switch result.status {
+        case .unchanged, .rejected: return false
+        default: return true
         }
     }
 
@@ -414,14 +436,21 @@ public struct SyncService: Sendable {
         }
     }
 
-    /// The account's changes after a cursor (`GET /v1/notes/changes?since=&limit=`), as the query gave them.
+    /// The account's changes after a cursor (`GET /v1/notes/changes?since=&limit=&wait=`), as the query gave them.
     ///
     /// Cost is proportional to the changes returned (an index on `(account_id, change_seq)`), never to the account's
     /// size.
     ///
+    /// With `wait` (seconds, clamped to ``LiveLimits/maxWaitSeconds``) and no change after the cursor, the pull is
+    /// held: it registers a waiter with the ``changeFeed``, re-reads the account's change sequence (a commit between
+    /// the first read and the registration is seen here; one after it signals the registered waiter) and only then
+    /// waits. A wake-up re-reads and answers with the changes, or waits again if nothing moved; the deadline, the
+    /// HTTP server's graceful shutdown or the feed closing answer an empty page at the same cursor at once.
+    ///
     /// - Throws: `invalid_cursor` (not a cursor, or beyond the account's change sequence, e.g. another account's),
-    ///   `invalid_limit` (not a positive integer).
-    public func pull(since: String?, limit: String?, session: SessionRecord) async throws -> PullResult {
+    ///   `invalid_limit` (not a positive integer), `invalid_wait` (not a non-negative integer), `too_many_waiters`
+    ///   (429 with `Retry-After`: the account or the daemon holds as many waiting pulls as allowed).
+    public func pull(since: String?, limit: String?, wait: String? = nil, session: SessionRecord) async throws -> PullResult {
         var cursor = SyncCursor.start
         if let since {
             guard let parsed = SyncCursor(text: since) else {
@@ -436,6 +465,58 @@ public struct SyncService: Sendable {
             }
             pageSize = min(value, limits.maxPageSize)
         }
+        var waitSeconds = 0
+        if let wait {
+            guard let value = (changeFeed?.limits ?? .default).waitSeconds(wait) else {
+                throw SyncError(.invalidWait, "The wait must be a non-negative integer of seconds.", field: PullQuery.wait)
+            }
+            waitSeconds = value
+        }
+        let first = try await pullPage(after: cursor, pageSize: pageSize, session: session)
+        guard waitSeconds > 0, first.notes.isEmpty, let feed = changeFeed else { return first }
+
+        let account = session.accountID
+        let deadline = feed.deadline(afterSeconds: waitSeconds)
+        while true {
+            let ticket: ChangeFeed.Ticket
+            do {
+                ticket = try feed.register(account: account, deadline: deadline)
+            } catch .closed {
+                return first
+            } catch .account(let limit) {
+                throw SyncError(
+                    .tooManyWaiters, "This account already has \(limit) waiting pulls on this server; retry later or pull without wait.",
+                    headers: [SyncError.retryAfterHeader: "5"]
+                )
+            } catch .daemon(let limit) {
+                logger.warning("waiting pull refused: the daemon holds its most waiters", metadata: ["max_waiters": "\(limit)"])
+                throw SyncError(
+                    .tooManyWaiters, "This server already holds \(limit) waiting pulls; retry later or pull without wait.",
+                    headers: [SyncError.retryAfterHeader: "5"]
+                )
+            }
+            let current: Int64
+            do {
+                current = try await store.currentChangeSequence(accountID: account)
+            } catch {
+                feed.cancel(ticket)
+                throw error
+            }
+            if current > cursor.sequence {
+                feed.cancel(ticket)
+                return try await pullPage(after: cursor, pageSize: pageSize, session: session)
+            }
+            let wake = await withGracefulShutdownHandler {
+                await feed.wait(ticket)
+            } onGracefulShutdown: {
+                feed.fire(ticket, .shutdown)
+            }
+            guard wake == .changed else { return first }
+        }
+    }
+
+    /// One page after `cursor`, without waiting.
+    private func pullPage(after cursor: SyncCursor, pageSize: Int, session: SessionRecord) async throws -> PullResult {
         let page = try await store.pull(accountID: session.accountID, after: cursor.sequence, limit: pageSize)
         guard cursor.sequence <= page.currentSequence else {
             throw SyncError(.invalidCursor, "The cursor is not one this server issued for this account.", field: PullQuery.since)
@@ -461,7 +542,7 @@ public struct SyncService: Sendable {
 
     /// `GET /v1/info`.
     public var info: ServerInfo {
-        ServerInfo(version: serverVersion, limits: limits)
+        ServerInfo(version: serverVersion, limits: limits, live: changeFeed?.limits)
     }
 
     /// `GET /healthz`: pings the store.

@@ -1,0 +1,119 @@
+import Logging
+import MiniFlake
+import PostgresNIO
+import ServiceLifecycle
+
+/// Runs a daemon's ``ChangeFeed``: ends waits whose deadline passed (every ``tick``), and with PostgreSQL listens for
+/// every daemon's commits (``PostgresChangeListener``). On graceful shutdown it closes the feed, answering every
+/// waiter that is left with an empty page.
+///
+/// Registered after the HTTP server's dependencies and before nothing that needs it: the HTTP server itself answers
+/// its waiters on its own graceful shutdown (``SyncService/pull(since:limit:wait:session:)`` waits under a graceful
+/// shutdown handler), so draining never waits for a long-poll.
+public struct ChangeFeedService: Service {
+    public let feed: ChangeFeed
+    /// How often deadlines are checked: a wait ends at most this much after its deadline.
+    public let tick: Duration
+    /// Listens for other daemons' commits (PostgreSQL), or nil.
+    public let listener: PostgresChangeListener?
+    let logger: Logger
+
+    public init(feed: ChangeFeed, tick: Duration = .milliseconds(100), listener: PostgresChangeListener? = nil, logger: Logger) {
+        self.feed = feed
+        self.tick = tick
+        self.listener = listener
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                if let listener {
+                    group.addTask { await listener.run() }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        do {
+                            try await Task.sleep(for: tick)
+                        } catch {
+                            break
+                        }
+                        feed.expire(now: feed.now())
+                    }
+                }
+            }
+        }
+        feed.close()
+        logger.info("change feed closed")
+    }
+}
+
+/// Hears every daemon's commits on a PostgreSQL database: one pooled connection per daemon runs `LISTEN` on
+/// ``channel``, and each notification (its payload is the account ID; ``PostgresNoteStore`` sends it with `NOTIFY`
+/// inside the push transaction, so it is delivered only once the push committed) wakes that account's waiters.
+///
+/// When the connection drops it is re-established with backoff (0.1 s doubling to 5 s), and once `LISTEN` is active
+/// again every waiter is woken to re-read (a notification sent while nobody listened is lost). The same happens when
+/// it first starts, so a pull that began waiting before the listener ran misses nothing either.
+public struct PostgresChangeListener: Sendable {
+    /// The notification channel every daemon of a database shares.
+    public static let channel = "flakenotes_changes"
+
+    let database: PostgresDatabase
+    let feed: ChangeFeed
+    let logger: Logger
+    /// Called each time `LISTEN` is in effect, with the listening connection's backend process ID (tests end it to
+    /// check the reconnection).
+    let onListening: (@Sendable (Int32) -> Void)?
+
+    public init(database: PostgresDatabase, feed: ChangeFeed, logger: Logger, onListening: (@Sendable (Int32) -> Void)? = nil) {
+        self.database = database
+        self.feed = feed
+        self.logger = logger
+        self.onListening = onListening
+    }
+
+    /// Listens until cancelled.
+    public func run() async {
+        var backoff: Duration = .milliseconds(100)
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await database.client.withConnection { connection in
+                    try await connection.listen(on: Self.channel) { notifications in
+                        // LISTEN is in effect once a later statement on the connection has answered.
+                        var backend: Int32 = 0
+                        for try await pid in try await connection.query("SELECT pg_backend_pid()", logger: logger).decode(Int32.self) {
+                            backend = pid
+                        }
+                        if failures > 0 { logger.info("change listener reconnected", metadata: ["failures": "\(failures)"]) }
+                        backoff = .milliseconds(100)
+                        failures = 0
+                        feed.signalAll()
+                        onListening?(backend)
+                        for try await notification in notifications {
+                            if let raw = Int64(notification.payload), let account = try? FlakeID(validating: raw) {
+                                feed.signal(account: account)
+                            }
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { break }
+                failures += 1
+                logger.warning(
+                    "change listener lost its PostgreSQL connection; reconnecting",
+                    metadata: ["error": "\(error)", "retry_in": "\(backoff)"]
+                )
+            }
+            // Whatever happened, notifications may have been missed: every waiter re-reads.
+            feed.signalAll()
+            do {
+                try await Task.sleep(for: backoff)
+            } catch {
+                break
+            }
+            backoff = min(backoff * 2, .seconds(5))
+        }
+    }
+}

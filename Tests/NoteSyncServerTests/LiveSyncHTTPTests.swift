@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import MiniFlake
+import NoteSyncProtocol
+import ServiceLifecycle
+import Testing
+import TestSupport
+
+@testable import NoteSyncServer
+
+/// Issue 19 over real loopback sockets, with the daemon's whole service group running: a wait longer than the
+/// connection's idle and read timeouts is answered, not cut; graceful shutdown answers a waiting pull at once.
+@Suite("Live sync: waiting pulls over HTTP")
+struct LiveSyncHTTPTests {
+    /// The daemon's application in a service group of the test's own, on a fresh data directory; `body` gets the
+    /// port and the group (to trigger a graceful shutdown).
+    static func withDaemon(
+        feed: ChangeFeed, _ configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (_ port: Int, _ group: ServiceGroup) async throws -> Void
+    ) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-live-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        configure(&configuration)
+        let (lines, listening) = AsyncStream.makeStream(of: String.self)
+        let app = try await buildApplication(
+            configuration: configuration, logger: testLogger, changeFeed: feed, onListening: { listening.yield($0) })
+        let group = ServiceGroup(configuration: .init(services: [app], logger: testLogger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var iterator = lines.makeAsyncIterator()
+            let line = try #require(await iterator.next(), "the daemon did not start")
+            let port = try #require(line.split(separator: ":").last.flatMap { Int($0) }, "\(line)")
+            do {
+                try await body(port, group)
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// Signs up and in over a raw connection; returns the bearer token.
+    static func token(port: Int) async throws -> String {
+        let connection = try RawConnection(port: port)
+        func post(_ path: String, _ json: String) async throws -> RawResponse {
+            try connection.send(
+                "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)")
+            return try #require(await connection.readResponse(timeout: .seconds(30)))
+        }
+        #expect(try await post(Endpoint.signUp.path, #"{"username":"alice","password":"correct horse"}"#).status == 201)
+        let signedIn = try await post(Endpoint.signIn.path, #"{"username":"alice","password":"correct horse"}"#)
+        return try JSONDecoder().decode(SignInResponse.self, from: signedIn.body).token
+    }
+
+    static func waitingPull(_ connection: RawConnection, token: String, wait: Int) throws {
+        try connection.send(
+            "GET \(Endpoint.pull.path)?\(PullQuery.wait)=\(wait) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n")
+    }
+
+    /// Idle and read timeouts of 1 s; a pull waiting 3 s gets its empty page on the same connection. Before the
+    /// feed existed there was nothing to wait for; a guard that ran a read timeout while an answer is produced
+    /// would close this connection after 1 s.
+    @Test func aWaitLongerThanTheIdleAndReadTimeoutsIsAnsweredNotCut() async throws {
+        let feed = ChangeFeed()
+        try await Self.withDaemon(feed: feed, { $0.idleTimeoutSeconds = 1; $0.readTimeoutSeconds = 1 }) { port, _ in
+            let token = try await Self.token(port: port)
+            let connection = try RawConnection(port: port)
+            let started = ContinuousClock.now
+            try Self.waitingPull(connection, token: token, wait: 3)
+            let response = try #require(await connection.readResponse(timeout: .seconds(30)), "no answer")
+            let elapsed = ContinuousClock.now - started
+            #expect(response.status == 200)
+            let page = try JSONDecoder().decode(PullResponse.self, from: response.body)
+            #expect(page.changes.isEmpty)
+            #expect(elapsed >= .seconds(3), "answered before the wait ended: \(elapsed)")
+            // Same connection, next request: it was kept alive.
+            try connection.send("GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try #require(await connection.readResponse(timeout: .seconds(30))).status == 200)
+        }
+    }
+
+    /// A graceful shutdown (SIGTERM) answers a pull waiting 55 s at once with an empty page, and the daemon stops.
+    @Test func gracefulShutdownAnswersWaitersAtOnce() async throws {
+        let (registrations, registered) = AsyncStream.makeStream(of: FlakeID.self)
+        let feed = ChangeFeed(onRegister: { registered.yield($0) })
+        try await Self.withDaemon(feed: feed) { port, group in
+            let token = try await Self.token(port: port)
+            let connection = try RawConnection(port: port)
+            try Self.waitingPull(connection, token: token, wait: 55)
+            var iterator = registrations.makeAsyncIterator()
+            _ = await iterator.next()
+            let started = ContinuousClock.now
+            await group.triggerGracefulShutdown()
+            let response = try #require(await connection.readResponse(timeout: .seconds(30)), "no answer")
+            #expect(response.status == 200)
+            #expect(try JSONDecoder().decode(PullResponse.self, from: response.body).changes.isEmpty)
+            #expect(ContinuousClock.now - started < .seconds(20), "the waiter was not answered at shutdown")
+        }
+    }
+}

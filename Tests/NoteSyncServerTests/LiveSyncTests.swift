@@ -1,0 +1,264 @@
+import Foundation
+import MiniFlake
+import NoteSyncProtocol
+import Synchronization
+import Testing
+import TestSupport
+
+@testable import NoteSyncServer
+
+/// Issue 19: waiting pulls (`wait=`), in process. Every wait here ends by a commit, by ``ChangeFeed/expire(now:)``
+/// called by the test or by ``ChangeFeed/close()``: no test sleeps, and none depends on how fast the machine is.
+@Suite("Live sync: waiting pulls")
+struct LiveSyncTests {
+    /// A feed whose registrations the test hears, and an in-process server over it.
+    struct Fixture {
+        let feed: ChangeFeed
+        let server: InProcessServer
+        let registrations: AsyncStream<FlakeID>
+
+        init(limits: LiveLimits = .default, maxWaiters: Int = 750, store: (any NoteStore)? = nil) throws {
+            let (registrations, registered) = AsyncStream.makeStream(of: FlakeID.self)
+            feed = ChangeFeed(limits: limits, maxWaiters: maxWaiters, now: { 0 }, onRegister: { registered.yield($0) })
+            server = try InProcessServer(store: store, changeFeed: feed)
+            self.registrations = registrations
+        }
+
+        var api: APIClient { APIClient(api: server.api) }
+    }
+
+    // MARK: - The feed alone
+
+    @Test func aSignalBeforeTheWaitIsKeptAndOtherAccountsAreNotWoken() async throws {
+        let feed = ChangeFeed(now: { 0 })
+        let alice = try feed.register(account: id(1), deadline: 100)
+        let bob = try feed.register(account: id(2), deadline: 100)
+        #expect(feed.signal(account: id(1)) == 0)  // Alice registered, not waiting yet: the signal is kept.
+        #expect(await feed.wait(alice) == .changed)
+        #expect(feed.count == 1)
+        #expect(feed.expire(now: 99) == 0)
+        // Bob is not waiting yet either: the expiry is kept too.
+        #expect(feed.expire(now: 100) == 0)
+        #expect(await feed.wait(bob) == .expired)
+        #expect(feed.count == 0)
+    }
+
+    /// The sweep skips while nothing can have expired, and a later registration with an earlier deadline is not
+    /// skipped over.
+    @Test func expiryFollowsTheEarliestDeadline() async throws {
+        let feed = ChangeFeed(now: { 0 })
+        let late = try feed.register(account: id(1), deadline: 100)
+        #expect(feed.expire(now: 50) == 0)
+        let early = try feed.register(account: id(2), deadline: 40)
+        #expect(feed.expire(now: 45) == 0)  // neither waits yet: the expiry is kept, not counted
+        #expect(await feed.wait(early) == .expired)
+        #expect(feed.count == 1)
+        async let waited = feed.wait(late)
+        feed.expire(now: 100)  // waiting or not yet, it ends expired
+        #expect(await waited == .expired)
+        #expect(feed.count == 0)
+    }
+
+    @Test func limitsPerAccountAndPerDaemonAndClosing() async throws {
+        let feed = ChangeFeed(limits: LiveLimits(maxWaitSeconds: 55, maxWaitersPerAccount: 2), maxWaiters: 3, now: { 0 })
+        _ = try feed.register(account: id(1), deadline: 1)
+        _ = try feed.register(account: id(1), deadline: 1)
+        #expect(throws: ChangeFeed.Refusal.account(limit: 2)) { try feed.register(account: id(1), deadline: 1) }
+        let third = try feed.register(account: id(2), deadline: 1)
+        #expect(throws: ChangeFeed.Refusal.daemon(limit: 3)) { try feed.register(account: id(3), deadline: 1) }
+        feed.cancel(third)
+        #expect(feed.count == 2)
+        feed.close()
+        #expect(throws: ChangeFeed.Refusal.closed) { try feed.register(account: id(3), deadline: 1) }
+    }
+
+    @Test func waitSecondsAreParsedAndClamped() {
+        let limits = LiveLimits(maxWaitSeconds: 55, maxWaitersPerAccount: 1)
+        #expect(limits.waitSeconds("0") == 0)
+        #expect(limits.waitSeconds("30") == 30)
+        #expect(limits.waitSeconds("56") == 55)
+        #expect(limits.waitSeconds("99999999999999999999999") == 55)
+        for bad in ["", "-1", "+3", "1.5", " 3", "3s", "abc"] { #expect(limits.waitSeconds(bad) == nil, "\(bad)") }
+    }
+
+    // MARK: - Waiting pulls through the service
+
+    @Test func aPullWithChangesAnswersAtOnceWithoutWaiting() async throws {
+        let fixture = try Fixture()
+        let alice = try await fixture.api.account("alice")
+        _ = try await fixture.api.push(alice.token, [change(1, edit: 10, text: "one")])
+        let page = try await fixture.api.pull(alice.token, wait: 30)
+        #expect(page.changes.map(\.text) == ["one"])
+        #expect(fixture.feed.count == 0)
+    }
+
+    /// A waiter is woken by a push of its own account, and only by that: another account's push leaves it waiting.
+    @Test func aPushWakesTheWaitersOfItsAccountOnly() async throws {
+        let fixture = try Fixture()
+        let alice = try await fixture.api.account("alice")
+        let bob = try await fixture.api.account("bob")
+        let start = try await fixture.api.pull(alice.token)
+        var registered = fixture.registrations.makeAsyncIterator()
+
+        async let waited = fixture.api.pull(alice.token, since: start.cursor, wait: 30)
+        #expect(await registered.next() == alice.accountID)
+        _ = try await fixture.api.push(bob.token, [change(1, edit: 10, text: "bob's")])
+        #expect(fixture.feed.count == 1, "bob's push woke alice's waiter")
+        _ = try await fixture.api.push(alice.token, [change(2, edit: 20, text: "alice's")])
+        let page = try await waited
+        #expect(page.changes.map(\.text) == ["alice's"])
+        #expect(page.cursor != start.cursor)
+        #expect(fixture.feed.count == 0)
+    }
+
+    /// A push that changes nothing (a replay) does not wake anyone; the wait ends with an empty page at the same
+    /// cursor when its deadline passes.
+    @Test func aWaitEndsWithAnEmptyPageAtTheSameCursor() async throws {
+        let fixture = try Fixture()
+        let alice = try await fixture.api.account("alice")
+        _ = try await fixture.api.push(alice.token, [change(1, edit: 10, text: "one")])
+        let start = try await fixture.api.pull(alice.token)
+        var registered = fixture.registrations.makeAsyncIterator()
+
+        async let waited = fixture.api.pull(alice.token, since: start.cursor, wait: 30)
+        _ = await registered.next()
+        let replay = try await fixture.api.push(alice.token, [change(1, edit: 10, text: "one")])
+        #expect(replay.map(\.replayed) == [true])
+        #expect(fixture.feed.count == 1)
+        fixture.feed.expire(now: .max)
+        let page = try await waited
+        #expect(page.changes.isEmpty)
+        #expect(page.cursor == start.cursor)
+        #expect(page.hasMore == false)
+    }
+
+    /// The race the protocol closes: a change commits after the pull read the account and before the waiter was
+    /// registered, so its signal reached nobody. The re-read after registering sees it and answers with it. Without
+    /// the re-read the pull would wait, and the test's expiry (sent once the waiter registered) would answer an
+    /// empty page: this test fails on a feed that registers and waits without re-reading.
+    @Test func aCommitBetweenThePullAndTheWaitIsNotMissed() async throws {
+        let inner = try SQLiteNoteStore.inMemory()
+        let store = CommitAfterPullStore(inner)
+        let fixture = try Fixture(store: store)
+        let alice = try await fixture.api.account("alice")
+        let start = try await fixture.api.pull(alice.token)
+        store.arm(accountID: alice.accountID, change: change(1, origin: 77, edit: 10, text: "sneaked in"))
+        var registered = fixture.registrations.makeAsyncIterator()
+
+        async let waited = fixture.api.pull(alice.token, since: start.cursor, wait: 30)
+        _ = await registered.next()
+        fixture.feed.expire(now: .max)
+        let page = try await waited
+        #expect(store.fired)
+        #expect(page.changes.map(\.text) == ["sneaked in"])
+    }
+
+    @Test func badWaitsAndTooManyWaiters() async throws {
+        let fixture = try Fixture(limits: LiveLimits(maxWaitSeconds: 55, maxWaitersPerAccount: 1))
+        let alice = try await fixture.api.account("alice")
+        for bad in ["-1", "soon", "1.5", ""] {
+            let answer = try await fixture.api.call(.pull, token: alice.token, query: [(PullQuery.wait, bad)])
+            #expect(answer.status == 400)
+            #expect(answer.errorCode == .invalidWait)
+            #expect(answer.errorBody()?.field == "wait")
+        }
+        // wait=0 is a plain pull.
+        #expect(try await fixture.api.pull(alice.token, wait: 0).changes.isEmpty)
+
+        var registered = fixture.registrations.makeAsyncIterator()
+        async let first = fixture.api.pull(alice.token, wait: 1_000_000)
+        _ = await registered.next()
+        let second = try await fixture.api.call(.pull, token: alice.token, query: [(PullQuery.wait, "5")])
+        #expect(second.status == 429)
+        #expect(second.errorCode == .tooManyWaiters)
+        #expect(second.headers["Retry-After"] == "5")
+        // Without wait the same account still pulls.
+        #expect(try await fixture.api.pull(alice.token).changes.isEmpty)
+        fixture.feed.expire(now: .max)
+        #expect(try await first.changes.isEmpty)
+    }
+
+    /// Closing the feed (the daemon's shutdown) answers every waiter at once with an empty page, and later waits
+    /// answer at once.
+    @Test func closingAnswersEveryWaiterAtOnce() async throws {
+        let fixture = try Fixture()
+        let alice = try await fixture.api.account("alice")
+        let bob = try await fixture.api.account("bob")
+        var registered = fixture.registrations.makeAsyncIterator()
+        async let a = fixture.api.pull(alice.token, wait: 55)
+        async let b = fixture.api.pull(bob.token, wait: 55)
+        _ = await registered.next()
+        _ = await registered.next()
+        #expect(fixture.feed.count == 2)
+        fixture.feed.close()
+        #expect(try await a.changes.isEmpty)
+        #expect(try await b.changes.isEmpty)
+        #expect(try await fixture.api.pull(alice.token, wait: 55).changes.isEmpty)
+    }
+
+    @Test func infoServesTheLiveLimits() async throws {
+        let fixture = try Fixture(limits: LiveLimits(maxWaitSeconds: 40, maxWaitersPerAccount: 9))
+        let info = try fixture.api.decode(ServerInfo.self, try await fixture.api.call(.info))
+        #expect(info.live == LiveLimits(maxWaitSeconds: 40, maxWaitersPerAccount: 9))
+        let plain = try InProcessServer()
+        #expect(try APIClient(api: plain.api).decode(ServerInfo.self, try await APIClient(api: plain.api).call(.info)).live == nil)
+    }
+}
+
+/// A store that, once armed, commits one change of an account right after the next pull of that account read its
+/// page, straight into the store (no feed signal): a commit landing between a pull and its wait.
+final class CommitAfterPullStore: NoteStore, Sendable {
+    let inner: SQLiteNoteStore
+    private struct Armed {
+        var accountID: FlakeID
+        var change: NoteChange
+    }
+    private let armed = Mutex<Armed?>(nil)
+    private let didFire = Mutex(false)
+
+    init(_ inner: SQLiteNoteStore) { self.inner = inner }
+
+    func arm(accountID: FlakeID, change: NoteChange) { armed.withLock { $0 = Armed(accountID: accountID, change: change) } }
+    var fired: Bool { didFire.withLock { $0 } }
+
+    var backendName: String { inner.backendName }
+    func createAccount(_ account: AccountRecord) async throws { try await inner.createAccount(account) }
+    func account(byUsername username: String) async throws -> AccountRecord? { try await inner.account(byUsername: username) }
+    func account(byID id: FlakeID) async throws -> AccountRecord? { try await inner.account(byID: id) }
+    func createSession(_ session: SessionRecord) async throws { try await inner.createSession(session) }
+    func session(byTokenHash tokenHash: String) async throws -> SessionRecord? { try await inner.session(byTokenHash: tokenHash) }
+    func deleteSession(id: FlakeID, accountID: FlakeID) async throws -> Bool { try await inner.deleteSession(id: id, accountID: accountID) }
+    func sessions(accountID: FlakeID, limit: Int) async throws -> [SessionRecord] { try await inner.sessions(accountID: accountID, limit: limit) }
+    func deleteSessions(accountID: FlakeID, except: FlakeID?) async throws -> Int {
+        try await inner.deleteSessions(accountID: accountID, except: except)
+    }
+    func markSessionSeen(id: FlakeID, accountID: FlakeID, at time: Int64, ifBefore: Int64) async throws {
+        try await inner.markSessionSeen(id: id, accountID: accountID, at: time, ifBefore: ifBefore)
+    }
+    func changePassword(accountID: FlakeID, passwordHash: String, keepingSession: FlakeID?) async throws -> Int {
+        try await inner.changePassword(accountID: accountID, passwordHash: passwordHash, keepingSession: keepingSession)
+    }
+    func deleteAccount(id: FlakeID) async throws -> Bool { try await inner.deleteAccount(id: id) }
+    func usage(accountID: FlakeID) async throws -> AccountUsage? { try await inner.usage(accountID: accountID) }
+    func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult] {
+        try await inner.push(accountID: accountID, changes: changes, context: context)
+    }
+    func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
+        let page = try await inner.pull(accountID: accountID, after: sequence, limit: limit)
+        if let armed = armed.withLock({ value -> Armed? in
+            defer { value = nil }
+            return value?.accountID == accountID ? value : nil
+        }) {
+            let minter = CountingMinter()
+            let context = PushContext(limits: .default, now: testEpoch, pusher: id(77), mintID: { minter.mint() })
+            _ = try await inner.push(accountID: armed.accountID, changes: [armed.change], context: context)
+            didFire.withLock { $0 = true }
+        }
+        return page
+    }
+    func currentChangeSequence(accountID: FlakeID) async throws -> Int64 { try await inner.currentChangeSequence(accountID: accountID) }
+    func largestIssuedID() async throws -> FlakeID? { try await inner.largestIssuedID() }
+    func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int { try await inner.pruneAppliedEdits(createdBefore: cutoff) }
+    func ping() async throws { try await inner.ping() }
+    func close() async throws { try await inner.close() }
+}
