@@ -27,7 +27,7 @@ import NoteSyncProtocol
 /// | `--read-timeout` | `NOTESYNCD_READ_TIMEOUT` | 30 (seconds) |
 /// | `--write-timeout` | `NOTESYNCD_WRITE_TIMEOUT` | 60 (seconds) |
 /// | `--max-connections` | `NOTESYNCD_MAX_CONNECTIONS` | 1000 |
-/// | `--max-notes-per-account` | `NOTESYNCD_MAX_NOTES_PER_ACCOUNT` | 100000 (deleted notes included) |
+/// | `--max-notes-per-account` | `NOTESYNCD_MAX_NOTES_PER_ACCOUNT` | 1000000 (deleted notes included) |
 /// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB of note text |
 ///
 /// Integer options take their value unconditionally (`--instance -1` is the value -1, refused by its range, not a
@@ -148,7 +148,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("max-notes-per-account"), parsing: .unconditional,
-        help: "Most notes an account may store, deleted ones included (NOTESYNCD_MAX_NOTES_PER_ACCOUNT; default 100000)."
+        help: "Most notes an account may store, deleted ones included (NOTESYNCD_MAX_NOTES_PER_ACCOUNT; default 1000000)."
     )
     var maxNotesPerAccount: Int?
 

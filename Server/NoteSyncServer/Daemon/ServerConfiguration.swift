@@ -69,7 +69,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var writeTimeoutSeconds: Int
     /// Most connections served at once, 1...100000; past it new connections wait in the listen backlog. Default 1000.
     public var maxConnections: Int
-    /// The per-account limits (``AccountQuota/default``: 100,000 notes, 1 GiB of text); each at least 1.
+    /// The per-account limits (``AccountQuota/default``: 1,000,000 notes, 1 GiB of text); each at least 1.
     public var quota: AccountQuota = .default
 
     public init(
