@@ -61,7 +61,10 @@ for i in $(seq 0 $((daemons - 1))); do
   # With PostgreSQL each daemon leases its instance number from the database (--instance is refused there).
   instance_args=(--instance "$i")
   [ -z "${DATABASE:-}" ] || [ "${DATABASE}" = sqlite ] || instance_args=()
-  "$daemon" --data-dir "$data/$i" --port "$p" "${instance_args[@]}" --bcrypt-cost 10 --log-level warning --sign-up open \
+  # The workload signs up, and stores a million notes in one account: past the default per-account quota (issue 18).
+  # Environment variables, so an older notesyncd in an A/B comparison ignores them.
+  NOTESYNCD_SIGN_UP=open NOTESYNCD_MAX_NOTES_PER_ACCOUNT=1000000000 NOTESYNCD_MAX_BYTES_PER_ACCOUNT=1000000000000 \
+    "$daemon" --data-dir "$data/$i" --port "$p" "${instance_args[@]}" --bcrypt-cost 10 --log-level warning \
     "${db_args[@]}" > "$out/notesyncd-$i.out" 2> "$out/notesyncd-$i.log" &
   pids+=($!)
   urls+=("http://127.0.0.1:$p")

@@ -22,7 +22,10 @@ daemon="${DAEMON:-$(swift build -c release --show-bin-path)/notesyncd}"
 mkdir -p "$out"
 data="$(mktemp -d /tmp/notesyncd-wrk-data.XXXXXX)"
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "port $port is busy (set PORT)" >&2; exit 1; fi
-"$daemon" --data-dir "$data" --port "$port" --bcrypt-cost 10 --log-level warning --sign-up open ${DAEMON_ARGS:-} \
+# The workload signs up, and stores a million notes in one account: past the default per-account quota (issue 18).
+# Environment variables, so an older notesyncd in an A/B comparison ignores them.
+NOTESYNCD_SIGN_UP=open NOTESYNCD_MAX_NOTES_PER_ACCOUNT=1000000000 NOTESYNCD_MAX_BYTES_PER_ACCOUNT=1000000000000 \
+  "$daemon" --data-dir "$data" --port "$port" --bcrypt-cost 10 --log-level warning ${DAEMON_ARGS:-} \
   > "$out/notesyncd.out" 2> "$out/notesyncd.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT

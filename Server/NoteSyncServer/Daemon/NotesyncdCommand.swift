@@ -27,14 +27,16 @@ import NoteSyncProtocol
 /// | `--read-timeout` | `NOTESYNCD_READ_TIMEOUT` | 30 (seconds) |
 /// | `--write-timeout` | `NOTESYNCD_WRITE_TIMEOUT` | 60 (seconds) |
 /// | `--max-connections` | `NOTESYNCD_MAX_CONNECTIONS` | 1000 |
+/// | `--max-notes-per-account` | `NOTESYNCD_MAX_NOTES_PER_ACCOUNT` | 1000000 (deleted notes included) |
+/// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB of note text |
+/// | `--max-waiters` | `NOTESYNCD_MAX_WAITERS` | 3/4 of `--max-connections` |
+/// | `--max-waiters-per-account` | `NOTESYNCD_MAX_WAITERS_PER_ACCOUNT` | 64 |
 /// | `--sign-up` | `NOTESYNCD_SIGN_UP` | `closed` (or `open`) |
 /// | `--log-format` | `NOTESYNCD_LOG_FORMAT` | `text` (or `json`) |
 /// | `--metrics-address` | `NOTESYNCD_METRICS_ADDRESS` | none (no metrics endpoint) |
 ///
-/// The operator subcommands (`users`, `sessions`, `check`, `stats`, `backup`: ``OperatorCommands``) open the same store from
-/// the same `--data-dir` / `--database` options and variables.
-/// | `--max-notes-per-account` | `NOTESYNCD_MAX_NOTES_PER_ACCOUNT` | 100000 (deleted notes included) |
-/// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB of note text |
+/// The operator subcommands (`users`, `sessions`, `check`, `stats`, `backup`) open the same store from the same
+/// `--data-dir` / `--database` options and variables.
 ///
 /// Integer options take their value unconditionally (`--instance -1` is the value -1, refused by its range, not a
 /// missing value). A bad option or variable prints one line on stderr and exits 64.
@@ -176,7 +178,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("max-notes-per-account"), parsing: .unconditional,
-        help: "Most notes an account may store, deleted ones included (NOTESYNCD_MAX_NOTES_PER_ACCOUNT; default 100000)."
+        help: "Most notes an account may store, deleted ones included (NOTESYNCD_MAX_NOTES_PER_ACCOUNT; default 1000000)."
     )
     var maxNotesPerAccount: Int?
 

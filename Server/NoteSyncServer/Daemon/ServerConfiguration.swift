@@ -77,7 +77,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Where the Prometheus endpoint (`GET /metrics`) listens, as `HOST:PORT`; nil (the default) serves no metrics.
     /// It is a listener of its own, never the sync port, so it is not public by accident.
     public var metricsAddress: MetricsAddress?
-    /// The per-account limits (``AccountQuota/default``: 100,000 notes, 1 GiB of text); each at least 1.
+    /// The per-account limits (``AccountQuota/default``: 1,000,000 notes, 1 GiB of text); each at least 1.
     public var quota: AccountQuota = .default
     /// Most waiting pulls held at once, 1...max connections - 1; nil: three quarters of ``maxConnections`` (so
     /// pushes and plain pulls still find a connection when every waiter is held).

@@ -84,9 +84,9 @@ public struct AccountQuota: Sendable, Equatable {
         self.maxTextBytes = maxTextBytes
     }
 
-    /// 100,000 notes and 1 GiB of text: far beyond what a person writes, small enough that a hostile account cannot
+    /// 1,000,000 notes and 1 GiB of text: far beyond what a person writes, small enough that a hostile account cannot
     /// fill a server's disk.
-    public static let `default` = AccountQuota(maxNotes: 100_000, maxTextBytes: 1 << 30)
+    public static let `default` = AccountQuota(maxNotes: 1_000_000, maxTextBytes: 1 << 30)
     /// No limit (tests and tools that need none).
     public static let unlimited = AccountQuota(maxNotes: .max, maxTextBytes: .max)
 }
