@@ -22,6 +22,7 @@ struct LiveSyncHTTPTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
+        configuration.signUp = .open
         configure(&configuration)
         let (lines, listening) = AsyncStream.makeStream(of: String.self)
         let app = try await buildApplication(
