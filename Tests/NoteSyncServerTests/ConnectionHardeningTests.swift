@@ -127,6 +127,7 @@ struct ConnectionHardeningTests {
             $0.idleTimeoutSeconds = 20
             $0.readTimeoutSeconds = 20
         }) { port, api in
+            let opened = ContinuousClock.now
             var held: [RawConnection] = []
             for _ in 0..<20 { held.append(try RawConnection(port: port)) }  // idle: nothing sent
             for index in 0..<20 {  // half a head
@@ -145,7 +146,11 @@ struct ConnectionHardeningTests {
                 if index % 5 == 0 { try await api.signUp("user\(index)") }
             }
             let stillOpen = held.filter { !$0.isClosedByPeer() }.count
-            #expect(stillOpen == held.count, "the held connections outlived the normal requests")
+            // Only when the normal requests took less than the timeouts: on a machine loaded enough to take longer,
+            // the daemon rightly closed the held connections meanwhile (the requests above were answered anyway).
+            if ContinuousClock.now - opened < .seconds(19) {
+                #expect(stillOpen == held.count, "the held connections outlived the normal requests")
+            }
             // Then the daemon closes every held connection (bounded wait, no sleep: each read returns at EOF).
             for (index, connection) in held.enumerated() {
                 #expect(await connection.readUntilClosed(timeout: .seconds(60)) != nil, "held connection \(index) was never closed")

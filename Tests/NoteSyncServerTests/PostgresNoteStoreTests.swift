@@ -206,8 +206,9 @@ struct PostgresNoteStoreTests {
     /// before then, another daemon takes the number after, and the old holder, back again, leases a new one.
     @Test func anUnrenewedLeaseExpiresFencedAndIsTakenOver() async throws {
         let store = try await TestPostgres.store()
-        // Two seconds: long enough that a loaded machine still mints before the fence, short enough to wait out.
-        let crashed = InstanceLease(database: store.database, ttl: .seconds(2), logger: TestPostgres.logger)
+        // Five seconds: long enough that a loaded machine still mints before the fence (two were not, at a load
+        // average of 13 on 2 cores), short enough to wait out.
+        let crashed = InstanceLease(database: store.database, ttl: .seconds(5), logger: TestPostgres.logger)
         #expect(try await crashed.acquire() == 0)
         let minted = try crashed.next()
         let other = InstanceLease(database: store.database, ttl: .seconds(30), logger: TestPostgres.logger)
