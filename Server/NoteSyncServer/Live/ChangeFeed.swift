@@ -3,11 +3,7 @@ import MiniFlake
 import NoteSyncProtocol
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Dispatch
 
 /// The daemon's waiting pulls (`GET /v1/notes/changes?wait=N`), by account: a commit wakes the waiters of its own
 /// account, nobody else's.
@@ -243,8 +239,7 @@ public final class ChangeFeed: Sendable {
 /// Monotonic nanoseconds since boot (not wall time: a clock set back must not stretch a wait).
 enum DispatchTimeNanoseconds {
     static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+        // CLOCK_MONOTONIC on Linux (mach_absolute_time on Darwin).
+        DispatchTime.now().uptimeNanoseconds
     }
 }
