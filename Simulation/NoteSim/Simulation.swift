@@ -70,7 +70,7 @@ public struct SimSummary: Sendable, Equatable {
     public var fields: [(String, String)] {
         let schemeFields = reportsClientIDCollisions ? [("client-ID collisions in one account", "\(clientIDCollisions)")] : []
         let watchFields = watchWakes > 0
-            ? [("watch iterations", "\(watchWakes)"), ("syncs woken by the feed", "\(watchSyncs)"), ("feed faults", "\(feedFaults)")] : []
+            ? [("watch iterations", "\(watchWakes)"), ("syncs run by watches", "\(watchSyncs)"), ("feed faults", "\(feedFaults)")] : []
         return [
             ("steps", "\(steps)"), ("syncs", "\(syncs)"), ("sign-ins", "\(signIns)"), ("sign-outs", "\(signOuts)"),
             ("faults injected", "\(faults)"), ("operations failed by faults", "\(failedOperations)"),

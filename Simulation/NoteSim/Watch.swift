@@ -19,9 +19,9 @@ extension Simulation {
     /// How long a waiting pull asks the server to hold (clamped by the server's `live.maxWaitSeconds`).
     static let watchWaitSeconds = 25
     /// How long an answer that must come may take before the feed counts as having missed the change (in process
-    /// 2 s, over HTTP 10 s). Only a broken feed ever waits this long: a correct one answers as soon as the commit is
+    /// 5 s, over HTTP 10 s). Only a broken feed ever waits this long: a correct one answers as soon as the commit is
     /// durable, so this is not a timing assumption of a passing run, only the bound on how long a failing one waits.
-    var watchAnswerLimit: Duration { target == .inProcess ? .seconds(2) : .seconds(10) }
+    var watchAnswerLimit: Duration { target == .inProcess ? .seconds(5) : .seconds(10) }
 
     /// One iteration of `device`'s watch loop (``SimAction/watchWake(device:fault:)``). Deterministic per seed:
     /// whether the held pull must have answered is decided from the account's changes as the checks read them,
