@@ -77,7 +77,10 @@ extension Simulation {
             let changes = try await answer(of: held, device: device, account: k)
             device.held = nil
             if fault == .answerLost {
-                note(device.index, .watch, "the answer (\(changes) changes) was lost; pulls again next time")
+                // The device sends its waiting pull again from the same cursor: the next iteration finds it answered
+                // by the re-read alone (the commit that would have signalled it is already past).
+                device.held = startPull(device, accountID: accountID, token: accounts[k].auditToken, since: held.since)
+                note(device.index, .watch, "the answer (\(changes) changes) was lost; pulls again from \(held.since)")
                 return
             }
             note(device.index, .watch, "woken: \(changes) changes after \(held.since)")
