@@ -46,6 +46,10 @@ final class SimDevice {
     var serverKeys: [FlakeID: NoteKeyValue] = [:]
     /// The accounts it signed in to (a copy can go to these only).
     var knownAccounts: Set<Int> = []
+    /// In watch mode: the waiting pull held open between its watch iterations, if one is.
+    var held: HeldPull?
+    /// Whether a local command wrote since its last successful sync (what a watch's local-store trigger sees).
+    var wroteSinceSync = false
 
     init(index: Int, now: Int64, server: any SimServer, seed: UInt64, idScheme: IDScheme = .miniflake) throws {
         self.index = index

@@ -27,6 +27,10 @@ public enum Invariant: String, Codable, Sendable, CaseIterable {
     case idempotentReplay = "idempotent-replay"
     /// Pulls from a cursor miss nothing: an account's changes pulled step by step add up to all of its notes.
     case pullComplete = "pull-complete"
+    /// A watching device's waiting pull is answered once its account moves past the pull's cursor (a commit wakes
+    /// it, or its re-read finds the change), and once faults stop a watching device converges with its account
+    /// through its watch iterations alone, with no explicit sync (issue 19).
+    case watchConverges = "watch-converges"
 }
 
 /// An invariant broken at a step.
@@ -206,6 +210,7 @@ extension Simulation {
 
     /// Every signed-in device syncs twice with no faults; then convergence and lost edits are checked.
     func quiesceAndCheck() async throws {
+        try await quiesceWatchers()
         note(nil, .sync, "quiescence: every signed-in device syncs twice, no faults")
         for _ in 0..<2 {
             for device in devices where try device.client.account() != nil {

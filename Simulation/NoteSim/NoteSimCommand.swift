@@ -50,6 +50,9 @@ public struct NoteSimCommand: AsyncParsableCommand {
         transform: NoteSimCommand.parseIDScheme)
     var idScheme: IDScheme?
 
+    @Option(help: "Devices in watch mode (devices 0..<N): their watch iterations, with faults on the feed, are mixed into the schedule, and at quiescence they must converge through them alone. 0: none, the schedules of earlier versions.")
+    var watchers: Int = 1
+
     @Option(
         help: "Run against a notesyncd at this URL instead of in-process; several comma-separated URLs (daemons sharing one PostgreSQL) spread the devices over them."
     )
@@ -126,7 +129,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         let replayed: [SimAction]? = try replay.map(Self.readTrace)
         let seeds = replayed == nil ? range : range.lowerBound...range.lowerBound
         let (accounts, devices, steps, faults, server, report) = (accounts, devices, steps, faults, server, report)
-        let idScheme = idScheme
+        let (idScheme, watchers) = (idScheme, watchers)
         let results: [(seed: UInt64, outcome: SimOutcome)]
         var progress = SweepProgress(total: seeds.count, started: .now)
         do {
@@ -136,7 +139,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
                     if let line = progress.finished(outcome, at: .now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
                 }
             ) { seed in
-                let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme)
+                let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers)
                 let schedule = replayed ?? ScheduleGenerator.generate(parameters)
                 let tag = server == nil ? "" : "\(seed)-\(UInt32.random(in: 0...UInt32.max))"
                 let wantEvents = report != nil && (seed == range.upperBound || replayed != nil)
@@ -153,7 +156,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         for (seed, outcome) in results {
             runs += 1
             total.add(outcome.summary)
-            let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme)
+            let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers)
             if let violation = outcome.violation {
                 let schedule = replayed ?? ScheduleGenerator.generate(parameters)
                 try await reportViolation(violation, seed: seed, parameters: parameters, schedule: schedule, target: target)

@@ -2,7 +2,7 @@
 public struct SimEvent: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, Sendable {
         case create, edit, delete, sync, signIn, signOut, clockJump, collide, restart, fault, conflict, merge, error, violation,
-            revoke, deleteAccount
+            revoke, deleteAccount, watch
     }
 
     public var step: Int

@@ -37,15 +37,28 @@ public enum SimAction: Codable, Sendable, Equatable {
     /// others, meeting 401 or offline, until they sign in to that username again and find it is another account
     /// (issue 18).
     case deleteAccount(device: Int)
+    /// One iteration of a watching device's loop (issue 19): its waiting pull (`wait=`, held open between its
+    /// iterations) is answered if its account moved, then the sync the answer asks for runs and a new waiting pull
+    /// is held from the new cursor. `fault` is what goes wrong on the feed in this iteration. A device with such
+    /// steps is in watch mode: at quiescence it converges through these iterations alone (no `sync` step).
+    case watchWake(device: Int, fault: FeedFault?)
 
     /// The devices the step touches.
     public var devices: [Int] {
         switch self {
         case .create(let d, _), .edit(let d, _, _), .delete(let d, _), .sync(let d, _), .signOut(let d, _),
-            .signIn(let d, _, _, _), .clockJump(let d, _), .copy(let d, _, _), .revoke(let d, _), .deleteAccount(let d):
+            .signIn(let d, _, _, _), .clockJump(let d, _), .copy(let d, _, _), .revoke(let d, _), .deleteAccount(let d), .watchWake(let d, _):
             [d]
         case .concurrentEdit(let a, let b, _, _, _), .collide(let a, let b, _, _): [a, b]
         case .restartServer: []
+        }
+    }
+
+    /// Whether the step writes notes locally (a `notes` command), which a watching device's local trigger syncs.
+    public var writesLocally: Bool {
+        switch self {
+        case .create, .edit, .delete, .copy, .concurrentEdit, .collide: true
+        default: false
         }
     }
 
@@ -92,6 +105,21 @@ public enum FaultKind: String, Codable, Sendable, CaseIterable {
     case interrupt
 }
 
+/// What goes wrong on a watching device's feed (its waiting pull) in one iteration.
+public enum FeedFault: String, Codable, Sendable, CaseIterable {
+    /// The connection holding the waiting pull drops: nothing is learned; the next iteration pulls again.
+    case dropped
+    /// The waiting pull's answer is lost on the way back: the next iteration pulls again from the same cursor,
+    /// and must be answered at once.
+    case answerLost
+    /// The wake-up never comes (the wait runs out as if no commit signalled it): the device pulls again at once
+    /// from the same cursor, and that pull must find the change by its re-read.
+    case wakeLost
+    /// The server restarts while the pull waits: the pull ends (graceful shutdown or a cut connection) and the
+    /// device pulls again, from the restarted server.
+    case restartWhileWaiting
+}
+
 /// The shape of a simulation run.
 public struct SimParameters: Codable, Sendable, Equatable {
     public var seed: UInt64
@@ -103,11 +131,15 @@ public struct SimParameters: Codable, Sendable, Equatable {
     /// How every device mints client IDs; nil is MiniFlake without reporting client-ID collisions (the summary
     /// then reads as it always did).
     public var idScheme: IDScheme?
+    /// Devices in watch mode (devices 0..<watchers; issue 19): their `watchWake` steps are mixed into the
+    /// schedule. Nil or 0: none, and the schedule is the one earlier versions generated for the seed.
+    public var watchers: Int?
 
     public init(
         seed: UInt64, accounts: Int = 2, devices: Int = 3, steps: Int = 300, faultRate: Double = 0.05,
-        idScheme: IDScheme? = nil
+        idScheme: IDScheme? = nil, watchers: Int? = nil
     ) {
+        self.watchers = watchers
         self.seed = seed
         self.accounts = accounts
         self.devices = devices
@@ -157,6 +189,18 @@ public enum ScheduleGenerator {
             let amount = Int64(rng.next() % UInt64(magnitude)) + 1
             return rng.chance(0.5) ? -amount : amount
         }
+        // Watch iterations come from a stream of their own, so the other steps are those of a run without watchers.
+        let watchers = min(max(0, parameters.watchers ?? 0), max(1, parameters.devices))
+        var watchRNG = SplitMix64(seed: parameters.seed ^ 0x57A7_C4ED)
+        func watchStep() -> SimAction? {
+            guard watchers > 0, watchRNG.chance(0.25) else { return nil }
+            let d = Int(watchRNG.next() % UInt64(watchers))
+            var fault: FeedFault?
+            if parameters.faultRate > 0, watchRNG.chance(min(1, parameters.faultRate * 4)) {
+                fault = FeedFault.allCases[Int(watchRNG.next() % UInt64(FeedFault.allCases.count))]
+            }
+            return .watchWake(device: d, fault: fault)
+        }
         // Every device starts signed in to an account, so the first steps sync something.
         for d in 0..<parameters.devices where steps.count < parameters.steps {
             steps.append(.signIn(device: d, account: d % max(1, parameters.accounts), faults: []))
@@ -189,6 +233,7 @@ public enum ScheduleGenerator {
             default: step = .restartServer
             }
             steps.append(step)
+            if steps.count < parameters.steps, let watch = watchStep() { steps.append(watch) }
         }
         return steps
     }

@@ -42,7 +42,9 @@ final class InProcessSimServer: SimServer {
         server = try InProcessServer(
             store: store, clock: clock, instance: 0, after: try await store.largestIssuedID(), limits: Self.limits,
             passwords: Self.simulatedPasswords,
-            logger: Logger(label: "notes-sim.server", factory: { _ in SwiftLogNoOpLogHandler() }))
+            logger: Logger(label: "notes-sim.server", factory: { _ in SwiftLogNoOpLogHandler() }),
+            // Holds waiting pulls, so that watching devices' pulls wait for a push's signal (issue 19).
+            changeFeed: ChangeFeed())
     }
 
     /// Small batches and pages, so that the simulation's stores (tens to a few thousand notes) push in several

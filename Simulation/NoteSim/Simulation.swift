@@ -44,6 +44,11 @@ public struct SimSummary: Sendable, Equatable {
     public var accountsDeleted = 0
     /// Notes of a deleted account that became new notes of a device because their key was taken (not shown).
     public var rekeyed = 0
+    /// Watch iterations (issue 19), the syncs the watch ran (at its start, on a feed's answer, after local writes),
+    /// and the faults injected on the feed.
+    public var watchWakes = 0
+    public var watchSyncs = 0
+    public var feedFaults = 0
 
     public init() {}
 
@@ -59,10 +64,13 @@ public struct SimSummary: Sendable, Equatable {
         copies += other.copies
         revocations += other.revocations; revokedMidSync += other.revokedMidSync; accountsDeleted += other.accountsDeleted
         rekeyed += other.rekeyed
+        watchWakes += other.watchWakes; watchSyncs += other.watchSyncs; feedFaults += other.feedFaults
     }
 
     public var fields: [(String, String)] {
         let schemeFields = reportsClientIDCollisions ? [("client-ID collisions in one account", "\(clientIDCollisions)")] : []
+        let watchFields = watchWakes > 0
+            ? [("watch iterations", "\(watchWakes)"), ("syncs run by watches", "\(watchSyncs)"), ("feed faults", "\(feedFaults)")] : []
         return [
             ("steps", "\(steps)"), ("syncs", "\(syncs)"), ("sign-ins", "\(signIns)"), ("sign-outs", "\(signOuts)"),
             ("faults injected", "\(faults)"), ("operations failed by faults", "\(failedOperations)"),
@@ -74,7 +82,7 @@ public struct SimSummary: Sendable, Equatable {
             ("notes kept aside", "\(keptAside)"), ("copies to another account", "\(copies)"),
             ("devices revoked", "\(revocations)"), ("revocations met mid-sync", "\(revokedMidSync)"),
             ("accounts deleted", "\(accountsDeleted)"),
-        ] + schemeFields
+        ] + watchFields + schemeFields
     }
 }
 
@@ -116,6 +124,8 @@ public final class Simulation {
     /// Devices whose session another device revoked and that have not learned it yet: their next network step may
     /// meet 401 `signed_out_by_server`, which is then expected.
     var revoked: Set<Int> = []
+    /// Devices in watch mode: those with a `watchWake` step so far.
+    var watching: Set<Int> = []
 
     static let password = "simulated-password"
 
@@ -149,9 +159,11 @@ public final class Simulation {
             violation = found
             simulation.note(nil, .violation, found.description)
         } catch {
+            simulation.dropHeldPulls()
             await simulation.server.shutdown()
             throw error
         }
+        simulation.dropHeldPulls()
         await simulation.server.shutdown()
         simulation.summary.steps = steps.count
         simulation.summary.reportsClientIDCollisions = parameters.idScheme != nil
@@ -190,6 +202,7 @@ public final class Simulation {
         now += 1000
         serverClock.set(unixMilliseconds: now)
         for device in devices { device.clock.set(unixMilliseconds: now + device.skew) }
+        if action.writesLocally { for d in action.devices { devices[safe: d]?.wroteSinceSync = true } }
         switch action {
         case .create(let d, let token):
             guard let device = devices[safe: d] else { return }
@@ -280,6 +293,7 @@ public final class Simulation {
             note(b, .collide, "\(secondToken) \(two.clientID.base32)")
 
         case .restartServer:
+            dropHeldPulls()
             try await server.restart()
             summary.restarts += 1
             note(nil, .restart, "server restarted")
@@ -291,6 +305,11 @@ public final class Simulation {
         case .deleteAccount(let d):
             guard let device = devices[safe: d], let k = try accountIndex(of: device), !revoked.contains(d) else { return }
             try await deleteAccount(k, from: device)
+
+        case .watchWake(let d, let fault):
+            guard let device = devices[safe: d] else { return }
+            watching.insert(d)
+            try await watchIteration(device, fault: fault)
         }
     }
 
@@ -482,6 +501,7 @@ public final class Simulation {
     func sync(_ device: SimDevice, faults: [FaultPlan]) async throws {
         summary.syncs += 1
         guard let report = try await withFaults(device, faults, "sync", { try await device.client.sync() }) else { return }
+        device.wroteSinceSync = false
         record(report, device: device)
     }
 

@@ -60,6 +60,10 @@ struct NoteSimEndToEndTests {
         #expect(daemons == restarts, "\(daemons) daemons started for \(restarts) restart steps")
         #expect((summary["syncs"] as? Int ?? 0) > 0 && (summary["sign-ins"] as? Int ?? 0) > 0)
         #expect((summary["faults injected"] as? Int ?? 0) > 0)
+        // Issue 19: device 0 watches (the default --watchers 1): its waiting pulls were held by the daemon, woke it
+        // into syncs, and met faults on the feed (a restart while waiting among them).
+        #expect((summary["watch iterations"] as? Int ?? 0) > 0 && (summary["syncs run by watches"] as? Int ?? 0) > 0)
+        #expect((summary["feed faults"] as? Int ?? 0) > 0)
     }
 
     static let limits = ["--max-batch", "32", "--max-page", "32"]

@@ -233,6 +233,9 @@ extension ScaleOutEndToEndTests {
             [
                 "--server", urls, "--restart-command", "/bin/sh \(script.path)", "--seeds", "1..2", "--steps", "120",
                 "--accounts", "2", "--devices", "4", "--faults", "0.1", "--json", "--no-shrink",
+                // Devices 0 and 1 watch, one on each daemon: a push through one daemon must wake a waiting pull on
+                // the other (PostgreSQL NOTIFY), or `watch-converges` breaks.
+                "--watchers", "2",
             ]
         )
         #expect(result.status == 0, "notes-sim failed: \(result.output.suffix(2000))")
@@ -242,6 +245,7 @@ extension ScaleOutEndToEndTests {
         #expect(summary["runs"] as? Int == 2)
         #expect((summary["server restarts"] as? Int ?? 0) > 0, "the schedule restarted no daemon")
         #expect((summary["syncs"] as? Int ?? 0) > 0)
+        #expect((summary["watch iterations"] as? Int ?? 0) > 0 && (summary["syncs run by watches"] as? Int ?? 0) > 0)
     }
 }
 
