@@ -84,7 +84,7 @@ extension PostgresNoteStore: OperatorStore {
                        (SELECT COUNT(*) FROM sessions),
                        (SELECT COUNT(*) FROM notes WHERE NOT deleted),
                        (SELECT COUNT(*) FROM notes WHERE deleted),
-                       (SELECT COALESCE(SUM(octet_length(text)), 0)::BIGINT FROM notes),
+                       (SELECT COALESCE(SUM(text_bytes), 0)::BIGINT FROM accounts),
                        (SELECT COUNT(*) FROM applied_edits),
                        pg_database_size(current_database())
                 """,

@@ -72,7 +72,7 @@ extension SQLiteNoteStore: OperatorStore {
                            (SELECT COUNT(*) FROM sessions),
                            (SELECT COUNT(*) FROM notes WHERE deleted = 0),
                            (SELECT COUNT(*) FROM notes WHERE deleted <> 0),
-                           (SELECT COALESCE(SUM(LENGTH(CAST(text AS BLOB))), 0) FROM notes),
+                           (SELECT COALESCE(SUM(text_bytes), 0) FROM accounts),
                            (SELECT COUNT(*) FROM applied_edits),
                            (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size())
                     """)!

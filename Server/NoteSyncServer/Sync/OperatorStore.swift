@@ -60,7 +60,8 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
     /// Notes that are not tombstones.
     public var notes: Int
     public var tombstones: Int
-    /// UTF-8 bytes of every note's text.
+    /// UTF-8 bytes of every note's text: the sum of the accounts' quota totals (kept by every push; `check` verifies
+    /// them), so a metrics scrape never reads every note's text.
     public var textBytes: Int64
     /// Applied edits kept for replays (pruned by age).
     public var appliedEdits: Int
