@@ -48,7 +48,9 @@ def main():
                        "--bcrypt-cost", "4", "--log-level", "error"]
             if args.database:
                 command += ["--database", args.database]
-            daemon = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+            # Sign-up is closed by default; the environment (not the flag) opens it so that older binaries still start.
+            env = dict(os.environ, NOTESYNCD_SIGN_UP="open")
+            daemon = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
             daemons.append(daemon)
             assert "listening" in daemon.stdout.readline()
             urls.append(f"http://127.0.0.1:{port}")
