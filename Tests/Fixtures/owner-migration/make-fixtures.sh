@@ -8,7 +8,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-"$NOTESYNCD_BIN" --data-dir "$work/data" --port 0 >"$work/daemon.out" 2>"$work/daemon.err" &
+# Sign-up through the environment: open by default in that release, closed by default since issue 18.
+NOTESYNCD_SIGN_UP=open "$NOTESYNCD_BIN" --data-dir "$work/data" --port 0 >"$work/daemon.out" 2>"$work/daemon.err" &
 pid=$!
 for _ in $(seq 100); do grep -q listening "$work/daemon.out" && break; sleep 0.1; done
 url="$(sed -n 's/.*listening on //p' "$work/daemon.out")"
