@@ -50,6 +50,41 @@ struct AccountManagementTests {
         #expect(listed[0].lastSeenAt == WireTime.format(unixMilliseconds: testEpoch + 62_000))
     }
 
+    @Test func aSessionUnusedForLongerThanTheIdleLimitExpiresAndEveryRequestExtendsIt() async throws {
+        let day: Int64 = 86_400_000
+        let server = try InProcessServer(logger: testLogger, sessionIdleDays: 2)
+        let client = APIClient(api: server.api)
+        try await client.signUp("alice")
+        let phone = try await client.signIn("alice", device: "phone")
+        let laptop = try await client.signIn("alice", device: "laptop")
+        let tablet = try await client.signIn("alice", device: "tablet")
+
+        // A second short of two days unused: nothing has expired; the phone's request is its last-seen time.
+        server.clock.advance(milliseconds: 2 * day - 1000)
+        #expect(try await sessions(phone.token, on: client).count == 3)
+        #expect(try await client.call(.sessions, token: tablet.token).status == 200)
+
+        // Two seconds later the laptop has gone unused for longer than two days: it is no longer listed, and its token
+        // answers 401 (the client's sign-out path) and is deleted. The phone and the tablet were seen a second ago.
+        server.clock.advance(milliseconds: 2000)
+        #expect(try await sessions(phone.token, on: client).map(\.sessionID) == [tablet.sessionID, phone.sessionID])
+        let expired = try await client.call(.sessions, token: laptop.token)
+        #expect(expired.status == 401)
+        #expect(expired.errorCode == .unauthorized)
+        let account = try #require(try await server.store.account(byUsername: "alice"))
+        #expect(try await server.store.sessions(accountID: account.id, limit: 10).map(\.id).sorted() == [phone.sessionID, tablet.sessionID].sorted())
+
+        // Signing in again works at once; a server whose clock went back expires nothing.
+        let again = try await client.signIn("alice", device: "laptop")
+        #expect(try await client.call(.sessions, token: again.token).status == 200)
+        server.clock.advance(milliseconds: -10 * day)
+        #expect(try await client.call(.sessions, token: tablet.token).status == 200)
+    }
+
+    func sessions(_ token: String, on client: APIClient) async throws -> [SessionInfo] {
+        try client.decode(SessionListResponse.self, try await client.call(.sessions, token: token)).sessions
+    }
+
     @Test func revokingOneDeviceSignsItOutAtItsNextRequest() async throws {
         try await client.signUp("alice")
         let phone = try await client.signIn("alice", device: "phone")

@@ -19,6 +19,9 @@ struct CommandTests {
         #expect(configuration.logLevel == .info)
         #expect(configuration.database == .sqlite)
         #expect(configuration.limits == SyncLimits.default)
+        #expect(configuration.sessionIdleDays == 180)
+        #expect(try NotesyncdCommand.parse(["--session-idle-days", "0"]).resolvedConfiguration(environment: [:]).sessionIdleDays == 0)
+        #expect(try NotesyncdCommand.parse([]).resolvedConfiguration(environment: ["NOTESYNCD_SESSION_IDLE_DAYS": "30"]).sessionIdleDays == 30)
     }
 
     @Test func environmentThenFlags() throws {
@@ -62,6 +65,8 @@ struct CommandTests {
         ([], ["NOTESYNCD_DATABASE": "postgresql://u:p@h/db", "NOTESYNCD_INSTANCE": "2"]),
         ([], ["NOTESYNCD_DATABASE": "postgresql://u:p@h/db?sslmode=sometimes"]),
         (["--max-page", "0"], [:]),
+        (["--session-idle-days", "-1"], [:]),
+        ([], ["NOTESYNCD_SESSION_IDLE_DAYS": "36501"]),
     ])
     func invalidValues(arguments: [String], environment: [String: String]) {
         // `parse` runs `validate()` (with the process environment); either step must refuse.

@@ -36,11 +36,12 @@ public final class InProcessServer: Sendable {
     ///   - passwords: Replaces bcrypt (the simulation's stand-in); nil for bcrypt.
     ///   - tokenSeed: Seeds the session-token bytes, so tokens repeat from run to run.
     ///   - changeFeed: Holds waiting pulls (`wait=`); nil answers every pull at once.
+    ///   - sessionIdleDays: Days a session may go unused before it expires (nil: never).
     public init(
         store: (any NoteStore)? = nil, clock: ManualFlakeClock = ManualFlakeClock(unixMilliseconds: testEpoch),
         instance: Int = 7, after: FlakeID? = nil, limits: SyncLimits = SyncLimits(), quota: AccountQuota = .default, bcryptCost: Int = 4,
         passwords: PasswordHashing? = nil, tokenSeed: UInt64 = 42, throttle: any SignInThrottling = SignInThrottle(),
-        logger: Logger = .quiet("in-process-server"), changeFeed: ChangeFeed? = nil
+        logger: Logger = .quiet("in-process-server"), changeFeed: ChangeFeed? = nil, sessionIdleDays: Int? = nil
     ) throws {
         let store = try store ?? SQLiteNoteStore.inMemory()
         self.store = store
@@ -53,7 +54,7 @@ public final class InProcessServer: Sendable {
         makeService = { mintID in
             SyncService(
                 store: store, limits: limits, quota: quota, bcryptCost: bcryptCost, clock: clock, mintID: mintID,
-                randomBytes: randomBytes, throttle: throttle, passwordHashing: passwords,
+                randomBytes: randomBytes, throttle: throttle, passwordHashing: passwords, sessionIdleDays: sessionIdleDays,
                 logger: logger, changeFeed: changeFeed)
         }
         let generator = try FlakeGenerator(instance: instance, clock: clock, after: after)

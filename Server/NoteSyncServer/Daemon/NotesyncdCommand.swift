@@ -31,6 +31,7 @@ import NoteSyncProtocol
 /// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB of note text |
 /// | `--max-waiters` | `NOTESYNCD_MAX_WAITERS` | 3/4 of `--max-connections` |
 /// | `--max-waiters-per-account` | `NOTESYNCD_MAX_WAITERS_PER_ACCOUNT` | 64 |
+/// | `--session-idle-days` | `NOTESYNCD_SESSION_IDLE_DAYS` | 180 (0: sessions never expire) |
 /// | `--sign-up` | `NOTESYNCD_SIGN_UP` | `closed` (or `open`) |
 /// | `--log-format` | `NOTESYNCD_LOG_FORMAT` | `text` (or `json`) |
 /// | `--metrics-address` | `NOTESYNCD_METRICS_ADDRESS` | none (no metrics endpoint) |
@@ -81,6 +82,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         public static let maxBytesPerAccount = "NOTESYNCD_MAX_BYTES_PER_ACCOUNT"
         public static let maxWaiters = "NOTESYNCD_MAX_WAITERS"
         public static let maxWaitersPerAccount = "NOTESYNCD_MAX_WAITERS_PER_ACCOUNT"
+        public static let sessionIdleDays = "NOTESYNCD_SESSION_IDLE_DAYS"
     }
 
     @Option(name: .customLong("data-dir"), parsing: .unconditional, help: "Directory of the SQLite database (NOTESYNCD_DATA_DIR; default notesyncd-data).")
@@ -189,6 +191,12 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     var maxBytesPerAccount: Int?
 
     @Option(
+        name: .customLong("session-idle-days"), parsing: .unconditional,
+        help: "Days a device may go unused before its session expires and it must sign in again, 0 for never (NOTESYNCD_SESSION_IDLE_DAYS; default 180)."
+    )
+    var sessionIdleDays: Int?
+
+    @Option(
         name: .customLong("max-waiters"), parsing: .unconditional,
         help: "Most waiting pulls (wait=) held at once, below --max-connections (NOTESYNCD_MAX_WAITERS; default 3/4 of max connections)."
     )
@@ -284,6 +292,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         if let value = try integer(maxNotesPerAccount, Environment.maxNotesPerAccount) { configuration.quota.maxNotes = Int64(value) }
         if let value = try integer(maxBytesPerAccount, Environment.maxBytesPerAccount) { configuration.quota.maxTextBytes = Int64(value) }
         if let value = try integer(maxWaiters, Environment.maxWaiters) { configuration.maxWaiters = value }
+        if let value = try integer(sessionIdleDays, Environment.sessionIdleDays) { configuration.sessionIdleDays = value }
         if let value = try integer(maxWaitersPerAccount, Environment.maxWaitersPerAccount) {
             configuration.live.maxWaitersPerAccount = value
         }

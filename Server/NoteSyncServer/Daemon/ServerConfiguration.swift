@@ -79,6 +79,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var metricsAddress: MetricsAddress?
     /// The per-account limits (``AccountQuota/default``: 1,000,000 notes, 1 GiB of text); each at least 1.
     public var quota: AccountQuota = .default
+    /// Days a session may go unused before its token stops working, 0...36500 (0: never). Default 180. Signing out
+    /// loses nothing on a device (its notes stay and reconcile at the next sign-in), so an expiry costs a forgotten
+    /// laptop one sign-in, while a token copied off a lost one stops working on its own.
+    public var sessionIdleDays: Int = 180
     /// Most waiting pulls held at once, 1...max connections - 1; nil: three quarters of ``maxConnections`` (so
     /// pushes and plain pulls still find a connection when every waiter is held).
     public var maxWaiters: Int?
@@ -168,6 +172,9 @@ public struct ServerConfiguration: Sendable, Equatable {
         }
         guard Self.maxConnectionsRange.contains(live.maxWaitersPerAccount) else {
             throw ConfigurationError("max waiters per account must be 1...100000, got \(live.maxWaitersPerAccount)")
+        }
+        guard (0...36500).contains(sessionIdleDays) else {
+            throw ConfigurationError("the session idle limit must be 0...36500 days, got \(sessionIdleDays)")
         }
         guard (1...3600).contains(live.maxWaitSeconds) else {
             throw ConfigurationError("the longest wait must be 1...3600 seconds, got \(live.maxWaitSeconds)")

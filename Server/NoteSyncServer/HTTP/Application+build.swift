@@ -112,7 +112,7 @@ public func buildApplication(
     let service = SyncService(
         store: store, limits: configuration.limits, quota: configuration.quota, bcryptCost: configuration.bcryptCost,
         clock: SystemFlakeClock.coarse, mintID: mintID, randomBytes: .system, throttle: throttle,
-        signUpPolicy: configuration.signUp, logger: logger, changeFeed: feed
+        signUpPolicy: configuration.signUp, sessionIdleDays: configuration.sessionIdleDays, logger: logger, changeFeed: feed
     )
     logger.info("sign-up policy", metadata: ["sign_up": "\(configuration.signUp.rawValue)"])
     let metrics = configuration.metricsAddress.map { _ in SyncMetrics() }

@@ -26,6 +26,9 @@ public final class SyncService: Sendable {
     public let signUpPolicy: SignUpPolicy
     /// The per-account limits pushes enforce and `GET /v1/account` reports.
     public let quota: AccountQuota
+    /// How long a session may go unused (no request since its last-seen time, or since sign-in) before its token
+    /// stops working, in milliseconds; nil: never.
+    public let sessionIdleLimit: Int64?
 
     let clock: any FlakeClock
     let mintID: @Sendable () throws -> FlakeID
@@ -53,15 +56,18 @@ public final class SyncService: Sendable {
     ///   - signUpPolicy: Who may sign up. Open by default here (tests, the simulation); the daemon's own default is
     ///     ``SignUpPolicy/closed`` (``ServerConfiguration/signUp``).
     ///   - quota: The per-account limits (``AccountQuota/default`` unless the daemon was told otherwise).
+    ///   - sessionIdleDays: Days a session may go unused before it expires; nil or 0: never (the default here; the
+    ///     daemon's default is 180, ``ServerConfiguration/sessionIdleDays``).
     ///   - changeFeed: Holds waiting pulls and is signalled after each push that changed notes (nil: no waiting).
     public init(
         store: any NoteStore, limits: SyncLimits = .default, quota: AccountQuota = .default, bcryptCost: Int = 12,
         serverVersion: String = NotesyncdVersion.current,
         clock: any FlakeClock, mintID: @escaping @Sendable () throws -> FlakeID, randomBytes: RandomBytes = .system,
         throttle: any SignInThrottling = SignInThrottle(), passwordHashing: PasswordHashing? = nil,
-        signUpPolicy: SignUpPolicy = .open, logger: Logger, changeFeed: ChangeFeed? = nil
+        signUpPolicy: SignUpPolicy = .open, sessionIdleDays: Int? = nil, logger: Logger, changeFeed: ChangeFeed? = nil
     ) {
         self.signUpPolicy = signUpPolicy
+        self.sessionIdleLimit = sessionIdleDays.flatMap { $0 > 0 ? Int64($0) * 86_400_000 : nil }
         self.changeFeed = changeFeed
         self.store = store
         self.limits = limits
@@ -217,7 +223,8 @@ public final class SyncService: Sendable {
 
     /// The session a bearer token stands for.
     ///
-    /// - Throws: `unauthorized` when the token is missing, malformed, unknown or revoked.
+    /// - Throws: `unauthorized` when the token is missing, malformed, unknown, revoked or expired (unused for longer
+    ///   than ``sessionIdleLimit``: the expired session is deleted then).
     public func authenticate(bearerToken: String?) async throws -> SessionRecord {
         guard let token = bearerToken else {
             throw SyncError(.unauthorized, "This endpoint needs Authorization: Bearer <token>.")
@@ -226,8 +233,20 @@ public final class SyncService: Sendable {
         else {
             throw SyncError(.unauthorized, "The bearer token is not valid (unknown, revoked or malformed).")
         }
+        if isExpired(session, now: clock.unixMilliseconds()) {
+            _ = try? await store.deleteSession(id: session.id, accountID: session.accountID)
+            logger.info("session expired", metadata: ["account_id": "\(session.accountID)", "session_id": "\(session.id)"])
+            throw SyncError(.unauthorized, "The session expired after going unused; sign in again (nothing on the device is lost).")
+        }
         await markSeen(session)
         return session
+    }
+
+    /// Whether `session` has gone unused (no request since its last-seen time, or since sign-in when it has none)
+    /// for longer than ``sessionIdleLimit``. A server clock that went back expires nothing.
+    public func isExpired(_ session: SessionRecord, now: Int64) -> Bool {
+        guard let limit = sessionIdleLimit else { return false }
+        return now - (session.lastSeenAt ?? session.createdAt) > limit
     }
 
     /// Signs out (`DELETE /v1/sessions/current`): the session's token stops working at once.
@@ -267,9 +286,10 @@ public final class SyncService: Sendable {
 
     /// The account's signed-in devices (`GET /v1/sessions`), most recently signed in first, the asking one marked.
     public func sessions(_ session: SessionRecord) async throws -> SessionListResponse {
+        let now = clock.unixMilliseconds()
         let records = try await store.sessions(accountID: session.accountID, limit: SessionListResponse.maxListed)
         return SessionListResponse(
-            sessions: records.map { record in
+            sessions: records.filter { !isExpired($0, now: now) }.map { record in
                 SessionInfo(
                     sessionID: record.id, deviceName: record.deviceName, origin: record.origin,
                     signedInAt: WireTime.format(unixMilliseconds: record.createdAt),
