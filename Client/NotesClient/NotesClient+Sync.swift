@@ -21,11 +21,14 @@ extension NotesClient {
 
     /// Creates an account, then signs in to it (see ``signIn(server:username:password:progress:)``).
     ///
-    /// - Throws: `invalid_input` (username or password break ``CredentialRules``, bad URL); `server_error` with
-    ///   `api.code == username_taken`; the transport errors of ``sync(progress:)``.
+    /// - Parameter invite: An invite code from the server's operator (``InviteCode``; sent in canonical form), for a
+    ///   server whose sign-up policy is `invite`.
+    /// - Throws: `invalid_input` (username or password break ``CredentialRules``, an invite that is not of the form,
+    ///   bad URL); `server_error` with `api.code` `username_taken`, `sign_up_closed`, `invite_required` or
+    ///   `invalid_invite`; the transport errors of ``sync(progress:)``.
     public func signUp(
-        server: String, username: String, password: String, unowned: UnownedNotes = .keepAside, wipe: Bool = false,
-        progress: (@Sendable (SyncProgress) -> Void)? = nil
+        server: String, username: String, password: String, invite: String? = nil, unowned: UnownedNotes = .keepAside,
+        wipe: Bool = false, progress: (@Sendable (SyncProgress) -> Void)? = nil
     ) async throws(NotesError) -> SignInReport {
         let (url, serverText) = try Self.parseServer(server)
         guard let canonical = CredentialRules.canonicalUsername(username) else {
@@ -38,7 +41,26 @@ extension NotesClient {
                 .invalidInput,
                 "A password has \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) bytes.")
         }
-        try await engine.signUp(url: url, server: serverText, username: canonical, password: password)
+        var code: String?
+        if let invite {
+            guard let canonicalCode = InviteCode.canonical(invite) else {
+                throw NotesError(
+                    .invalidInput,
+                    "An invite code is \(InviteCode.length) letters and digits (dashes and spaces between them are ignored), as its operator gave it.")
+            }
+            code = canonicalCode
+        }
+        do {
+            try await engine.signUp(url: url, server: serverText, username: canonical, password: password, invite: code)
+        } catch let error where error.api?.code == .inviteRequired {
+            throw NotesError(
+                error.code, "The server \(serverText) takes sign-ups only with an invite code: ask its operator for one (`notes signup --invite CODE`).",
+                api: error.api, httpStatus: error.httpStatus)
+        } catch let error where error.api?.code == .invalidInvite {
+            throw NotesError(
+                error.code, "The invite code is not valid on \(serverText) (unknown, used up, expired or revoked): ask its operator for a new one.",
+                api: error.api, httpStatus: error.httpStatus)
+        }
         return try await signIn(
             server: server, username: canonical, password: password, unowned: unowned, wipe: wipe, progress: progress)
     }

@@ -310,12 +310,15 @@ struct SignUp: AsyncParsableCommand {
         commandName: "signup", abstract: "Create an account on a server and sign in to it.",
         discussion: """
             The password is asked twice on the terminal, or read from standard input with --password-stdin. Without \
-            --server, the server this device last used.
+            --server, the server this device last used. A server that takes sign-ups only by invitation needs \
+            --invite with the code its operator gave you.
             """)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var credentials: CredentialOptions
     @OptionGroup var owners: OwnerOptions
+    @Option(help: ArgumentHelp("The invite code from the server's operator (for a server that takes sign-ups by invitation).", valueName: "code"))
+    var invite: String?
 
     func validate() throws {
         if credentials.username == nil { throw ValidationError("Missing --username.") }
@@ -339,7 +342,7 @@ struct SignUp: AsyncParsableCommand {
         let progress = ProgressLine()
         defer { progress.finish() }
         let report = try await client.signUp(
-            server: server, username: credentials.username!, password: password, unowned: unowned,
+            server: server, username: credentials.username!, password: password, invite: invite, unowned: unowned,
             wipe: owners.wipe, progress: progress.callback)
         progress.finish()
         try printSignIn(report, verb: "Created the account", client: client, json: options.json)

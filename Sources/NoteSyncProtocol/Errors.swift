@@ -86,6 +86,13 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     /// 404: the session to revoke is not one of this account's (or was already revoked).
     public static let unknownSession = APIErrorCode("unknown_session")
 
+    // Invite codes (sign-up policy `invite`).
+    /// 403: this server takes sign-ups only with an invite code from its operator, and the request has none.
+    public static let inviteRequired = APIErrorCode("invite_required")
+    /// 403: the invite code is not one this server can take: unknown, used up, expired or revoked (the same answer
+    /// for all four, so a guesser learns nothing).
+    public static let invalidInvite = APIErrorCode("invalid_invite")
+
     /// Every code the protocol defines, for documentation checks.
     public static let allKnown: [APIErrorCode] = [
         .invalidJSON, .unknownField, .invalidField, .invalidID, .invalidCursor, .invalidLimit, .unauthorized,
@@ -94,6 +101,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidHTTP, .headersTooLarge,
         .signUpClosed, .accountDisabled, .quotaExceeded, .wrongPassword, .unknownSession,
         .invalidWait, .tooManyWaiters,
+        .inviteRequired, .invalidInvite,
     ]
 
     /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
@@ -105,7 +113,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public var httpStatus: Int {
         switch self {
         case .unauthorized, .invalidCredentials: 401
-        case .signUpClosed, .accountDisabled, .wrongPassword: 403
+        case .signUpClosed, .accountDisabled, .wrongPassword, .inviteRequired, .invalidInvite: 403
         case .notFound, .unknownSession: 404
         case .methodNotAllowed: 405
         case .usernameTaken: 409

@@ -11,18 +11,23 @@ public struct SignUpRequest: Codable, Sendable, Equatable {
     public var username: String
     /// 8–72 UTF-8 bytes.
     public var password: String
+    /// An invite code from the server's operator (``InviteCode``): required when the server's sign-up policy is
+    /// `invite`, ignored when it is `open`. Absent from the JSON when nil.
+    public var invite: String?
 
-    public init(username: String, password: String) {
+    public init(username: String, password: String, invite: String? = nil) {
         self.username = username
         self.password = password
+        self.invite = invite
     }
 
-    public enum CodingKeys: String, WireKey { case username, password }
+    public enum CodingKeys: String, WireKey { case username, password, invite }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
         password = try c.decode(String.self, forKey: .password)
+        invite = try c.decodeIfPresent(String.self, forKey: .invite)
     }
 }
 

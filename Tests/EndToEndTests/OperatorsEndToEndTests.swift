@@ -64,7 +64,7 @@ struct OperatorsEndToEndTests {
         await open.terminate()
         let (status, output) = try await Self.notesyncd(["--sign-up", "sometimes", "--data-dir", directory.path])
         #expect(status == 64)
-        #expect(output.hasPrefix("notesyncd: The sign-up policy must be 'open' or 'closed'"), "\(output)")
+        #expect(output.hasPrefix("notesyncd: The sign-up policy must be 'open', 'closed' or 'invite'"), "\(output)")
     }
 
     @Test(arguments: backends)

@@ -75,6 +75,8 @@ import Yams
             "RevokedSessionsResponse": { try JSONDecoder().decode(RevokedSessionsResponse.self, from: $0) },
             "ChangePasswordRequest": { try JSONDecoder().decode(ChangePasswordRequest.self, from: $0) },
             "DeleteAccountRequest": { try JSONDecoder().decode(DeleteAccountRequest.self, from: $0) },
+            "SignUpWithInviteRequest": { try JSONDecoder().decode(SignUpRequest.self, from: $0) },
+            "ErrorInvalidInvite": { try JSONDecoder().decode(APIErrorBody.self, from: $0) },
         ]
         #expect(Set(examples.keys) == Set(decoders.keys), "every example needs a decoder here, and vice versa")
         for (name, example) in examples {

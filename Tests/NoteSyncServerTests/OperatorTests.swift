@@ -43,7 +43,7 @@ struct OperatorTests {
         #expect(MetricsAddress(host: "::1", port: 9).description == "[::1]:9")
     }
 
-    @Test(arguments: [["--sign-up", "invite"], ["--log-format", "xml"], ["--metrics-address", "9464"], ["--metrics-address", "host:99999"]])
+    @Test(arguments: [["--sign-up", "invites"], ["--log-format", "xml"], ["--metrics-address", "9464"], ["--metrics-address", "host:99999"]])
     func badValuesAreRefused(_ arguments: [String]) throws {
         // `parse` runs `validate()`; the one stderr line names the option's rule.
         let error = #expect(throws: (any Error).self) { try NotesyncdCommand.parse(arguments).resolvedConfiguration(environment: [:]) }

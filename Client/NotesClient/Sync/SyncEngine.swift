@@ -322,9 +322,9 @@ final class SyncEngine: Sendable {
     // MARK: - Accounts
 
     /// Creates an account on the server (no local change).
-    func signUp(url: URL, server: String, username: String, password: String) async throws(NotesError) {
+    func signUp(url: URL, server: String, username: String, password: String, invite: String? = nil) async throws(NotesError) {
         _ = try await connection(to: url, server: server, token: nil)
-            .call(.signUp, AccountResponse.self, body: encodeBody(SignUpRequest(username: username, password: password)))
+            .call(.signUp, AccountResponse.self, body: encodeBody(SignUpRequest(username: username, password: password, invite: invite)))
     }
 
     /// Signs in to `username`'s account on `server` (its normalized URL text), stores the session, then syncs (see

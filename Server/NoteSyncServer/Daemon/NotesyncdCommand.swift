@@ -32,11 +32,11 @@ import NoteSyncProtocol
 /// | `--max-waiters` | `NOTESYNCD_MAX_WAITERS` | 3/4 of `--max-connections` |
 /// | `--max-waiters-per-account` | `NOTESYNCD_MAX_WAITERS_PER_ACCOUNT` | 64 |
 /// | `--session-idle-days` | `NOTESYNCD_SESSION_IDLE_DAYS` | 180 (0: sessions never expire) |
-/// | `--sign-up` | `NOTESYNCD_SIGN_UP` | `closed` (or `open`) |
+/// | `--sign-up` | `NOTESYNCD_SIGN_UP` | `closed` (or `open`, `invite`) |
 /// | `--log-format` | `NOTESYNCD_LOG_FORMAT` | `text` (or `json`) |
 /// | `--metrics-address` | `NOTESYNCD_METRICS_ADDRESS` | none (no metrics endpoint) |
 ///
-/// The operator subcommands (`users`, `sessions`, `check`, `stats`, `backup`) open the same store from the same
+/// The operator subcommands (`users`, `sessions`, `check`, `stats`, `backup`, `invites`) open the same store from the same
 /// `--data-dir` / `--database` options and variables.
 ///
 /// Integer options take their value unconditionally (`--instance -1` is the value -1, refused by its range, not a
@@ -52,7 +52,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
             are the operator's tools over the same store (--data-dir, --database); they work while the daemon runs.
             """,
         version: NotesyncdVersion.current,
-        subcommands: [UsersCommand.self, SessionsCommand.self, CheckCommand.self, StatsCommand.self, BackupCommand.self]
+        subcommands: [UsersCommand.self, SessionsCommand.self, CheckCommand.self, StatsCommand.self, BackupCommand.self, InvitesCommand.self]
     )
 
     /// Environment variable names.
@@ -165,7 +165,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("sign-up"), parsing: .unconditional,
-        help: "Who may create accounts over HTTP: 'closed' (the operator runs 'notesyncd users add') or 'open' (NOTESYNCD_SIGN_UP; default closed)."
+        help: "Who may create accounts over HTTP: 'closed' (the operator runs 'notesyncd users add'), 'invite' (whoever holds a code from 'notesyncd invites create') or 'open' (NOTESYNCD_SIGN_UP; default closed)."
     )
     var signUp: String?
 
@@ -273,7 +273,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
         if let value = try integer(maxConnections, Environment.maxConnections) { configuration.maxConnections = value }
         if let value = string(signUp, Environment.signUp) {
             guard let policy = SignUpPolicy(rawValue: value.lowercased()) else {
-                throw ValidationError("The sign-up policy must be 'open' or 'closed', got '\(value)'.")
+                throw ValidationError("The sign-up policy must be 'open', 'closed' or 'invite', got '\(value)'.")
             }
             configuration.signUp = policy
         }

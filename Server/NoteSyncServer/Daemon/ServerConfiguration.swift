@@ -191,6 +191,9 @@ public enum SignUpPolicy: String, Sendable, Equatable, CaseIterable {
     case open
     /// Nobody: the operator creates accounts with `notesyncd users add`; sign-up answers 403 `sign_up_closed`.
     case closed
+    /// Whoever holds an invite code from the operator (`notesyncd invites create`); each sign-up takes one use of
+    /// it. Without a code sign-up answers 403 `invite_required`; with a code that cannot be used, `invalid_invite`.
+    case invite
 }
 
 /// The form of the daemon's log lines on standard error.

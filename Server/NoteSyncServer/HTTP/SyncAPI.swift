@@ -157,7 +157,8 @@ public final class SyncAPI: Sendable {
         case .signUp:
             .public { request in
                 let decoded = try WireJSON.decodeRequest(SignUpRequest.self, from: request.body ?? Data())
-                return try encode(try await service.signUp(decoded), endpoint)
+                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await service.signUp(decoded, peer: peer), endpoint)
             }
         case .signIn:
             .public { request in

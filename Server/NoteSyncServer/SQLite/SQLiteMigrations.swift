@@ -94,6 +94,24 @@ extension SQLiteNoteStore {
             // When the operator disabled the account (`notesyncd users disable`); NULL while it is enabled.
             try db.execute(sql: "ALTER TABLE accounts ADD COLUMN disabled_at INTEGER")
         }
+        migrator.registerMigration("v7: invites") { db in
+            // Invite codes (`--sign-up invite`, `notesyncd invites`): only each code's SHA-256 is kept; a sign-up takes
+            // one use in the transaction that inserts its account.
+            try db.execute(
+                sql: """
+                    CREATE TABLE invites (
+                        id INTEGER PRIMARY KEY,
+                        code_hash TEXT NOT NULL UNIQUE,
+                        note TEXT,
+                        uses_total INTEGER NOT NULL CHECK (uses_total >= 1),
+                        uses_left INTEGER NOT NULL CHECK (uses_left >= 0 AND uses_left <= uses_total),
+                        expires_at INTEGER,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER
+                    );
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -94,9 +94,12 @@ public enum NoteStoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case unavailable(String)
     /// The store was closed.
     case closed
+    /// The invite code a sign-up names is unknown, used up, expired or revoked (403 `invalid_invite`).
+    case inviteNotUsable
 
     public var description: String {
         switch self {
+        case .inviteNotUsable: "The invite code is unknown, used up, expired or revoked."
         case .usernameTaken: "The username is already registered."
         case .accountNotFound: "The account does not exist."
         case .unavailable(let reason): "The database is unavailable: \(reason)"

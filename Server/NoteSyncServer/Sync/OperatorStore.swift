@@ -4,7 +4,7 @@ import MiniFlake
 /// stores implement it and the conformance suite runs it on both.
 ///
 /// Every method is one transaction. Methods that change an account return false when it does not exist.
-public protocol OperatorStore: NoteStore {
+public protocol OperatorStore: InviteStore {
     /// Every account, by username, with its counts.
     func accountSummaries() async throws -> [AccountSummary]
 
