@@ -12,7 +12,7 @@ public struct SignUpRequest: Codable, Sendable, Equatable {
     /// 8–72 UTF-8 bytes.
     public var password: String
     /// An invite code from the server's operator (``InviteCode``): required when the server's sign-up policy is
-    /// `invite`, ignored when it is `open`. Absent from the JSON when nil.
+    /// `invite`, ignored when it is `open`. Absent from the JSON when nil (`null` is refused, like every field).
     public var invite: String?
 
     public init(username: String, password: String, invite: String? = nil) {
@@ -27,7 +27,7 @@ public struct SignUpRequest: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
         password = try c.decode(String.self, forKey: .password)
-        invite = try c.decodeIfPresent(String.self, forKey: .invite)
+        invite = try c.decodeIfPresentRefusingNull(String.self, forKey: .invite)
     }
 }
 

@@ -181,6 +181,8 @@ struct InviteTests {
         let number = try await APIClient(api: fixture.api).call(.signUp, rawJSON: #"{"username":"alice","password":"long enough","invite":5}"#)
         #expect(number.status == 400)
         #expect(try Self.error(number).code == .invalidJSON)
+        let null = try await APIClient(api: fixture.api).call(.signUp, rawJSON: #"{"username":"alice","password":"long enough","invite":null}"#)
+        #expect(try Self.error(null).code == .invalidJSON)
         let unknown = try await APIClient(api: fixture.api).call(
             .signUp, rawJSON: #"{"username":"alice","password":"long enough","inviteCode":"x"}"#)
         #expect(try Self.error(unknown).code == .unknownField)
