@@ -176,6 +176,18 @@ struct InviteTests {
         #expect(try await fixture.signUp("eve", invite: code).status == 201)
     }
 
+    @Test func aMalformedCodeIsRefusedBeforeTheThrottleAndTheLookup() async throws {
+        // Malformed codes never reach the throttle (nor, after it, the store): many of them from one address leave a
+        // good code from that address working.
+        let fixture = try Fixture()
+        let (code, _) = try await fixture.invite(uses: 1)
+        for attempt in 0..<8 {
+            let response = try await fixture.signUp("guess\(attempt)", invite: String(repeating: "Z", count: attempt))
+            #expect(try Self.error(response).code == .invalidInvite)
+        }
+        #expect(try await fixture.signUp("alice", invite: code).status == 201)
+    }
+
     @Test func theInviteFieldIsDecodedStrictly() async throws {
         let fixture = try Fixture()
         let number = try await APIClient(api: fixture.api).call(.signUp, rawJSON: #"{"username":"alice","password":"long enough","invite":5}"#)
