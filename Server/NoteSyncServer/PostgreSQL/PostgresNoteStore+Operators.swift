@@ -66,7 +66,9 @@ extension PostgresNoteStore: OperatorStore {
         return try await transaction { connection in
             try await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
             var problems: [String] = []
-            for (label, sql) in InvariantQueries.all + [InvariantQueries.runningTotals(bytes: "octet_length(n.text)")] {
+            for (label, sql) in InvariantQueries.all + [
+                InvariantQueries.runningTotals(bytes: "octet_length(n.text)"), InvariantQueries.replayTotals(bytes: "octet_length(e.text)"),
+            ] {
                 for try await line in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(String.self) {
                     problems.append("\(label): \(line)")
                 }

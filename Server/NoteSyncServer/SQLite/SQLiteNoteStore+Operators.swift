@@ -55,7 +55,10 @@ extension SQLiteNoteStore: OperatorStore {
                 let parent: String = row[2]
                 problems.append("foreign key: a row of \(table) (rowid \(rowID.map { "\($0)" } ?? "-")) names a missing \(parent) row")
             }
-            for (label, sql) in InvariantQueries.all + [InvariantQueries.runningTotals(bytes: "LENGTH(CAST(n.text AS BLOB))")] {
+            for (label, sql) in InvariantQueries.all + [
+                InvariantQueries.runningTotals(bytes: "LENGTH(CAST(n.text AS BLOB))"),
+                InvariantQueries.replayTotals(bytes: "LENGTH(CAST(e.text AS BLOB))"),
+            ] {
                 for line in try String.fetchAll(db, sql: sql) { problems.append("\(label): \(line)") }
             }
             return problems

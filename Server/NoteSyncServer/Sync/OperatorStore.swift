@@ -174,4 +174,19 @@ enum InvariantQueries {
             """
         )
     }
+
+    /// The running total of the texts kept for replays (`accounts.replay_text_bytes`) against the applied edits it
+    /// counts; `bytes` is the backend's byte length of `e.text` (as for ``runningTotals(bytes:)``).
+    static func replayTotals(bytes: String) -> (String, String) {
+        (
+            "replay running total",
+            """
+            SELECT 'account ' || a.id || ': ' || a.replay_text_bytes || ' replay text bytes counted, ' || COALESCE(t.b, 0) || ' stored'
+            FROM accounts a
+            LEFT JOIN (SELECT e.account_id, SUM(COALESCE(\(bytes), 0)) AS b FROM applied_edits e GROUP BY e.account_id) t
+                ON t.account_id = a.id
+            WHERE a.replay_text_bytes <> COALESCE(t.b, 0) LIMIT 20
+            """
+        )
+    }
 }
