@@ -145,6 +145,7 @@ extension NoteStoreConformance {
             // UTF-8 bytes, as the check counts them (é is two).
             #expect(try await store.usage(accountID: alice)?.replayTextBytes == 4)
             #expect(try await operators.checkInvariants() == [])
+            #expect(try await operators.statistics().replayTextBytes == 4)
             try await corrupt(store, "UPDATE accounts SET replay_text_bytes = replay_text_bytes + 1 WHERE id = \(alice.rawValue)")
             let problems = try await operators.checkInvariants()
             #expect(problems == ["replay running total: account \(alice): 5 replay text bytes counted, 4 stored"])

@@ -63,15 +63,18 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
     /// UTF-8 bytes of every note's text: the sum of the accounts' quota totals (kept by every push; `check` verifies
     /// them), so a metrics scrape never reads every note's text.
     public var textBytes: Int64
+    /// UTF-8 bytes of the texts applied edits keep for replays: the sum of the accounts' `replay_text_bytes`.
+    public var replayTextBytes: Int64
     /// Applied edits kept for replays (pruned by age).
     public var appliedEdits: Int
     /// The database's size on disk in bytes: SQLite's file and its WAL; PostgreSQL's `pg_database_size`.
     public var databaseBytes: Int64
 
     public init(
-        accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64, appliedEdits: Int,
-        databaseBytes: Int64
+        accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64,
+        replayTextBytes: Int64 = 0, appliedEdits: Int, databaseBytes: Int64
     ) {
+        self.replayTextBytes = replayTextBytes
         self.accounts = accounts
         self.disabledAccounts = disabledAccounts
         self.sessions = sessions
