@@ -3,6 +3,7 @@ import GRDB
 import MiniFlake
 import NoteSyncProtocol
 import PostgresNIO
+import Synchronization
 import Testing
 import TestSupport
 
@@ -98,5 +99,38 @@ extension Data {
             index = next
         }
         self.init(bytes)
+    }
+}
+
+/// The replay total costs a push no statement per change: the account row is read once (the lock) and written once,
+/// whatever the batch holds.
+@Suite("Replay texts quota cost")
+struct ReplayQuotaCostTests {
+    @Test(arguments: [1, 50])
+    func aPushReadsAndWritesTheAccountRowOnce(merges: Int) async throws {
+        let store = try SQLiteNoteStore.temporary()
+        let alice = try await NoteStoreConformance.makeAccount(store, "alice")
+        let context = NoteStoreConformance.context()
+        let created = try await store.push(
+            accountID: alice, changes: [change(1, edit: 1, text: NoteStoreConformance.hundredBytes)], context: context)
+        _ = try await store.push(
+            accountID: alice,
+            changes: [change(1, server: created[0].serverID, edit: 2, text: NoteStoreConformance.hundredBytes.uppercased(), baseVersion: 1)],
+            context: context)
+        let statements = Mutex<[String]>([])
+        try await store.write { db in db.trace { event in statements.withLock { $0.append(event.expandedDescription) } } }
+        // Merges that keep a text (no note written), a kept delete, and a new note: every kind of growth.
+        var changes = (0..<merges).map { NoteStoreConformance.hostileMerge(created[0].serverID, edit: 100 + Int64($0)) }
+        changes.append(change(1, server: created[0].serverID, edit: 99, text: "", deleted: true, baseVersion: 1))
+        changes.append(change(2, edit: 98, text: "new\n"))
+        let results = try await store.push(accountID: alice, changes: changes, context: context)
+        try await store.write { db in db.trace(options: [], nil) }
+        #expect(results.map(\.status) == Array(repeating: .merged, count: merges) + [.kept, .created])
+        let touchingAccounts = statements.withLock { $0 }.filter { $0.contains("accounts") }
+        #expect(touchingAccounts.count == 2, "\(touchingAccounts)")
+        #expect(touchingAccounts.first?.hasPrefix("SELECT change_seq, note_count, text_bytes, replay_text_bytes FROM accounts") == true)
+        #expect(touchingAccounts.last?.hasPrefix("UPDATE accounts SET") == true)
+        #expect(try await store.usage(accountID: alice)?.replayTextBytes == Int64(100 * (merges + 1)))
+        try await store.close()
     }
 }
