@@ -28,6 +28,9 @@ public struct StorageReport: Sendable, Equatable {
     public var notes: Int64
     /// UTF-8 bytes of the notes' texts.
     public var textBytes: Int64
+    /// UTF-8 bytes the server keeps to answer replays (0 from a server that does not say); counted with
+    /// ``textBytes`` against ``maxTextBytes``.
+    public var replayTextBytes: Int64 = 0
     public var maxNotes: Int64
     public var maxTextBytes: Int64
 }
@@ -137,7 +140,9 @@ extension NotesClient {
     public func storageUsage() async throws(NotesError) -> StorageReport? {
         let account = try await engine.accountCall(.account, AccountResponse.self, attempts: 1)
         return account.usage.map {
-            StorageReport(notes: $0.notes, textBytes: $0.textBytes, maxNotes: $0.maxNotes, maxTextBytes: $0.maxTextBytes)
+            StorageReport(
+                notes: $0.notes, textBytes: $0.textBytes, replayTextBytes: $0.replayTextBytes ?? 0, maxNotes: $0.maxNotes,
+                maxTextBytes: $0.maxTextBytes)
         }
     }
 

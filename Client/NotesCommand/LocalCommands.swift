@@ -514,6 +514,7 @@ struct Status: AsyncParsableCommand {
         struct Storage: Encodable {
             var notes: Int64
             var textBytes: Int64
+            var replayTextBytes: Int64
             var maxNotes: Int64
             var maxTextBytes: Int64
         }
@@ -541,7 +542,9 @@ struct Status: AsyncParsableCommand {
                     conflicts: status.conflicts, lastSync: status.lastSyncAt.map { NotesTime.iso8601(unixMilliseconds: $0) },
                     syncUnfinished: status.pullUnfinished, home: options.homeURL.path, origin: status.origin.base32,
                     storage: (try? storage?.get())??.map {
-                        Output.Storage(notes: $0.notes, textBytes: $0.textBytes, maxNotes: $0.maxNotes, maxTextBytes: $0.maxTextBytes)
+                        Output.Storage(
+                            notes: $0.notes, textBytes: $0.textBytes, replayTextBytes: $0.replayTextBytes, maxNotes: $0.maxNotes,
+                            maxTextBytes: $0.maxTextBytes)
                     }))
             return
         }
@@ -577,7 +580,13 @@ struct Status: AsyncParsableCommand {
         case .success(let report?):
             let bytes = ByteCountFormatter.string(fromByteCount: report.textBytes, countStyle: .binary)
             let maxBytes = ByteCountFormatter.string(fromByteCount: report.maxTextBytes, countStyle: .binary)
-            Console.out("Server:     \(report.notes) of \(report.maxNotes) notes (deleted ones included), \(bytes) of \(maxBytes) of text")
+            var line = "Server:     \(report.notes) of \(report.maxNotes) notes (deleted ones included), \(bytes) of \(maxBytes) of text"
+            if report.replayTextBytes > 0 {
+                // Kept to answer retried pushes exactly; counted in the same limit, freed as they expire.
+                line += " (and " + ByteCountFormatter.string(fromByteCount: report.replayTextBytes, countStyle: .binary)
+                    + " kept for replays)"
+            }
+            Console.out(line)
         case .failure(let error) where error.code == .signedOutByServer:
             Console.out("Server:     signed out by the server (session revoked or account deleted); your notes are kept")
         case .failure(let error):

@@ -197,13 +197,42 @@ struct DevicesEndToEndTests {
             let status = ok(try await laptop.run(["status"]))
             #expect(status.stdout.contains("Server:     3 of 3 notes (deleted ones included)"), "\(status)")
             struct Status: Decodable {
-                struct Storage: Decodable { var notes: Int; var textBytes: Int; var maxNotes: Int; var maxTextBytes: Int }
+                struct Storage: Decodable { var notes: Int; var textBytes: Int; var replayTextBytes: Int; var maxNotes: Int; var maxTextBytes: Int }
                 var storage: Storage?
             }
             let json = try ok(try await laptop.run(["status", "--json"])).json(Status.self)
             #expect(json.storage?.notes == 3 && json.storage?.maxNotes == 3 && json.storage?.maxTextBytes == 1000)
+            #expect(json.storage?.replayTextBytes == 0)
             // The refused note stays on this device, waiting.
             #expect(try await laptop.texts().count == 4)
+        }
+    }
+
+    @Test func statusShowsTheTextsKeptForReplays() async throws {
+        try await withServer(["--max-bytes-per-account", "1000"]) { server in
+            let laptop = try NotesDevice("replay-laptop")
+            let phone = try NotesDevice("replay-phone")
+            defer { laptop.remove(); phone.remove() }
+            _ = ok(try await account(laptop, "signup", server, "alice"))
+            _ = ok(try await laptop.run(["add", "plan\nmonday\nmiddle\nfriday"]))
+            _ = ok(try await laptop.run(["sync"]))
+            _ = ok(try await account(phone, "login", server, "alice"))
+            let id = try #require(try await laptop.run(["list", "--json"]).json([NotesE2EListedNote].self).first?.id)
+            _ = ok(try await laptop.run(["edit", id, "--text", "plan\nMONDAY\nmiddle\nfriday"]))
+            _ = ok(try await phone.run(["edit", id, "--text", "plan\nmonday\nmiddle\nFRIDAY"]))
+            _ = ok(try await laptop.run(["sync"]))
+            // The phone's edit merges on the server; the merged text is the answer, kept to answer a replay.
+            _ = ok(try await phone.run(["sync"]))
+            #expect(try await phone.texts() == ["plan\nMONDAY\nmiddle\nFRIDAY"])
+            let merged = Int64("plan\nMONDAY\nmiddle\nFRIDAY".utf8.count)
+            let status = ok(try await phone.run(["status"]))
+            #expect(status.stdout.contains("(and \(merged) bytes kept for replays)"), "\(status)")
+            struct Status: Decodable {
+                struct Storage: Decodable { var textBytes: Int64; var replayTextBytes: Int64 }
+                var storage: Storage?
+            }
+            let json = try ok(try await laptop.run(["status", "--json"])).json(Status.self)
+            #expect(json.storage?.textBytes == merged && json.storage?.replayTextBytes == merged)
         }
     }
 }

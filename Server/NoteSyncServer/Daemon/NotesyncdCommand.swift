@@ -28,7 +28,7 @@ import NoteSyncProtocol
 /// | `--write-timeout` | `NOTESYNCD_WRITE_TIMEOUT` | 60 (seconds) |
 /// | `--max-connections` | `NOTESYNCD_MAX_CONNECTIONS` | 1000 |
 /// | `--max-notes-per-account` | `NOTESYNCD_MAX_NOTES_PER_ACCOUNT` | 1000000 (deleted notes included) |
-/// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB of note text |
+/// | `--max-bytes-per-account` | `NOTESYNCD_MAX_BYTES_PER_ACCOUNT` | 1 GiB (note texts plus texts kept for replays) |
 /// | `--max-waiters` | `NOTESYNCD_MAX_WAITERS` | 3/4 of `--max-connections` |
 /// | `--max-waiters-per-account` | `NOTESYNCD_MAX_WAITERS_PER_ACCOUNT` | 64 |
 /// | `--session-idle-days` | `NOTESYNCD_SESSION_IDLE_DAYS` | 180 (0: sessions never expire) |
@@ -186,7 +186,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("max-bytes-per-account"), parsing: .unconditional,
-        help: "Most bytes of note text an account may store (NOTESYNCD_MAX_BYTES_PER_ACCOUNT; default 1073741824)."
+        help: "Most bytes an account may store: its notes' texts plus the texts kept to answer replays (NOTESYNCD_MAX_BYTES_PER_ACCOUNT; default 1073741824)."
     )
     var maxBytesPerAccount: Int?
 

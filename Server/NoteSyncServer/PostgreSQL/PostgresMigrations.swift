@@ -138,6 +138,19 @@ extension PostgresDatabase {
                 """,
             ]
         ),
+        (
+            9,
+            [
+                // The UTF-8 bytes of the texts each account's applied edits keep for replays, a running total like
+                // text_bytes (the byte limit counts both), counted once here from the applied edits the account has.
+                "ALTER TABLE accounts ADD COLUMN replay_text_bytes BIGINT NOT NULL DEFAULT 0",
+                """
+                UPDATE accounts a SET replay_text_bytes = c.b
+                FROM (SELECT account_id, SUM(octet_length(text)) AS b FROM applied_edits WHERE text IS NOT NULL GROUP BY account_id) c
+                WHERE c.account_id = a.id
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -234,10 +234,12 @@ public final class PostgresNoteStore: NoteStore {
     public func usage(accountID: FlakeID) async throws -> AccountUsage? {
         try await run { client in
             let rows = try await client.query(
-                "SELECT note_count, text_bytes FROM accounts WHERE id = \(accountID.rawValue)", logger: self.logger
+                "SELECT note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = \(accountID.rawValue)", logger: self.logger
             )
             var usage: AccountUsage?
-            for try await (notes, bytes) in rows.decode((Int64, Int64).self) { usage = AccountUsage(noteCount: notes, textBytes: bytes) }
+            for try await (notes, bytes, replayBytes) in rows.decode((Int64, Int64, Int64).self) {
+                usage = AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes)
+            }
             return usage
         }
     }
@@ -315,22 +317,45 @@ public final class PostgresNoteStore: NoteStore {
     }
 
     public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
-        // Chunks of 5,000 (each statement its own transaction), so no push waits long on them.
+        // Chunks of 5,000, each its own short transaction, so no push waits long on them. Each chunk gives its texts'
+        // bytes back to their accounts' running totals. It locks those accounts' rows first, in ID order, as a push
+        // and an account deletion do (account row, then its applied edits), so it never deadlocks with them.
         var total = 0
         while true {
-            let deleted = try await run { client in
-                var count = 0
-                for try await _ in try await client.query(
+            let deleted = try await transaction { connection in
+                var accounts: [Int64] = []
+                for try await id in try await connection.query(
                     """
-                    DELETE FROM applied_edits WHERE ctid IN (
-                        SELECT ctid FROM applied_edits WHERE created_at < \(cutoff) LIMIT 5000)
-                    RETURNING 1
+                    SELECT id FROM accounts WHERE id IN (
+                        SELECT account_id FROM applied_edits WHERE created_at < \(cutoff) LIMIT 5000)
+                    ORDER BY id FOR UPDATE
                     """,
                     logger: self.logger
-                ) {
-                    count += 1
+                ).decode(Int64.self) {
+                    accounts.append(id)
                 }
-                return count
+                guard !accounts.isEmpty else { return 0 }
+                var count: Int64 = 0
+                for try await value in try await connection.query(
+                    """
+                    WITH gone AS (
+                        DELETE FROM applied_edits WHERE ctid IN (
+                            SELECT ctid FROM applied_edits WHERE created_at < \(cutoff) AND account_id = ANY(\(accounts)::int8[])
+                            LIMIT 5000)
+                        RETURNING account_id, COALESCE(octet_length(text), 0) AS b
+                    ), freed AS (
+                        SELECT account_id, SUM(b) AS b, COUNT(*) AS n FROM gone GROUP BY account_id
+                    ), given AS (
+                        UPDATE accounts a SET replay_text_bytes = a.replay_text_bytes - f.b
+                        FROM freed f WHERE a.id = f.account_id AND f.b > 0
+                    )
+                    SELECT COALESCE(SUM(n), 0)::int8 FROM freed
+                    """,
+                    logger: self.logger
+                ).decode(Int64.self) {
+                    count = value
+                }
+                return Int(count)
             }
             total += deleted
             if deleted < 5000 { return total }

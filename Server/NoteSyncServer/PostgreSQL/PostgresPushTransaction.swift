@@ -12,10 +12,12 @@ struct PostgresPushTransaction: AsyncPushTransaction {
     /// `SELECT ... FOR UPDATE` on the account row: the lock that serializes the account's pushes across every daemon.
     func lockAccount(_ accountID: FlakeID) async throws -> LockedAccount? {
         var locked: LockedAccount?
-        for try await (sequence, notes, bytes) in try await connection.query(
-            "SELECT change_seq, note_count, text_bytes FROM accounts WHERE id = \(accountID.rawValue) FOR UPDATE", logger: logger
-        ).decode((Int64, Int64, Int64).self) {
-            locked = LockedAccount(sequence: sequence, usage: AccountUsage(noteCount: notes, textBytes: bytes))
+        for try await (sequence, notes, bytes, replayBytes) in try await connection.query(
+            "SELECT change_seq, note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = \(accountID.rawValue) FOR UPDATE",
+            logger: logger
+        ).decode((Int64, Int64, Int64, Int64).self) {
+            locked = LockedAccount(
+                sequence: sequence, usage: AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes))
         }
         return locked
     }
@@ -64,6 +66,8 @@ struct PostgresPushTransaction: AsyncPushTransaction {
         }
         var edits = EditColumns()
         for edit in plan.newEdits { edits.append(edit) }
+        // Listeners learn of written notes only (a push that kept a replay text alone changed nothing to pull).
+        let notify = plan.writes.isEmpty ? "" : "RETURNING pg_notify('\(PostgresChangeListener.channel)', id::text)"
         try await connection.execute(
             """
             WITH inserted AS (
@@ -96,9 +100,9 @@ struct PostgresPushTransaction: AsyncPushTransaction {
                      AS u(e, st, s, v, cs, cc, ca, c, o, p, ht, tx)
             )
             UPDATE accounts SET change_seq = \(plan.newSequence), note_count = \(plan.newUsage.noteCount),
-                                text_bytes = \(plan.newUsage.textBytes)
-            WHERE id = \(account) AND change_seq <> \(plan.newSequence)
-            RETURNING pg_notify('\(unescaped: PostgresChangeListener.channel)', id::text)
+                                text_bytes = \(plan.newUsage.textBytes), replay_text_bytes = \(plan.newUsage.replayTextBytes)
+            WHERE id = \(account) AND (change_seq <> \(plan.newSequence) OR replay_text_bytes <> \(plan.newUsage.replayTextBytes))
+            \(unescaped: notify)
             """,
             logger: logger
         )

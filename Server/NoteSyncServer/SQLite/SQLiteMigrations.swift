@@ -112,6 +112,18 @@ extension SQLiteNoteStore {
                     """
             )
         }
+        migrator.registerMigration("v8: replay texts in the quota") { db in
+            // The UTF-8 bytes of the texts each account's applied edits keep for replays, a running total like
+            // text_bytes (the byte limit counts both), counted once here from the applied edits the account has.
+            try db.execute(
+                sql: """
+                    ALTER TABLE accounts ADD COLUMN replay_text_bytes INTEGER NOT NULL DEFAULT 0;
+                    UPDATE accounts SET replay_text_bytes = (
+                        SELECT COALESCE(SUM(LENGTH(CAST(text AS BLOB))), 0) FROM applied_edits
+                        WHERE applied_edits.account_id = accounts.id);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -55,7 +55,10 @@ extension SQLiteNoteStore: OperatorStore {
                 let parent: String = row[2]
                 problems.append("foreign key: a row of \(table) (rowid \(rowID.map { "\($0)" } ?? "-")) names a missing \(parent) row")
             }
-            for (label, sql) in InvariantQueries.all + [InvariantQueries.runningTotals(bytes: "LENGTH(CAST(n.text AS BLOB))")] {
+            for (label, sql) in InvariantQueries.all + [
+                InvariantQueries.runningTotals(bytes: "LENGTH(CAST(n.text AS BLOB))"),
+                InvariantQueries.replayTotals(bytes: "LENGTH(CAST(e.text AS BLOB))"),
+            ] {
                 for line in try String.fetchAll(db, sql: sql) { problems.append("\(label): \(line)") }
             }
             return problems
@@ -74,11 +77,12 @@ extension SQLiteNoteStore: OperatorStore {
                            (SELECT COUNT(*) FROM notes WHERE deleted <> 0),
                            (SELECT COALESCE(SUM(text_bytes), 0) FROM accounts),
                            (SELECT COUNT(*) FROM applied_edits),
-                           (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size())
+                           (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()),
+                           (SELECT COALESCE(SUM(replay_text_bytes), 0) FROM accounts)
                     """)!
             return StoreStatistics(
                 accounts: row[0], disabledAccounts: row[1], sessions: row[2], notes: row[3], tombstones: row[4],
-                textBytes: row[5], appliedEdits: row[6], databaseBytes: row[7])
+                textBytes: row[5], replayTextBytes: row[8], appliedEdits: row[6], databaseBytes: row[7])
         }
         var statistics = counts
         // The WAL holds committed pages not yet checkpointed into the file: count it too.

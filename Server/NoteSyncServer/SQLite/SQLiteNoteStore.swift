@@ -278,8 +278,9 @@ public final class SQLiteNoteStore: NoteStore {
     public func usage(accountID: FlakeID) async throws -> AccountUsage? {
         try await read { db in
             try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT note_count, text_bytes FROM accounts WHERE id = ?"), arguments: [accountID.rawValue]
-            ).map { AccountUsage(noteCount: $0[0], textBytes: $0[1]) }
+                db.cachedStatement(sql: "SELECT note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = ?"),
+                arguments: [accountID.rawValue]
+            ).map { AccountUsage(noteCount: $0[0], textBytes: $0[1], replayTextBytes: $0[2]) }
         }
     }
 
@@ -339,19 +340,32 @@ public final class SQLiteNoteStore: NoteStore {
     }
 
     public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
-        // Chunks of 5,000, each its own short write transaction, so pushes are never held up for long.
+        // Chunks of 5,000, each its own short write transaction, so pushes are never held up for long. Each chunk
+        // gives its texts' bytes back to their accounts' running totals in the same transaction.
         var total = 0
         while true {
             let deleted = try await write { db in
-                try db.execute(
-                    sql: """
-                        DELETE FROM applied_edits WHERE (account_id, edit_id, client_id, origin, pusher) IN (
-                            SELECT account_id, edit_id, client_id, origin, pusher FROM applied_edits
-                            WHERE created_at < ? LIMIT 5000)
-                        """,
+                var freed: [Int64: Int64] = [:]
+                var count = 0
+                let rows = try Row.fetchCursor(
+                    db.cachedStatement(
+                        sql: """
+                            DELETE FROM applied_edits WHERE (account_id, edit_id, client_id, origin, pusher) IN (
+                                SELECT account_id, edit_id, client_id, origin, pusher FROM applied_edits
+                                WHERE created_at < ? LIMIT 5000)
+                            RETURNING account_id, COALESCE(LENGTH(CAST(text AS BLOB)), 0)
+                            """),
                     arguments: [cutoff]
                 )
-                return db.changesCount
+                while let row = try rows.next() {
+                    count += 1
+                    let bytes: Int64 = row[1]
+                    if bytes > 0 { freed[row[0], default: 0] += bytes }
+                }
+                let giveBack = try db.cachedStatement(
+                    sql: "UPDATE accounts SET replay_text_bytes = replay_text_bytes - ? WHERE id = ?")
+                for (account, bytes) in freed { try giveBack.execute(arguments: [bytes, account]) }
+                return count
             }
             total += deleted
             if deleted < 5000 { return total }

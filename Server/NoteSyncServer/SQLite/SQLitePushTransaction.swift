@@ -11,9 +11,11 @@ struct SQLitePushTransaction: PushTransaction {
     let db: Database
 
     func lockAccount(_ accountID: FlakeID) throws -> LockedAccount? {
-        let statement = try db.cachedStatement(sql: "SELECT change_seq, note_count, text_bytes FROM accounts WHERE id = ?")
+        let statement = try db.cachedStatement(
+            sql: "SELECT change_seq, note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = ?")
         guard let row = try Row.fetchOne(statement, arguments: [accountID.rawValue]) else { return nil }
-        return LockedAccount(sequence: row[0], usage: AccountUsage(noteCount: row[1], textBytes: row[2]))
+        return LockedAccount(
+            sequence: row[0], usage: AccountUsage(noteCount: row[1], textBytes: row[2], replayTextBytes: row[3]))
     }
 
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch {
@@ -48,6 +50,14 @@ struct SQLitePushTransaction: PushTransaction {
 
     func write(_ plan: PushPlanner.Plan, accountID: FlakeID) throws {
         let account = accountID.rawValue
+        // One update of the account row per push, when a note or a replay text was written.
+        if !plan.writes.isEmpty || plan.newUsage != plan.oldUsage {
+            try db.cachedStatement(
+                sql: "UPDATE accounts SET change_seq = ?, note_count = ?, text_bytes = ?, replay_text_bytes = ? WHERE id = ?"
+            ).execute(arguments: [
+                plan.newSequence, plan.newUsage.noteCount, plan.newUsage.textBytes, plan.newUsage.replayTextBytes, account,
+            ])
+        }
         if !plan.writes.isEmpty {
             let insert = try db.cachedStatement(
                 sql: """
@@ -79,8 +89,6 @@ struct SQLitePushTransaction: PushTransaction {
                     ])
                 }
             }
-            try db.cachedStatement(sql: "UPDATE accounts SET change_seq = ?, note_count = ?, text_bytes = ? WHERE id = ?")
-                .execute(arguments: [plan.newSequence, plan.newUsage.noteCount, plan.newUsage.textBytes, account])
         }
         if !plan.newEdits.isEmpty {
             let insertEdit = try db.cachedStatement(

@@ -341,7 +341,8 @@ public final class SyncService: Sendable {
         return AccountResponse(
             accountID: account.id, username: account.username,
             usage: StorageUsage(
-                notes: usage.noteCount, textBytes: usage.textBytes, maxNotes: quota.maxNotes, maxTextBytes: quota.maxTextBytes))
+                notes: usage.noteCount, textBytes: usage.textBytes, replayTextBytes: usage.replayTextBytes, maxNotes: quota.maxNotes,
+                maxTextBytes: quota.maxTextBytes))
     }
 
     // MARK: - Devices, password, account

@@ -63,15 +63,18 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
     /// UTF-8 bytes of every note's text: the sum of the accounts' quota totals (kept by every push; `check` verifies
     /// them), so a metrics scrape never reads every note's text.
     public var textBytes: Int64
+    /// UTF-8 bytes of the texts applied edits keep for replays: the sum of the accounts' `replay_text_bytes`.
+    public var replayTextBytes: Int64
     /// Applied edits kept for replays (pruned by age).
     public var appliedEdits: Int
     /// The database's size on disk in bytes: SQLite's file and its WAL; PostgreSQL's `pg_database_size`.
     public var databaseBytes: Int64
 
     public init(
-        accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64, appliedEdits: Int,
-        databaseBytes: Int64
+        accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64,
+        replayTextBytes: Int64 = 0, appliedEdits: Int, databaseBytes: Int64
     ) {
+        self.replayTextBytes = replayTextBytes
         self.accounts = accounts
         self.disabledAccounts = disabledAccounts
         self.sessions = sessions
@@ -171,6 +174,21 @@ enum InvariantQueries {
             LEFT JOIN (SELECT n.account_id, COUNT(*) AS n, SUM(COALESCE(\(bytes), 0)) AS b FROM notes n GROUP BY n.account_id) t
                 ON t.account_id = a.id
             WHERE a.note_count <> COALESCE(t.n, 0) OR a.text_bytes <> COALESCE(t.b, 0) LIMIT 20
+            """
+        )
+    }
+
+    /// The running total of the texts kept for replays (`accounts.replay_text_bytes`) against the applied edits it
+    /// counts; `bytes` is the backend's byte length of `e.text` (as for ``runningTotals(bytes:)``).
+    static func replayTotals(bytes: String) -> (String, String) {
+        (
+            "replay running total",
+            """
+            SELECT 'account ' || a.id || ': ' || a.replay_text_bytes || ' replay text bytes counted, ' || COALESCE(t.b, 0) || ' stored'
+            FROM accounts a
+            LEFT JOIN (SELECT e.account_id, SUM(COALESCE(\(bytes), 0)) AS b FROM applied_edits e GROUP BY e.account_id) t
+                ON t.account_id = a.id
+            WHERE a.replay_text_bytes <> COALESCE(t.b, 0) LIMIT 20
             """
         )
     }

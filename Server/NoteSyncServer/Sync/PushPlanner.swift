@@ -25,9 +25,13 @@ import NoteSyncProtocol
 ///    of the two edits' times. The edit time is informational: nothing here reads it to decide.
 /// 6. Every change that is not rejected records an ``AppliedEdit``.
 /// 7. Quota: a change whose writes would take the account's ``AccountUsage`` over its ``AccountQuota`` (notes, tombstones
-///    included, or text bytes) is rejected `quota_exceeded` instead (checked at steps 4 and 5, before anything is
-///    written). A write that does not grow what it is over is always accepted: deletes, shorter texts. The usage is a
-///    running total kept with the account row, so the check costs nothing per stored note.
+///    included, or bytes) is rejected `quota_exceeded` instead (checked at steps 4 and 5, before anything is
+///    written). The bytes are the notes' texts plus the texts applied edits keep for replays (``AccountUsage/storedBytes``):
+///    a change's growth is its note's change in size plus the text its applied edit keeps (a `merged`, `conflict` or
+///    `kept` answer's text), and a change whose growth is not positive is always accepted: deletes, shorter texts
+///    from a device that had the current version, a merge that frees at least what its answer keeps. So an accepted
+///    change either ends within the limit or does not raise the total. The usage is a running total kept with the
+///    account row, so the check costs nothing per stored note.
 public enum PushPlanner {
     /// Everything the planner reads.
     public struct Input: Sendable {
@@ -86,6 +90,8 @@ public enum PushPlanner {
         public var newSequence: Int64
         /// The account's running totals after the push (unchanged when nothing was written).
         public var newUsage: AccountUsage
+        /// The account's running totals before the push (``Input/usage``).
+        public var oldUsage: AccountUsage
     }
 
     /// What a store loads before planning a batch: a function of the changes alone.
@@ -137,7 +143,8 @@ public enum PushPlanner {
             .map { NoteWrite(note: planner.notes[$0]!, isNew: planner.created.contains($0)) }
             .sorted { $0.note.changeSeq < $1.note.changeSeq }
         return Plan(
-            results: results, writes: writes, newEdits: planner.newEdits, newSequence: planner.sequence, newUsage: planner.usage)
+            results: results, writes: writes, newEdits: planner.newEdits, newSequence: planner.sequence, newUsage: planner.usage,
+            oldUsage: input.usage)
     }
 
     // MARK: - State
@@ -198,8 +205,8 @@ public enum PushPlanner {
             if let base = change.baseVersion, base < 1 {
                 return reject(.invalidBase, .baseVersion, "The base version must be at least 1.")
             }
-            func overQuota(_ new: StoredNote, replacing old: StoredNote?) -> ChangeResult? {
-                guard let message = quotaRefusal(new, replacing: old) else { return nil }
+            func overQuota(_ new: StoredNote?, replacing old: StoredNote?, replayText: String? = nil) -> ChangeResult? {
+                guard let message = quotaRefusal(new, replacing: old, replayText: replayText) else { return nil }
                 return reject(.quotaExceeded, .text, message)
             }
 
@@ -273,7 +280,9 @@ public enum PushPlanner {
                     write(note, isNew: false)
                     return record(change, status: .deleted, serverID: note.serverID, version: note.version)
                 }
-                // The note changed since the client's base: an edit wins over a delete.
+                // The note changed since the client's base: an edit wins over a delete. The answer's text is kept for
+                // replays, so it counts against the byte limit like any stored text.
+                if let refused = overQuota(nil, replacing: note, replayText: note.text) { return refused }
                 return record(change, status: .kept, serverID: note.serverID, version: note.version, text: note.text)
             }
 
@@ -304,14 +313,15 @@ public enum PushPlanner {
             // Concurrent edits.
             switch ThreeWayMerge.merge(base: change.baseText ?? "", ours: note.text, theirs: change.text) {
             case .clean(let merged):
-                if !ThreeWayMerge.sameBytes(merged, note.text) {
+                let text = ThreeWayMerge.sameBytes(merged, change.text) ? nil : merged
+                let changesNote = !ThreeWayMerge.sameBytes(merged, note.text)
+                if changesNote {
                     note.text = merged
                     note.version += 1
                     note.editedAt = max(note.editedAt ?? note.updatedAt, editedAt)
-                    if let refused = overQuota(note, replacing: stored) { return refused }
-                    write(note, isNew: false)
                 }
-                let text = ThreeWayMerge.sameBytes(merged, change.text) ? nil : merged
+                if let refused = overQuota(changesNote ? note : nil, replacing: stored, replayText: text) { return refused }
+                if changesNote { write(note, isNew: false) }
                 return record(change, status: .merged, serverID: note.serverID, version: note.version, text: text)
             case .conflict:
                 // Mint the client ID first: the copy's server ID is then the larger, and the largest stored server
@@ -323,7 +333,7 @@ public enum PushPlanner {
                     version: 1, text: change.text, deleted: false, conflictOf: note.serverID, changeSeq: 0,
                     createdAt: now, updatedAt: now, editedAt: editedAt
                 )
-                if let refused = overQuota(copy, replacing: nil) { return refused }
+                if let refused = overQuota(copy, replacing: nil, replayText: note.text) { return refused }
                 write(copy, isNew: true)
                 return record(
                     change, status: .conflict, serverID: note.serverID, version: note.version, text: note.text,
@@ -332,11 +342,12 @@ public enum PushPlanner {
             }
         }
 
-        /// Stores the outcome as an applied edit and builds the result.
+        /// Stores the outcome as an applied edit and builds the result; the edit's text is counted in ``usage``.
         mutating func record(
             _ change: NoteChange, status: ChangeStatus, serverID: FlakeID?, version: Int64?, text: String? = nil,
             conflict: ConflictCopy? = nil
         ) -> ChangeResult {
+            usage.replayTextBytes += Int64(text?.utf8.count ?? 0)
             let noteKey = NoteKey(clientID: change.clientID, origin: change.origin)
             let edit = AppliedEdit(
                 editID: change.editID, noteKey: noteKey, pusher: pusher, status: status, serverID: serverID, version: version, text: text,
@@ -350,16 +361,20 @@ public enum PushPlanner {
             )
         }
 
-        /// Why writing `new` (over `old`, nil for a new note) would break the quota, or nil when it keeps within it.
-        /// A write that does not grow what is over a limit is always within it.
-        func quotaRefusal(_ new: StoredNote, replacing old: StoredNote?) -> String? {
-            let notes = usage.noteCount + (old == nil ? 1 : 0)
-            let bytes = usage.textBytes + Int64(new.text.utf8.count) - Int64(old?.text.utf8.count ?? 0)
-            if notes > usage.noteCount, notes > quota.maxNotes {
+        /// Why writing `new` (over `old`, nil for a new note; `new` nil when the note is not written) and keeping
+        /// `replayText` in the change's applied edit would break the quota, or nil when it keeps within it.
+        /// A change that does not grow what is over a limit is always within it: its growth is the note's change in
+        /// size plus the kept text, so a shrinking note pays for its answer's text out of what it frees.
+        func quotaRefusal(_ new: StoredNote?, replacing old: StoredNote?, replayText: String?) -> String? {
+            let addsNote = new != nil && old == nil
+            let noteGrowth = new.map { Int64($0.text.utf8.count) - Int64(old?.text.utf8.count ?? 0) } ?? 0
+            let growth = noteGrowth + Int64(replayText?.utf8.count ?? 0)
+            let bytes = usage.storedBytes + growth
+            if addsNote, usage.noteCount + 1 > quota.maxNotes {
                 return "The account holds its limit of \(quota.maxNotes) notes (deleted ones included); this change needs a new one."
             }
-            if bytes > usage.textBytes, bytes > quota.maxTextBytes {
-                return "The account's notes would hold \(bytes) bytes of text, over its limit of \(quota.maxTextBytes); shorten or delete notes to make room."
+            if growth > 0, bytes > quota.maxTextBytes {
+                return "The account would store \(bytes) bytes (its notes' texts and the texts kept to answer replays), over its limit of \(quota.maxTextBytes); shorten or delete notes to make room."
             }
             return nil
         }

@@ -62,21 +62,29 @@ public struct AccountUsage: Sendable, Equatable {
     public var noteCount: Int64
     /// UTF-8 bytes of the stored notes' texts (a tombstone's text is empty).
     public var textBytes: Int64
+    /// UTF-8 bytes of the texts the account's applied edits keep for replays (``AppliedEdit/text``: the answers of
+    /// `merged`, `conflict` and `kept` changes), until the retention purge removes them.
+    public var replayTextBytes: Int64
 
-    public init(noteCount: Int64 = 0, textBytes: Int64 = 0) {
+    public init(noteCount: Int64 = 0, textBytes: Int64 = 0, replayTextBytes: Int64 = 0) {
         self.noteCount = noteCount
         self.textBytes = textBytes
+        self.replayTextBytes = replayTextBytes
     }
+
+    /// What the byte limit counts: the notes' texts and the replay texts.
+    public var storedBytes: Int64 { textBytes + replayTextBytes }
 }
 
 /// The per-account limits a push enforces (the daemon's `--max-notes-per-account` and `--max-bytes-per-account`).
 ///
 /// A change that would take an account over either limit is `rejected` with `quota_exceeded`; a change that does not
 /// grow what it is over (a delete, a shorter text) is always accepted, so an account over a lowered limit can shrink.
+/// The byte limit counts the notes' texts plus the texts kept for replays (``AccountUsage/storedBytes``).
 public struct AccountQuota: Sendable, Equatable {
     /// Most stored notes per account, tombstones included.
     public var maxNotes: Int64
-    /// Most UTF-8 bytes of note text per account.
+    /// Most UTF-8 bytes per account: the notes' texts plus the texts their applied edits keep for replays.
     public var maxTextBytes: Int64
 
     public init(maxNotes: Int64 = AccountQuota.default.maxNotes, maxTextBytes: Int64 = AccountQuota.default.maxTextBytes) {

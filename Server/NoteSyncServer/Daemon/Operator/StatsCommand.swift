@@ -24,7 +24,7 @@ public struct StatsCommand: AsyncParsableCommand {
             ["devices", "\(statistics.sessions)"],
             ["notes", "\(statistics.notes) (+ \(statistics.tombstones) deleted)"],
             ["text", "\(statistics.textBytes) bytes"],
-            ["applied edits", "\(statistics.appliedEdits)"],
+            ["applied edits", "\(statistics.appliedEdits) (\(statistics.replayTextBytes) bytes of text kept for replays)"],
             ["database", "\(statistics.databaseBytes) bytes"],
         ])
     }
