@@ -84,6 +84,38 @@ struct WatchEndToEndTests {
         await session.kill()
         await daemon.terminate()
     }
+
+    /// A watching device signed out from another one (`notes devices revoke --others`) ends its watch at once, not
+    /// when its 20 s wait runs out: the revocation wakes its waiting pull, which answers 401; the watch says so and
+    /// exits 4 (authentication), and the device keeps its notes.
+    @Test func aWatchingDeviceSignedOutFromAnotherEndsItsWatchAtOnce() async throws {
+        let directory = try NotesE2E.temporaryDirectory("watch-revoked")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try await DaemonProcess.startOnRestartablePort(
+            ["--data-dir", directory.appendingPathComponent("data").path], log: directory.appendingPathComponent("notesyncd.log"))
+        let url = "http://127.0.0.1:\(daemon.port)"
+        let laptop = try NotesDevice("laptop")
+        let phone = try NotesDevice("phone")
+        defer { laptop.remove(); phone.remove() }
+        _ = ok(try await account(laptop, "signup", url, "alice"))
+        _ = ok(try await account(phone, "login", url, "alice"))
+        _ = ok(try await phone.run(["add", "kept on the phone"]))
+
+        let command = ([NotesE2E.notesBinary.path, "watch", "--home", phone.home.path]).map(Self.quote).joined(separator: " ")
+        let session = try await TmuxSession("env TERM=xterm \(command)", directory: directory)
+        try await session.waitFor("the first sync") { $0.contains("synced:") }
+        // The watch's waiting pull follows its first sync at once; the revocation comes a process launch later.
+        let started = ContinuousClock.now
+        _ = ok(try await laptop.run(["devices", "revoke", "--others"]))
+        let status = try await session.exitStatus(seconds: 15)
+        #expect(ContinuousClock.now - started < .seconds(15))
+        let screen = try await session.screen()
+        #expect(status == 4, "\(screen)")
+        #expect(screen.contains("Signed out by the server"), "\(screen)")
+        #expect(try await phone.texts() == ["kept on the phone"])
+        await session.kill()
+        await daemon.terminate()
+    }
 }
 
 /// Issue 19 across two real `notesyncd` processes on one PostgreSQL database: a device watching through one daemon

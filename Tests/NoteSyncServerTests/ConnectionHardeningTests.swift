@@ -219,6 +219,9 @@ final class RawConnection: @unchecked Sendable {
 
     deinit { close(fd) }
 
+    /// Hangs up (both directions; the descriptor is closed at deinit): the server reads the end of the stream.
+    func hangUp() { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+
     func send(_ text: String) throws {
         let bytes = Array(text.utf8)
         var sent = 0

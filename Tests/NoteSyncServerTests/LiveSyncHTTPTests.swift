@@ -102,4 +102,32 @@ struct LiveSyncHTTPTests {
             #expect(ContinuousClock.now - started < .seconds(20), "the waiter was not answered at shutdown")
         }
     }
+
+    /// A client that hangs up while its pull waits leaves no waiter behind: the waiter goes within moments, not at
+    /// its 55 s deadline. With one waiter allowed per account, the account's next waiting pull would otherwise be
+    /// refused (429 `too_many_waiters`) for most of a minute. The waiter count changes on the server's own time, so
+    /// the test looks until it reaches the expected value, giving up long before 55 s.
+    @Test func aClientThatHangsUpLeavesNoWaiterBehind() async throws {
+        let feed = ChangeFeed(limits: LiveLimits(maxWaitSeconds: 55, maxWaitersPerAccount: 1))
+        @Sendable func waiters(become expected: Int) async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(15)
+            while feed.count != expected, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            return feed.count == expected
+        }
+        try await Self.withDaemon(feed: feed) { port, _ in
+            let token = try await Self.token(port: port)
+            for round in 1...3 {
+                let connection = try RawConnection(port: port)
+                try Self.waitingPull(connection, token: token, wait: 55)
+                #expect(try await waiters(become: 1), "round \(round): the pull did not wait (the last one still held?)")
+                connection.hangUp()
+                #expect(try await waiters(become: 0), "round \(round): the waiter of a client that hung up is still held")
+            }
+            // The account's one waiting pull is free: a fourth client waits its second instead of a 429.
+            let connection = try RawConnection(port: port)
+            try Self.waitingPull(connection, token: token, wait: 1)
+            let response = try #require(await connection.readResponse(timeout: .seconds(30)), "no answer")
+            #expect(response.status == 200)
+        }
+    }
 }

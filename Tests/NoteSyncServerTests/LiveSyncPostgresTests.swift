@@ -90,4 +90,35 @@ struct LiveSyncPostgresTests {
         await a.stop()
         await b.stop()
     }
+
+    /// A device waiting on daemon B is signed out through daemon A, and another by the operator's store call alone
+    /// (as `notesyncd sessions revoke` and `users disable` do, from their own process: no feed is signalled): both
+    /// learn it at once through the store's NOTIFY (401 before their 55 s wait ends; the test never expires a feed).
+    @Test(.timeLimit(.minutes(1))) func aDeviceSignedOutOnOneDaemonOrByTheOperatorStopsWaitingOnTheOther() async throws {
+        let schema = try await TestPostgres.freshSchema()
+        let a = try await Daemon(schema: schema, instance: 13)
+        let b = try await Daemon(schema: schema, instance: 14)
+        var listeningB = b.listening.makeAsyncIterator()
+        _ = try #require(await listeningB.next())
+
+        let laptop = try await a.api.account("alice")
+        let phone = try await b.api.signIn("alice", device: "phone")
+        let tablet = try await b.api.signIn("alice", device: "tablet")
+        var registeredB = b.registrations.makeAsyncIterator()
+
+        async let phoneWait = b.api.call(.pull, token: phone.token, query: [(PullQuery.wait, "55")])
+        #expect(await registeredB.next() == laptop.accountID)
+        let revoked = try await a.api.call(.revokeSession, token: laptop.token, json: RevokeSessionRequest(sessionID: phone.sessionID))
+        #expect(revoked.status == 204)
+        #expect(try await phoneWait.status == 401)
+
+        async let tabletWait = b.api.call(.pull, token: tablet.token, query: [(PullQuery.wait, "55")])
+        #expect(await registeredB.next() == laptop.accountID)
+        #expect(try await a.store.setDisabled(accountID: laptop.accountID, disabledAt: 1))
+        #expect(try await tabletWait.status == 401)
+        #expect(b.feed.count == 0)
+
+        await a.stop()
+        await b.stop()
+    }
 }

@@ -203,6 +203,61 @@ struct LiveSyncTests {
         let plain = try InProcessServer()
         #expect(try APIClient(api: plain.api).decode(ServerInfo.self, try await APIClient(api: plain.api).call(.info)).live == nil)
     }
+
+    // MARK: - Sessions that end while a pull waits
+
+    /// A device signed out by another one (revoked, every other device signed out, the password changed, the account
+    /// deleted) while its pull waits learns it at once: 401 `unauthorized`, without the wait's deadline passing (the
+    /// test never expires the feed, so a waiter the sign-out did not wake would hang the test). The device that did
+    /// it keeps waiting.
+    @Test(.timeLimit(.minutes(1)), arguments: ["revoke", "others", "password", "delete"])
+    func aDeviceSignedOutWhileItsPullWaitsIsToldAtOnce(how: String) async throws {
+        let fixture = try Fixture()
+        _ = try await fixture.api.signUp("alice")
+        let phone = try await fixture.api.signIn("alice", device: "phone")
+        let laptop = try await fixture.api.signIn("alice", device: "laptop")
+        var registered = fixture.registrations.makeAsyncIterator()
+
+        async let phoneWait = fixture.api.call(.pull, token: phone.token, query: [(PullQuery.wait, "55")])
+        _ = await registered.next()
+        let answer: WireResponse
+        switch how {
+        case "revoke":
+            answer = try await fixture.api.call(.revokeSession, token: laptop.token, json: RevokeSessionRequest(sessionID: phone.sessionID))
+        case "others":
+            answer = try await fixture.api.call(.revokeOtherSessions, token: laptop.token)
+        case "password":
+            answer = try await fixture.api.call(
+                .changePassword, token: laptop.token, json: ChangePasswordRequest(currentPassword: "correct horse", newPassword: "new password 1"))
+        default:
+            answer = try await fixture.api.call(.deleteAccount, token: laptop.token, json: DeleteAccountRequest(password: "correct horse"))
+        }
+        #expect((200..<300).contains(answer.status), "\(answer.status)")
+        let phoneAnswer = try await phoneWait
+        #expect(phoneAnswer.status == 401)
+        #expect(phoneAnswer.errorCode == .unauthorized)
+        #expect(fixture.feed.count == 0)
+    }
+
+    /// A session that ended without waking anyone (as the operator's `sessions revoke` does on SQLite, from another
+    /// process) gets nothing committed after it ended: the next wake-up, another device's push, answers 401, not the
+    /// note. Without the session check on wake-up the revoked device would read the note.
+    @Test(.timeLimit(.minutes(1))) func aSessionEndedWithoutAWakeUpGetsNoLaterChange() async throws {
+        let fixture = try Fixture()
+        _ = try await fixture.api.signUp("alice")
+        let phone = try await fixture.api.signIn("alice", device: "phone")
+        let laptop = try await fixture.api.signIn("alice", device: "laptop")
+        var registered = fixture.registrations.makeAsyncIterator()
+
+        async let phoneWait = fixture.api.call(.pull, token: phone.token, query: [(PullQuery.wait, "55")])
+        _ = await registered.next()
+        #expect(try await fixture.server.store.deleteSession(id: phone.sessionID, accountID: phone.accountID))
+        #expect(fixture.feed.count == 1, "deleting the row straight in the store woke the waiter")
+        _ = try await fixture.api.push(laptop.token, [change(1, edit: 10, text: "written after the phone was signed out")])
+        let phoneAnswer = try await phoneWait
+        #expect(phoneAnswer.status == 401, "\(phoneAnswer.status): \(String(decoding: phoneAnswer.body, as: UTF8.self))")
+        #expect(!String(decoding: phoneAnswer.body, as: UTF8.self).contains("written after"))
+    }
 }
 
 /// A store that, once armed, commits one change of an account right after the next pull of that account read its

@@ -13,10 +13,13 @@ public struct SyncRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The connected peer (nil in router tests).
     public let remoteAddress: SocketAddress?
+    /// The connection, watched while a pull waits (``ConnectionGuard/watch(_:)``).
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.channel = source.channel
     }
 }
 
@@ -253,7 +256,14 @@ enum HTTPBridge {
         case .answer(let response):
             return response
         case .forward(let wire, let contentType):
-            return response(from: await api.respond(route, to: wire, requestID: wire.requestID ?? context.id, contentType: contentType))
+            let requestID = wire.requestID ?? context.id
+            // A pull that may wait hears its connection close (a client that hangs up leaves no waiter behind).
+            if route.endpoint == .pull, let wait = wire.queryValue(PullQuery.wait), wait != "0" {
+                return await ClientConnection.$current.withValue(ConnectionGuard.watch(context.channel)) {
+                    response(from: await api.respond(route, to: wire, requestID: requestID, contentType: contentType))
+                }
+            }
+            return response(from: await api.respond(route, to: wire, requestID: requestID, contentType: contentType))
         }
     }
 

@@ -102,6 +102,11 @@ final class ConnectionGuard {
     private var unwritableSince: NIODeadline?
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
+    /// The waiting pull being answered on this connection, told when the client hangs up (``watch(_:)``).
+    private var heldRequest: ClientConnection?
+    /// The client closed its side (Hummingbird allows half-closure: a client's FIN does not close the channel, which
+    /// stays open until the answer in progress is written).
+    private var inputClosed = false
 
     init(timeouts: ConnectionTimeouts, logger: Logger) {
         self.timeouts = timeouts
@@ -141,6 +146,39 @@ final class ConnectionGuard {
         timer = nil
         timerDeadline = nil
         channel = nil
+        clientLeft()
+    }
+
+    /// The client hung up (its FIN, or the channel closed): a held request stops waiting.
+    func clientLeft() {
+        inputClosed = true
+        heldRequest?.closed()
+        heldRequest = nil
+    }
+
+    /// Hands the connection's held request its ``ClientConnection`` (told at once when the client already left).
+    private func hold(_ connection: ClientConnection) {
+        if inputClosed {
+            connection.closed()
+        } else {
+            heldRequest = connection
+        }
+    }
+
+    /// A ``ClientConnection`` for a request about to be held on `channel` (a waiting pull): it hears the client hang
+    /// up (its end of the stream; a client that only half-closes gets its empty page early and may pull again). It is handed to the channel's guard on the event loop (this call does not wait for that); a channel
+    /// already closed by then tells it at once, and a channel without the guard (router tests) never does.
+    static func watch(_ channel: any Channel) -> ClientConnection {
+        let connection = ClientConnection()
+        channel.eventLoop.execute {
+            if let parts = try? channel.pipeline.syncOperations.handler(type: PartHandler.self), channel.isActive {
+                parts.state.hold(connection)
+            } else {
+                // Closed already (its handlers are gone), or never guarded: the close future tells which.
+                channel.closeFuture.whenComplete { _ in connection.closed() }
+            }
+        }
+        return connection
     }
 
     func bytesRead() {
@@ -249,6 +287,11 @@ final class ConnectionGuard {
         func channelWritabilityChanged(context: ChannelHandlerContext) {
             state.writabilityChanged(isWritable: context.channel.isWritable)
             context.fireChannelWritabilityChanged()
+        }
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case .inputClosed = event as? ChannelEvent { state.clientLeft() }
+            context.fireUserInboundEventTriggered(event)
         }
     }
 

@@ -191,7 +191,7 @@ public final class SyncAPI: Sendable {
             .authenticated { request, session in
                 let result = try await service.pull(
                     since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
-                    wait: request.queryValue(PullQuery.wait), session: session
+                    wait: request.queryValue(PullQuery.wait), session: session, connection: ClientConnection.current
                 )
                 metrics?.pulled(result.notes.count)
                 return WireResponse(status: endpoint.successStatus, body: result.encodedJSON())

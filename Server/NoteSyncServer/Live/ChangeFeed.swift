@@ -8,7 +8,7 @@ import Synchronization
 /// account, nobody else's.
 ///
 /// A waiting pull follows one protocol, which never misses a change committed between its pull and its wait (see
-/// ``SyncService/pull(since:limit:wait:session:)``): it registers a waiter (``register(account:deadline:)``), then
+/// ``SyncService/pull(since:limit:wait:session:connection:)``): it registers a waiter (``register(account:deadline:)``), then
 /// re-reads the account's change sequence, and only then waits (``wait(_:)``). A commit signals *after* it is
 /// durable (``signal(account:)``), so a commit the re-read missed finds the waiter registered; a waiter signalled
 /// before it waits keeps the signal and returns at once.

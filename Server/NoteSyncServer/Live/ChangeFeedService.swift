@@ -8,7 +8,7 @@ import ServiceLifecycle
 /// waiter that is left with an empty page.
 ///
 /// Registered after the HTTP server's dependencies and before nothing that needs it: the HTTP server itself answers
-/// its waiters on its own graceful shutdown (``SyncService/pull(since:limit:wait:session:)`` waits under a graceful
+/// its waiters on its own graceful shutdown (``SyncService/pull(since:limit:wait:session:connection:)`` waits under a graceful
 /// shutdown handler), so draining never waits for a long-poll.
 public struct ChangeFeedService: Service {
     public let feed: ChangeFeed

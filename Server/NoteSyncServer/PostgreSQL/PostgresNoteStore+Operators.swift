@@ -36,7 +36,7 @@ extension PostgresNoteStore: OperatorStore {
                 found = true
             }
             guard found else { return false }
-            try await connection.execute("DELETE FROM sessions WHERE account_id = \(accountID.rawValue)", logger: logger)
+            _ = try await self.count("DELETE FROM sessions WHERE account_id = \(accountID.rawValue) \(unescaped: Self.wakeWaiters)", on: connection)
             return true
         }
     }
@@ -54,7 +54,7 @@ extension PostgresNoteStore: OperatorStore {
             for try await _ in try await connection.query(query, logger: logger) { found = true }
             guard found else { return false }
             if disabledAt != nil {
-                try await connection.execute("DELETE FROM sessions WHERE account_id = \(accountID.rawValue)", logger: logger)
+                _ = try await self.count("DELETE FROM sessions WHERE account_id = \(accountID.rawValue) \(unescaped: Self.wakeWaiters)", on: connection)
             }
             return true
         }

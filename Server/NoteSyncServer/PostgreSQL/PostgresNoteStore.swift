@@ -148,17 +148,23 @@ public final class PostgresNoteStore: NoteStore {
     }
 
     /// Runs a statement on a transaction's connection and counts the rows it returns (`RETURNING 1`).
-    private func count(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> Int {
+    func count(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> Int {
         var count = 0
         for try await _ in try await connection.query(query, logger: logger) { count += 1 }
         return count
     }
 
+    /// The `RETURNING` clause of every statement that deletes sessions: one row per session deleted, and a
+    /// notification on ``PostgresChangeListener/channel`` (delivered when the transaction commits; one per account, as
+    /// PostgreSQL folds identical ones), so the account's waiting pulls on every daemon re-check their session and a
+    /// device signed out from anywhere, the operator's commands included, learns it at once.
+    static let wakeWaiters = "RETURNING pg_notify('\(PostgresChangeListener.channel)', account_id::text)"
+
     @discardableResult
     public func deleteSession(id: FlakeID, accountID: FlakeID) async throws -> Bool {
         try await transaction { connection in
             try await self.count(
-                "DELETE FROM sessions WHERE id = \(id.rawValue) AND account_id = \(accountID.rawValue) RETURNING 1", on: connection
+                "DELETE FROM sessions WHERE id = \(id.rawValue) AND account_id = \(accountID.rawValue) \(unescaped: Self.wakeWaiters)", on: connection
             ) > 0
         }
     }
@@ -178,7 +184,7 @@ public final class PostgresNoteStore: NoteStore {
             try await self.count(
                 """
                 DELETE FROM sessions WHERE account_id = \(accountID.rawValue) AND id IS DISTINCT FROM \(except?.rawValue)::int8
-                RETURNING 1
+                \(unescaped: Self.wakeWaiters)
                 """,
                 on: connection
             )
@@ -208,7 +214,7 @@ public final class PostgresNoteStore: NoteStore {
             return try await self.count(
                 """
                 DELETE FROM sessions WHERE account_id = \(account) AND id IS DISTINCT FROM \(keepingSession?.rawValue)::int8
-                RETURNING 1
+                \(unescaped: Self.wakeWaiters)
                 """,
                 on: connection
             )
@@ -225,7 +231,7 @@ public final class PostgresNoteStore: NoteStore {
             }
             try await connection.execute("DELETE FROM applied_edits WHERE account_id = \(account)", logger: self.logger)
             try await connection.execute("DELETE FROM notes WHERE account_id = \(account)", logger: self.logger)
-            try await connection.execute("DELETE FROM sessions WHERE account_id = \(account)", logger: self.logger)
+            _ = try await self.count("DELETE FROM sessions WHERE account_id = \(account) \(unescaped: Self.wakeWaiters)", on: connection)
             try await connection.execute("DELETE FROM accounts WHERE id = \(account)", logger: self.logger)
             return true
         }

@@ -328,7 +328,7 @@ public final class SyncService: Sendable {
 
     /// Signs out (`DELETE /v1/sessions/current`): the session's token stops working at once.
     public func signOut(_ session: SessionRecord) async throws {
-        try await store.deleteSession(id: session.id, accountID: session.accountID)
+        if try await store.deleteSession(id: session.id, accountID: session.accountID) { sessionsEnded(accountID: session.accountID) }
     }
 
     /// The authenticated account (`GET /v1/account`), with its usage and limits.
@@ -387,12 +387,14 @@ public final class SyncService: Sendable {
                 .unknownSession, "No session \(request.sessionID) in this account (already revoked?).",
                 field: RevokeSessionRequest.CodingKeys.sessionID.stringValue)
         }
+        sessionsEnded(accountID: session.accountID)
         logger.info("session revoked", metadata: ["account_id": "\(session.accountID)", "session_id": "\(request.sessionID)"])
     }
 
     /// Signs every other device of the account out (`POST /v1/sessions/revoke-others`).
     public func revokeOtherSessions(_ session: SessionRecord) async throws -> RevokedSessionsResponse {
         let count = try await store.deleteSessions(accountID: session.accountID, except: session.id)
+        if count > 0 { sessionsEnded(accountID: session.accountID) }
         logger.info("other sessions revoked", metadata: ["account_id": "\(session.accountID)", "count": "\(count)"])
         return RevokedSessionsResponse(revokedSessions: count)
     }
@@ -420,6 +422,7 @@ public final class SyncService: Sendable {
         } catch NoteStoreError.accountNotFound {
             throw SyncError(.unauthorized, "The session's account no longer exists.")
         }
+        if count > 0 { sessionsEnded(accountID: account.id) }
         logger.info("password changed", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)"])
         return RevokedSessionsResponse(revokedSessions: count)
     }
@@ -434,7 +437,17 @@ public final class SyncService: Sendable {
         guard try await store.deleteAccount(id: account.id) else {
             throw SyncError(.unauthorized, "The session's account no longer exists.")
         }
+        sessionsEnded(accountID: account.id)
         logger.info("account deleted", metadata: ["account_id": "\(account.id)"])
+    }
+
+    /// Sessions of the account ended (a sign-out, a revocation, a password change, the account's deletion): wakes the
+    /// account's waiting pulls on this daemon, so that each re-checks its own session and a device signed out learns it
+    /// at once (401) instead of when its wait ends. Other daemons on PostgreSQL hear the store's NOTIFY; the operator's
+    /// commands on SQLite run in another process, and their waiters learn it on their next wake-up or deadline (never
+    /// with a change: ``pull(since:limit:wait:session:connection:)`` re-checks the session before each re-read).
+    func sessionsEnded(accountID: FlakeID) {
+        changeFeed?.signal(account: accountID)
     }
 
     /// The session's account, when `password` is its password: one bcrypt verification, counted by the sign-in
@@ -542,13 +555,18 @@ public final class SyncService: Sendable {
     /// With `wait` (seconds, clamped to ``LiveLimits/maxWaitSeconds``) and no change after the cursor, the pull is
     /// held: it registers a waiter with the ``changeFeed``, re-reads the account's change sequence (a commit between
     /// the first read and the registration is seen here; one after it signals the registered waiter) and only then
-    /// waits. A wake-up re-reads and answers with the changes, or waits again if nothing moved; the deadline, the
-    /// HTTP server's graceful shutdown or the feed closing answer an empty page at the same cursor at once.
+    /// waits. A wake-up first checks that the session still stands (a device signed out while it waited gets 401, and
+    /// no change committed after), then re-reads and answers with the changes, or waits again if nothing moved; the
+    /// deadline, the HTTP server's graceful shutdown or the feed closing answer an empty page at the same cursor at
+    /// once, and so does `connection` closing (the client hung up: nobody reads the answer, but the waiter is gone).
     ///
     /// - Throws: `invalid_cursor` (not a cursor, or beyond the account's change sequence, e.g. another account's),
     ///   `invalid_limit` (not a positive integer), `invalid_wait` (not a non-negative integer), `too_many_waiters`
-    ///   (429 with `Retry-After`: the account or the daemon holds as many waiting pulls as allowed).
-    public func pull(since: String?, limit: String?, wait: String? = nil, session: SessionRecord) async throws -> PullResult {
+    ///   (429 with `Retry-After`: the account or the daemon holds as many waiting pulls as allowed), `unauthorized`
+    ///   (the session ended while the pull waited).
+    public func pull(
+        since: String?, limit: String?, wait: String? = nil, session: SessionRecord, connection: ClientConnection? = nil
+    ) async throws -> PullResult {
         var cursor = SyncCursor.start
         if let since {
             guard let parsed = SyncCursor(text: since) else {
@@ -604,12 +622,26 @@ public final class SyncService: Sendable {
                 feed.cancel(ticket)
                 return try await pullPage(after: cursor, pageSize: pageSize, session: session)
             }
+            // A client that hangs up stops waiting at once: its waiter leaves the limits (see ClientConnection).
+            if let connection, !connection.onClose({ feed.fire(ticket, .expired) }) {
+                feed.cancel(ticket)
+                return first
+            }
             let wake = await withGracefulShutdownHandler {
                 await feed.wait(ticket)
             } onGracefulShutdown: {
                 feed.fire(ticket, .shutdown)
             }
+            connection?.clearOnClose()
             guard wake == .changed else { return first }
+            // The wake-up may be this device's own sign-out (revoked, password changed, account deleted or disabled):
+            // a session that ended is told so, and gets no change committed after it ended.
+            guard try await store.session(byTokenHash: session.tokenHash)?.id == session.id else {
+                throw SyncError(
+                    .unauthorized,
+                    "This device was signed out while its pull waited (revoked, password changed, account deleted or disabled); sign in again (nothing on the device is lost)."
+                )
+            }
         }
     }
 
