@@ -13,12 +13,12 @@ import TestSupport
 /// metrics address. The real binaries are driven by `OperatorsEndToEndTests`.
 @Suite("operators")
 struct OperatorTests {
-    static func service(_ policy: SignUpPolicy, store: any NoteStore, instance: Int = 1) throws -> SyncService {
+    static func service(_ policy: SignUpPolicy, store: any NoteStore, instance: Int = 1, changeFeed: ChangeFeed? = nil) throws -> SyncService {
         // Two services on one store need two instance numbers, as two daemons would.
         let generator = try FlakeGenerator(instance: instance, clock: SystemFlakeClock.coarse)
         return SyncService(
             store: store, bcryptCost: 4, clock: SystemFlakeClock.coarse, mintID: { try generator.next() }, signUpPolicy: policy,
-            logger: testLogger)
+            logger: testLogger, changeFeed: changeFeed)
     }
 
     @Test func theDaemonsDefaultsAreSafe() throws {
@@ -136,14 +136,23 @@ struct OperatorTests {
     @Test func metricsCountWhatTheAPIAnswers() async throws {
         let store = try SQLiteNoteStore.inMemory()
         let metrics = SyncMetrics()
-        let api = APIClient(api: SyncAPI(service: try Self.service(.open, store: store), logger: testLogger, metrics: metrics))
+        let (registrations, registered) = AsyncStream.makeStream(of: FlakeID.self)
+        let feed = ChangeFeed(now: { 0 }, onRegister: { registered.yield($0) })
+        let api = APIClient(api: SyncAPI(service: try Self.service(.open, store: store, changeFeed: feed), logger: testLogger, metrics: metrics))
         let session = try await api.account("alice")
         _ = try await api.push(session.token, [change(1, edit: 1, text: "a\n"), change(2, edit: 2, text: "b\n")])
         _ = try await api.push(session.token, [change(1, edit: 1, text: "a\n"), change(3, edit: 3, text: String(repeating: "x", count: 300_000))])
         _ = try await api.pullAll(session.token)
         _ = try await api.call(.signIn, json: SignInRequest(username: "alice", password: "wrong password"))
         _ = try await api.send(WireRequest(method: .get, path: "/nowhere"), nil)
-        let text = String(decoding: await metrics.exposition(store: store, logger: testLogger), as: UTF8.self)
+        var registration = registrations.makeAsyncIterator()
+        // A pull waiting at the account's head (it pulls nothing) while the gauges are read.
+        let head = SyncCursor(sequence: try await store.currentChangeSequence(accountID: session.accountID))
+        async let waiting = api.pull(session.token, since: head, wait: 30)
+        _ = await registration.next()
+        let text = String(decoding: await metrics.exposition(store: store, feed: feed, logger: testLogger), as: UTF8.self)
+        feed.expire(now: .max)
+        _ = try await waiting
         func value(_ series: String) -> Double? {
             text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
         }
@@ -157,6 +166,7 @@ struct OperatorTests {
         #expect(value("notesyncd_notes_pulled_total") == 2)
         #expect(value("notesyncd_accounts") == 1)
         #expect(value("notesyncd_notes") == 2)
+        #expect(value("notesyncd_waiting_pulls") == 1)
         #expect(value(#"notesyncd_http_request_duration_seconds_count{route="push"}"#) == 2)
     }
 }

@@ -139,7 +139,7 @@ public func buildApplication(
     )
     app.addServices(services)
     if let metrics, let address = configuration.metricsAddress {
-        app.addServices(buildMetricsApplication(metrics: metrics, store: store, address: address, logger: logger, onListening: onListening))
+        app.addServices(buildMetricsApplication(metrics: metrics, store: store, feed: feed, address: address, logger: logger, onListening: onListening))
     }
     app.addServices(StoreService(store: store, logger: logger))
     // After the store (it stops before the store closes); the HTTP server answers its own waiters as it drains.

@@ -20,6 +20,7 @@ import Synchronization
 /// | `notesyncd_sign_in_throttled_total` | counter | (sign-ins refused by the throttle) |
 /// | `notesyncd_accounts`, `notesyncd_notes`, `notesyncd_sessions` | gauge | read from the store at each scrape |
 /// | `notesyncd_database_bytes` | gauge | read from the store at each scrape |
+/// | `notesyncd_waiting_pulls` | gauge | waiting pulls held by this daemon, read from its feed at each scrape |
 ///
 /// Only built when the daemon has `--metrics-address`; without it ``SyncAPI`` holds nil and measures nothing.
 public final class SyncMetrics: Sendable {
@@ -36,6 +37,7 @@ public final class SyncMetrics: Sendable {
     private let notes: CoreMetrics.Gauge
     private let sessions: CoreMetrics.Gauge
     private let databaseBytes: CoreMetrics.Gauge
+    private let waitingPulls: CoreMetrics.Gauge
 
     private struct CounterKey: Hashable {
         var name: String
@@ -66,6 +68,7 @@ public final class SyncMetrics: Sendable {
         notes = CoreMetrics.Gauge(label: "notesyncd_notes", factory: factory)
         sessions = CoreMetrics.Gauge(label: "notesyncd_sessions", factory: factory)
         databaseBytes = CoreMetrics.Gauge(label: "notesyncd_database_bytes", factory: factory)
+        waitingPulls = CoreMetrics.Gauge(label: "notesyncd_waiting_pulls", factory: factory)
     }
 
     /// The route label of requests that matched no endpoint.
@@ -127,9 +130,10 @@ public final class SyncMetrics: Sendable {
         counter("notesyncd_sign_ins_total", ("outcome", outcome)).increment()
     }
 
-    /// Reads the store's counts into the gauges, then the exposition text. A store that fails to answer leaves the
-    /// gauges as they were (the request counters still answer).
-    func exposition(store: any NoteStore, logger: Logger) async -> [UInt8] {
+    /// Reads the store's counts and the feed's waiters into the gauges, then the exposition text. A store that fails
+    /// to answer leaves its gauges as they were (the request counters still answer).
+    func exposition(store: any NoteStore, feed: ChangeFeed?, logger: Logger) async -> [UInt8] {
+        if let feed { waitingPulls.record(feed.count) }
         if let store = store as? any OperatorStore {
             do {
                 let statistics = try await store.statistics()
@@ -147,12 +151,12 @@ public final class SyncMetrics: Sendable {
 
 /// The metrics listener: `GET /metrics` (Prometheus text format 0.0.4) on its own address, nothing else.
 func buildMetricsApplication(
-    metrics: SyncMetrics, store: any NoteStore, address: MetricsAddress, logger: Logger,
+    metrics: SyncMetrics, store: any NoteStore, feed: ChangeFeed?, address: MetricsAddress, logger: Logger,
     onListening: @escaping @Sendable (String) -> Void
 ) -> some ApplicationProtocol {
     let router = Router()
     router.get("/metrics") { _, _ -> Response in
-        let bytes = await metrics.exposition(store: store, logger: logger)
+        let bytes = await metrics.exposition(store: store, feed: feed, logger: logger)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
