@@ -166,8 +166,9 @@ final class ConnectionGuard {
     }
 
     /// A ``ClientConnection`` for a request about to be held on `channel` (a waiting pull): it hears the client hang
-    /// up (its end of the stream; a client that only half-closes gets its empty page early and may pull again). It is handed to the channel's guard on the event loop (this call does not wait for that); a channel
-    /// already closed by then tells it at once, and a channel without the guard (router tests) never does.
+    /// up (the end of its stream; a client that only half-closes gets its empty page early and may pull again). It is
+    /// handed to the channel's guard on the event loop (this call does not wait for that); a channel already closed by
+    /// then tells it at once, and a channel without the guard (router tests) never does.
     static func watch(_ channel: any Channel) -> ClientConnection {
         let connection = ClientConnection()
         channel.eventLoop.execute {

@@ -1,14 +1,15 @@
 import Synchronization
 
-/// Tells a held request (a waiting pull) that its client went away: the HTTP connection it came on closed.
+/// Tells a held request (a waiting pull) that its client went away: it ended its side of the HTTP connection, or
+/// the connection closed.
 ///
-/// Hummingbird does not cancel a request's handler when its connection closes, so without this a client that hung up
+/// Hummingbird does not cancel a request's handler when its client goes, so without this a client that hung up
 /// kept its waiter, and its place under the account's and the daemon's waiter limits, until the wait's deadline (up to
 /// 55 s): a client dropping and redialling could fill its account's limit, and one opening waits and hanging up at
 /// once could hold the daemon's without keeping a single socket. The HTTP server makes one for each waiting pull and
 /// hands it to the connection's ``ConnectionGuard`` (``ConnectionGuard/watch(_:)``), which calls ``closed()`` when the
-/// connection closes; ``SyncService/pull(since:limit:wait:session:connection:)`` ends its wait then. In-process callers
-/// have none.
+/// client goes; ``SyncService/pull(since:limit:wait:session:connection:)`` ends its wait then. In-process callers have
+/// none.
 public final class ClientConnection: Sendable {
     private struct State {
         var closed = false
@@ -22,10 +23,7 @@ public final class ClientConnection: Sendable {
 
     public init() {}
 
-    /// Whether the connection closed.
-    public var isClosed: Bool { state.withLock { $0.closed } }
-
-    /// The connection closed: runs the action ``onClose(_:)`` set, once; later ones are refused.
+    /// The client went: runs the action ``onClose(_:)`` set, once; later ones are refused.
     public func closed() {
         let action = state.withLock { state -> (@Sendable () -> Void)? in
             state.closed = true
@@ -35,8 +33,8 @@ public final class ClientConnection: Sendable {
         action?()
     }
 
-    /// Runs `action` when the connection closes before ``clearOnClose()`` (replacing an earlier action). Returns false,
-    /// without keeping `action`, when it already closed.
+    /// Runs `action` when the client goes before ``clearOnClose()`` (replacing an earlier action). Returns false,
+    /// without keeping `action`, when it already went.
     public func onClose(_ action: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
             guard !state.closed else { return false }
