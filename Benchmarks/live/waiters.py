@@ -127,7 +127,8 @@ def main():
         [args.daemon, "--port", str(args.port), "--data-dir", data, "--bcrypt-cost", "4", "--log-level", "error",
          "--max-connections", str(args.waiters + 1000), "--max-waiters", str(args.waiters),
          "--max-waiters-per-account", str(args.per_account)],
-        stdout=subprocess.PIPE, text=True)
+        # Sign-up is closed by default; the environment (not the flag) opens it so that older binaries still start.
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ, NOTESYNCD_SIGN_UP="open"))
     try:
         while "notesyncd listening" not in daemon.stdout.readline():
             assert daemon.poll() is None, "notesyncd exited"
