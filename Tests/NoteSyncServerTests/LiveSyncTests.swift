@@ -25,6 +25,12 @@ struct LiveSyncTests {
         }
 
         var api: APIClient { APIClient(api: server.api) }
+
+        /// Two signed-in devices of a new account, alice.
+        func phoneAndLaptop() async throws -> (phone: SignInResponse, laptop: SignInResponse) {
+            _ = try await api.signUp("alice")
+            return (try await api.signIn("alice", device: "phone"), try await api.signIn("alice", device: "laptop"))
+        }
     }
 
     // MARK: - The feed alone
@@ -213,9 +219,7 @@ struct LiveSyncTests {
     @Test(.timeLimit(.minutes(1)), arguments: ["revoke", "others", "password", "delete"])
     func aDeviceSignedOutWhileItsPullWaitsIsToldAtOnce(how: String) async throws {
         let fixture = try Fixture()
-        _ = try await fixture.api.signUp("alice")
-        let phone = try await fixture.api.signIn("alice", device: "phone")
-        let laptop = try await fixture.api.signIn("alice", device: "laptop")
+        let (phone, laptop) = try await fixture.phoneAndLaptop()
         var registered = fixture.registrations.makeAsyncIterator()
 
         async let phoneWait = fixture.api.call(.pull, token: phone.token, query: [(PullQuery.wait, "55")])
@@ -244,9 +248,7 @@ struct LiveSyncTests {
     /// note. Without the session check on wake-up the revoked device would read the note.
     @Test(.timeLimit(.minutes(1))) func aSessionEndedWithoutAWakeUpGetsNoLaterChange() async throws {
         let fixture = try Fixture()
-        _ = try await fixture.api.signUp("alice")
-        let phone = try await fixture.api.signIn("alice", device: "phone")
-        let laptop = try await fixture.api.signIn("alice", device: "laptop")
+        let (phone, laptop) = try await fixture.phoneAndLaptop()
         var registered = fixture.registrations.makeAsyncIterator()
 
         async let phoneWait = fixture.api.call(.pull, token: phone.token, query: [(PullQuery.wait, "55")])
