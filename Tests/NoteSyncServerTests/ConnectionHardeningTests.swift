@@ -222,6 +222,9 @@ final class RawConnection: @unchecked Sendable {
     /// Hangs up (both directions; the descriptor is closed at deinit): the server reads the end of the stream.
     func hangUp() { _ = shutdown(fd, Int32(SHUT_RDWR)) }
 
+    /// Stops sending (a half-close: the server reads the end of the stream, and may still answer).
+    func finishSending() { _ = shutdown(fd, Int32(SHUT_WR)) }
+
     func send(_ text: String) throws {
         let bytes = Array(text.utf8)
         var sent = 0

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import MiniFlake
 import NoteSyncProtocol
 import Synchronization
@@ -47,6 +48,54 @@ struct LiveSyncTests {
         #expect(feed.expire(now: 100) == 0)
         #expect(await feed.wait(bob) == .expired)
         #expect(feed.count == 0)
+    }
+
+    /// A parked waiter (the HTTP server's, no task behind it) is called back once, with the wake that ended it: at
+    /// once when it came before the park, else when it comes; a second wake finds nobody.
+    @Test func aParkedWaiterIsCalledBackOnceWithItsWake() throws {
+        let feed = ChangeFeed(now: { 0 })
+        let wakes = Mutex<[String: [ChangeFeed.Wake]]>([:])
+        @Sendable func record(_ name: String) -> @Sendable (ChangeFeed.Wake) -> Void {
+            { wake in wakes.withLock { $0[name, default: []].append(wake) } }
+        }
+        let early = try feed.register(account: id(1), deadline: 100)
+        feed.fire(early, .shutdown)
+        feed.park(early, onWake: record("early"))
+        let signalled = try feed.register(account: id(1), deadline: 100)
+        let expiring = try feed.register(account: id(2), deadline: 50)
+        feed.park(signalled, onWake: record("signalled"))
+        feed.park(expiring, onWake: record("expiring"))
+        #expect(wakes.withLock { $0 } == ["early": [.shutdown]])
+        #expect(feed.count == 2)
+        #expect(feed.signal(account: id(1)) == 1)
+        #expect(feed.expire(now: 50) == 1)
+        feed.fire(signalled, .expired)
+        #expect(feed.signal(account: id(1)) == 0)
+        #expect(wakes.withLock { $0 } == ["early": [.shutdown], "signalled": [.changed], "expiring": [.expired]])
+        #expect(feed.count == 0)
+    }
+
+    /// What the HTTP server takes out of Hummingbird's hands (``WaitingPullHandler``): a GET of the pull path with a
+    /// `wait` other than 0 and no body. Everything else goes through the router as before.
+    @Test(arguments: [
+        ("/v1/notes/changes?wait=20", nil, true),
+        ("/v1/notes/changes?since=12&limit=1&wait=55", nil, true),
+        ("/v1/notes/changes?wait=abc", nil, true),  // refused by the service: 400 invalid_wait, the same either way
+        ("/v1/notes/changes?wait=0", nil, false),
+        ("/v1/notes/changes", nil, false),
+        ("/v1/notes/changes?since=12", nil, false),
+        ("/v1/notes/changes/?wait=20", nil, false),
+        ("/v1/notes/changesx?wait=20", nil, false),
+        ("/v1/notes/changes?wait=20", "5", false),
+        ("/v1/notes/changes?wait=20", "0", true),
+    ] as [(String, String?, Bool)])
+    func whichRequestsThePipelineAnswers(target: String, contentLength: String?, taken: Bool) {
+        var fields = HTTPFields()
+        fields[.contentLength] = contentLength
+        let get = HTTPRequest(method: .get, scheme: nil, authority: "x", path: target, headerFields: fields)
+        #expect(WaitingPullHandler.isWaitingPull(get) == taken)
+        let post = HTTPRequest(method: .post, scheme: nil, authority: "x", path: target, headerFields: fields)
+        #expect(!WaitingPullHandler.isWaitingPull(post))
     }
 
     /// The sweep skips while nothing can have expired, and a later registration with an earlier deadline is not

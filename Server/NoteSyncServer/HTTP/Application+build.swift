@@ -121,11 +121,12 @@ public func buildApplication(
     let metrics = configuration.metricsAddress.map { _ in SyncMetrics() }
     let api = SyncAPI(service: service, logger: logger, metrics: metrics)
     let host = configuration.host
+    let serverName = "notesyncd"
     var app = Application(
         router: buildRouter(api: api, logger: logger),
-        server: .guardedHTTP1(timeouts: configuration.timeouts, logger: logger),
+        server: .guardedHTTP1(timeouts: configuration.timeouts, api: api, serverName: serverName, logger: logger),
         configuration: ApplicationConfiguration(
-            address: .hostname(host, port: configuration.port), serverName: "notesyncd",
+            address: .hostname(host, port: configuration.port), serverName: serverName,
             // Past the cap, new connections wait in the listen backlog (256) until one closes.
             availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections, logger: logger)
         ),
@@ -250,7 +251,8 @@ enum HTTPBridge {
     /// `maxBodyBytes`), then lets ``SyncAPI/respond(_:to:requestID:contentType:)`` answer.
     ///
     /// Two steps, so that the first one's large async frame (Hummingbird's request, the body collection) is gone
-    /// before the answer is awaited: a waiting pull keeps this frame alive for up to 55 s.
+    /// before the answer is awaited: a waiting pull that comes this way (``WaitingPullHandler`` passes on one
+    /// pipelined behind another request, or one with a body) keeps this frame alive for up to 55 s.
     static func respond(to request: Request, context: SyncRequestContext, route: SyncAPI.Route, api: SyncAPI) async -> Response {
         switch await wireRequest(from: request, context: context, route: route, api: api) {
         case .answer(let response):

@@ -39,7 +39,8 @@ public struct ConnectionTimeouts: Sendable, Equatable {
 ///
 /// Two handlers share one ``ConnectionGuard``: ``ConnectionGuard/ByteHandler`` first in the pipeline (it sees every
 /// byte read and the socket's writability) and ``ConnectionGuard/PartHandler`` after the HTTP codec (it sees request
-/// heads and ends and answer ends, and the parser's errors).
+/// heads and ends and answer ends, and the parser's errors). After them, ``WaitingPullHandler`` answers waiting pulls
+/// itself, with no task held while they wait.
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -52,19 +53,27 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         maxHeaderFieldSize: 80 * 1024, maxHeaderListSize: 80 * 1024, maxHeaderFieldCount: 100
     )
 
-    init(responder: @escaping HTTPChannelHandler.Responder, timeouts: ConnectionTimeouts, logger: Logger) {
+    init(responder: @escaping HTTPChannelHandler.Responder, timeouts: ConnectionTimeouts, api: SyncAPI, serverName: String, logger: Logger) {
         self.timeouts = timeouts
         self.http1 = HTTP1Channel(
             responder: responder,
             configuration: .init(
-                additionalChannelHandlers: [ConnectionGuard.PartHandler(timeouts: timeouts, logger: logger)],
+                additionalChannelHandlers: [
+                    ConnectionGuard.PartHandler(timeouts: timeouts, logger: logger), WaitingPullHandler(api: api, serverName: serverName),
+                ],
                 idleTimeout: nil, httpDecoderConfiguration: Self.decoderLimits
             )
         )
     }
 
+    /// Reads into buffers of 512 bytes at first (a request head fits), growing as reads fill them (to 64 KiB, for
+    /// large pushes). A channel keeps its last read buffer for the next read: with NIO's default first size of
+    /// 2,048 bytes, every connection that has sent a request, a waiting pull included, holds 2 KiB for nothing.
+    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
+
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveBuffers)
             let parts = try channel.pipeline.syncOperations.handler(type: ConnectionGuard.PartHandler.self)
             try channel.pipeline.syncOperations.addHandler(ConnectionGuard.ByteHandler(parts.state), position: .first)
             return value
@@ -77,9 +86,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 }
 
 extension HTTPServerBuilder {
-    /// The daemon's HTTP/1.1 server (``GuardedHTTP1Channel``).
-    static func guardedHTTP1(timeouts: ConnectionTimeouts, logger: Logger) -> HTTPServerBuilder {
-        HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, timeouts: timeouts, logger: logger) }
+    /// The daemon's HTTP/1.1 server (``GuardedHTTP1Channel``) for `api`.
+    static func guardedHTTP1(timeouts: ConnectionTimeouts, api: SyncAPI, serverName: String, logger: Logger) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(responder: responder, timeouts: timeouts, api: api, serverName: serverName, logger: logger)
+        }
     }
 }
 

@@ -82,17 +82,8 @@ public final class SyncAPI: Sendable {
     /// Answers a request for `route` whose body is within the limit: media type, authentication, the handler, and
     /// the error mapping. The answer carries `X-Request-Id: requestID`.
     func respond(_ route: Route, to request: WireRequest, requestID: String, contentType: String?) async -> WireResponse {
-        guard let metrics else { return await answer(route, to: request, requestID: requestID, contentType: contentType) }
         let start = ContinuousClock.now
-        let response = await answer(route, to: request, requestID: requestID, contentType: contentType)
-        metrics.request(route: route.endpoint.rawValue, status: response.status, duration: ContinuousClock.now - start)
-        return response
-    }
-
-    private func answer(_ route: Route, to request: WireRequest, requestID: String, contentType: String?) async -> WireResponse {
         let endpoint = route.endpoint
-        var logger = self.logger
-        logger[metadataKey: "request_id"] = .string(requestID)
         do {
             if endpoint.method == .post, let body = request.body, !body.isEmpty, !(contentType.map(Self.isJSON) ?? false) {
                 throw SyncError(
@@ -101,29 +92,112 @@ public final class SyncAPI: Sendable {
                         ?? "The body must be application/json; the request has no Content-Type."
                 )
             }
-            var response: WireResponse
+            let response: WireResponse
             switch route.handler {
             case .public(let handle):
                 response = try await handle(request)
             case .authenticated(let handle):
                 response = try await handle(request, try await service.authenticate(bearerToken: request.bearerToken))
             }
-            response.headers[ProtocolHeader.requestID] = requestID
-            logger.debug("request", metadata: ["endpoint": "\(endpoint.rawValue)", "status": "\(response.status)"])
-            return response
+            return answered(response, endpoint: endpoint, requestID: requestID, since: start)
         } catch {
-            let failure = SyncError.from(error)
-            if failure.code == .internalError {
-                logger.error(
-                    "request failed with a server fault",
-                    metadata: ["endpoint": "\(endpoint.rawValue)", "error": "\(failure.underlying.map { "\($0)" } ?? "\(error)")"]
-                )
-            } else if failure.code == .unavailable {
-                logger.warning("request failed: database unavailable", metadata: ["endpoint": "\(endpoint.rawValue)", "error": "\(failure)"])
-            } else {
-                logger.debug("request refused", metadata: ["endpoint": "\(endpoint.rawValue)", "code": "\(failure.code)"])
-            }
-            return failure.response(requestID: requestID)
+            return failed(error, endpoint: endpoint, requestID: requestID, since: start)
+        }
+    }
+
+    /// The last step of every answer: `X-Request-Id`, the debug log line, the metrics.
+    private func answered(_ response: WireResponse, endpoint: Endpoint, requestID: String, since start: ContinuousClock.Instant) -> WireResponse {
+        var response = response
+        response.headers[ProtocolHeader.requestID] = requestID
+        logger.debug("request", metadata: ["request_id": "\(requestID)", "endpoint": "\(endpoint.rawValue)", "status": "\(response.status)"])
+        metrics?.request(route: endpoint.rawValue, status: response.status, duration: ContinuousClock.now - start)
+        return response
+    }
+
+    /// The answer for a failure: its code's status and JSON body, logged (a server fault at error, an unavailable
+    /// database at warning, a client's mistake at debug).
+    private func failed(_ error: any Error, endpoint: Endpoint, requestID: String, since start: ContinuousClock.Instant) -> WireResponse {
+        var logger = self.logger
+        logger[metadataKey: "request_id"] = .string(requestID)
+        let failure = SyncError.from(error)
+        if failure.code == .internalError {
+            logger.error(
+                "request failed with a server fault",
+                metadata: ["endpoint": "\(endpoint.rawValue)", "error": "\(failure.underlying.map { "\($0)" } ?? "\(error)")"]
+            )
+        } else if failure.code == .unavailable {
+            logger.warning("request failed: database unavailable", metadata: ["endpoint": "\(endpoint.rawValue)", "error": "\(failure)"])
+        } else {
+            logger.debug("request refused", metadata: ["endpoint": "\(endpoint.rawValue)", "code": "\(failure.code)"])
+        }
+        let response = failure.response(requestID: requestID)
+        metrics?.request(route: endpoint.rawValue, status: response.status, duration: ContinuousClock.now - start)
+        return response
+    }
+
+    // MARK: - Held waiting pulls
+
+    /// A waiting pull the HTTP server holds with no task running for it (``WaitingPullHandler``): the service's
+    /// ``SyncService/HeldPull`` plus what its answer needs.
+    final class HeldRequest: Sendable {
+        let pull: SyncService.HeldPull
+        let requestID: String
+        let start: ContinuousClock.Instant
+        let connection: ClientConnection
+
+        init(pull: SyncService.HeldPull, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection) {
+            self.pull = pull
+            self.requestID = requestID
+            self.start = start
+            self.connection = connection
+        }
+    }
+
+    /// Where a held waiting pull stands after a step.
+    enum WaitingPullStep: Sendable {
+        /// Write this.
+        case answer(WireResponse)
+        /// Park it (``ChangeFeed/park(_:onWake:)``) and continue with the wake-up (``continueWaitingPull(_:after:)``).
+        case waiting(HeldRequest)
+    }
+
+    /// The first step of a waiting pull (`GET /v1/notes/changes` with `wait`): the same authentication, rules,
+    /// errors, log lines and metrics as ``respond(_:to:requestID:contentType:)``, but a pull that must wait comes
+    /// back registered with the feed instead of waiting in this task.
+    func beginWaitingPull(_ request: WireRequest, requestID: String, connection: ClientConnection) async -> WaitingPullStep {
+        let start = ContinuousClock.now
+        do {
+            let session = try await service.authenticate(bearerToken: request.bearerToken)
+            let step = try await service.beginPull(
+                since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
+                wait: request.queryValue(PullQuery.wait), session: session, connection: connection
+            )
+            return settled(step, requestID: requestID, start: start, connection: connection)
+        } catch {
+            return .answer(failed(error, endpoint: .pull, requestID: requestID, since: start))
+        }
+    }
+
+    /// The next step of a held waiting pull after its wait ended with `wake`.
+    func continueWaitingPull(_ held: HeldRequest, after wake: ChangeFeed.Wake) async -> WaitingPullStep {
+        do {
+            let step = try await service.continuePull(held.pull, after: wake, connection: held.connection)
+            return settled(step, requestID: held.requestID, start: held.start, connection: held.connection)
+        } catch {
+            return .answer(failed(error, endpoint: .pull, requestID: held.requestID, since: held.start))
+        }
+    }
+
+    private func settled(
+        _ step: SyncService.PullStep, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection
+    ) -> WaitingPullStep {
+        switch step {
+        case .answered(let result):
+            metrics?.pulled(result.notes.count)
+            let response = WireResponse(status: Endpoint.pull.successStatus, body: result.encodedJSON())
+            return .answer(answered(response, endpoint: .pull, requestID: requestID, since: start))
+        case .waiting(let pull):
+            return .waiting(HeldRequest(pull: pull, requestID: requestID, start: start, connection: connection))
         }
     }
 

@@ -18,7 +18,10 @@ import Synchronization
 /// ``LiveLimits/maxWaitersPerAccount`` waiters per account and ``maxWaiters`` in the daemon; past either,
 /// ``register(account:deadline:)`` refuses (429 `too_many_waiters`).
 ///
-/// One lock guards everything; a waiter is one small dictionary entry holding its continuation (no task, no timer).
+/// A waiter is awaited by a task (``wait(_:)``) or parked with a callback (``park(_:onWake:)``): the HTTP server
+/// parks its waiting pulls, so that no task, and none of its async frames, lives while a pull waits.
+///
+/// One lock guards everything; a waiter is one small dictionary entry holding what resumes it (no task, no timer).
 public final class ChangeFeed: Sendable {
     /// Why a wait ended.
     public enum Wake: Sendable, Equatable {
@@ -49,7 +52,8 @@ public final class ChangeFeed: Sendable {
     private struct Waiter {
         /// Monotonic nanoseconds (``now``).
         var deadline: UInt64
-        var continuation: CheckedContinuation<Wake, Never>?
+        /// Set while it waits: resumes its task, or runs its parked callback.
+        var resume: (@Sendable (Wake) -> Void)?
         var fired: Wake?
     }
 
@@ -123,20 +127,27 @@ public final class ChangeFeed: Sendable {
     public func wait(_ ticket: Ticket) async -> Wake {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Wake, Never>) in
-                let ready: Wake? = state.withLock { state in
-                    guard let waiter = state.accounts[ticket.account]?[ticket.id] else { return .expired }
-                    if let fired = waiter.fired {
-                        Self.remove(ticket, from: &state)
-                        return fired
-                    }
-                    state.accounts[ticket.account]?[ticket.id]?.continuation = continuation
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
+                park(ticket) { continuation.resume(returning: $0) }
             }
         } onCancel: {
             fire(ticket, .expired)
         }
+    }
+
+    /// Calls `onWake` once, when the waiter is signalled, expires or is fired, and removes it; at once, on this
+    /// thread, when that already happened. Nothing waits meanwhile: the callback (called outside the lock, on the
+    /// thread of whoever ended the wait) is all the waiter holds.
+    public func park(_ ticket: Ticket, onWake: @escaping @Sendable (Wake) -> Void) {
+        let ready: Wake? = state.withLock { state in
+            guard let waiter = state.accounts[ticket.account]?[ticket.id] else { return .expired }
+            if let fired = waiter.fired {
+                Self.remove(ticket, from: &state)
+                return fired
+            }
+            state.accounts[ticket.account]?[ticket.id]?.resume = onWake
+            return nil
+        }
+        if let ready { onWake(ready) }
     }
 
     /// Removes a waiter that will not wait (its re-read found changes, or it failed).
@@ -146,25 +157,25 @@ public final class ChangeFeed: Sendable {
 
     /// Ends one waiter's wait with `wake` (kept if it is not waiting yet). A waiter already ended is left alone.
     public func fire(_ ticket: Ticket, _ wake: Wake) {
-        let continuation = state.withLock { state -> CheckedContinuation<Wake, Never>? in
+        let resume = state.withLock { state -> (@Sendable (Wake) -> Void)? in
             guard let waiter = state.accounts[ticket.account]?[ticket.id], waiter.fired == nil else { return nil }
-            if let continuation = waiter.continuation {
+            if let resume = waiter.resume {
                 Self.remove(ticket, from: &state)
-                return continuation
+                return resume
             }
             state.accounts[ticket.account]?[ticket.id]?.fired = wake
             return nil
         }
-        continuation?.resume(returning: wake)
+        resume?(wake)
     }
 
     /// A commit of `account` is durable: wakes its waiters (``Wake/changed``). Returns how many were waiting.
     @discardableResult
     public func signal(account: FlakeID) -> Int {
-        let woken = state.withLock { state -> [CheckedContinuation<Wake, Never>] in
+        let woken = state.withLock { state in
             Self.fireAll(of: account, .changed, in: &state) { _ in true }
         }
-        for continuation in woken { continuation.resume(returning: .changed) }
+        for resume in woken { resume(.changed) }
         return woken.count
     }
 
@@ -197,14 +208,14 @@ public final class ChangeFeed: Sendable {
     }
 
     private func fireEveryone(_ wake: Wake, where matches: (Waiter) -> Bool) -> Int {
-        let woken = state.withLock { state -> [CheckedContinuation<Wake, Never>] in
-            var woken: [CheckedContinuation<Wake, Never>] = []
+        let woken = state.withLock { state -> [@Sendable (Wake) -> Void] in
+            var woken: [@Sendable (Wake) -> Void] = []
             for account in Array(state.accounts.keys) {
                 woken += Self.fireAll(of: account, wake, in: &state, where: matches)
             }
             return woken
         }
-        for continuation in woken { continuation.resume(returning: wake) }
+        for resume in woken { resume(wake) }
         return woken.count
     }
 
@@ -212,12 +223,12 @@ public final class ChangeFeed: Sendable {
     /// those not waiting yet keep `wake` (unless they already hold one).
     private static func fireAll(
         of account: FlakeID, _ wake: Wake, in state: inout State, where matches: (Waiter) -> Bool
-    ) -> [CheckedContinuation<Wake, Never>] {
+    ) -> [@Sendable (Wake) -> Void] {
         guard var waiters = state.accounts[account] else { return [] }
-        var woken: [CheckedContinuation<Wake, Never>] = []
+        var woken: [@Sendable (Wake) -> Void] = []
         for (id, waiter) in waiters where waiter.fired == nil && matches(waiter) {
-            if let continuation = waiter.continuation {
-                woken.append(continuation)
+            if let resume = waiter.resume {
+                woken.append(resume)
                 waiters[id] = nil
             } else {
                 waiters[id]?.fired = wake

@@ -6,10 +6,10 @@ import Synchronization
 /// Hummingbird does not cancel a request's handler when its client goes, so without this a client that hung up
 /// kept its waiter, and its place under the account's and the daemon's waiter limits, until the wait's deadline (up to
 /// 55 s): a client dropping and redialling could fill its account's limit, and one opening waits and hanging up at
-/// once could hold the daemon's without keeping a single socket. The HTTP server makes one for each waiting pull and
-/// hands it to the connection's ``ConnectionGuard`` (``ConnectionGuard/watch(_:)``), which calls ``closed()`` when the
-/// client goes; ``SyncService/pull(since:limit:wait:session:connection:)`` ends its wait then. In-process callers have
-/// none.
+/// once could hold the daemon's without keeping a single socket. The HTTP server makes one for each waiting pull:
+/// ``WaitingPullHandler`` calls ``closed()`` when the client goes (or the server quiesces); for a waiting pull that
+/// goes through Hummingbird (pipelined behind another request, or sent with a body) the connection's
+/// ``ConnectionGuard`` does (``ConnectionGuard/watch(_:)``). The pull's wait ends then. In-process callers have none.
 public final class ClientConnection: Sendable {
     private struct State {
         var closed = false

@@ -567,6 +567,58 @@ public final class SyncService: Sendable {
     public func pull(
         since: String?, limit: String?, wait: String? = nil, session: SessionRecord, connection: ClientConnection? = nil
     ) async throws -> PullResult {
+        var step = try await beginPull(since: since, limit: limit, wait: wait, session: session, connection: connection)
+        while case .waiting(let held) = step {
+            let wake = await withGracefulShutdownHandler {
+                await held.feed.wait(held.ticket)
+            } onGracefulShutdown: {
+                held.feed.fire(held.ticket, .shutdown)
+            }
+            step = try await continuePull(held, after: wake, connection: connection)
+        }
+        guard case .answered(let result) = step else { preconditionFailure("the loop ends only on an answer") }
+        return result
+    }
+
+    /// Where a pull stands between its steps (``beginPull(since:limit:wait:session:connection:)``,
+    /// ``continuePull(_:after:connection:)``).
+    public enum PullStep: Sendable {
+        /// The answer.
+        case answered(PullResult)
+        /// Registered with the feed and nothing moved since: wait for `ticket` (``ChangeFeed/wait(_:)`` or
+        /// ``ChangeFeed/park(_:onWake:)``), then continue with the wake-up.
+        case waiting(HeldPull)
+    }
+
+    /// A pull held until its account changes: what its next step needs, and nothing more (the HTTP server keeps one
+    /// per waiting client while no task runs for it).
+    public final class HeldPull: Sendable {
+        let feed: ChangeFeed
+        /// The waiter to wait for.
+        public let ticket: ChangeFeed.Ticket
+        let session: SessionRecord
+        let deadline: UInt64
+        let pageSize: Int
+        /// The answer when the wait ends without a change: an empty page at the pull's cursor.
+        let first: PullResult
+
+        init(feed: ChangeFeed, ticket: ChangeFeed.Ticket, session: SessionRecord, deadline: UInt64, pageSize: Int, first: PullResult) {
+            self.feed = feed
+            self.ticket = ticket
+            self.session = session
+            self.deadline = deadline
+            self.pageSize = pageSize
+            self.first = first
+        }
+    }
+
+    /// A pull's first step: validates the query and reads the first page; with `wait`, no change after the cursor and
+    /// a feed, registers the waiter (``waitStep(cursor:pageSize:first:deadline:session:connection:)``).
+    ///
+    /// - Throws: As ``pull(since:limit:wait:session:connection:)``.
+    public func beginPull(
+        since: String?, limit: String?, wait: String?, session: SessionRecord, connection: ClientConnection?
+    ) async throws -> PullStep {
         var cursor = SyncCursor.start
         if let since {
             guard let parsed = SyncCursor(text: since) else {
@@ -589,60 +641,74 @@ public final class SyncService: Sendable {
             waitSeconds = value
         }
         let first = try await pullPage(after: cursor, pageSize: pageSize, session: session)
-        guard waitSeconds > 0, first.notes.isEmpty, let feed = changeFeed else { return first }
+        guard waitSeconds > 0, first.notes.isEmpty, let feed = changeFeed else { return .answered(first) }
+        return try await waitStep(
+            feed: feed, first: first, deadline: feed.deadline(afterSeconds: waitSeconds), pageSize: pageSize, session: session,
+            connection: connection
+        )
+    }
 
-        let account = session.accountID
-        let deadline = feed.deadline(afterSeconds: waitSeconds)
-        while true {
-            let ticket: ChangeFeed.Ticket
-            do {
-                ticket = try feed.register(account: account, deadline: deadline)
-            } catch .closed {
-                return first
-            } catch .account(let limit) {
-                throw SyncError(
-                    .tooManyWaiters, "This account already has \(limit) waiting pulls on this server; retry later or pull without wait.",
-                    headers: [SyncError.retryAfterHeader: "5"]
-                )
-            } catch .daemon(let limit) {
-                logger.warning("waiting pull refused: the daemon holds its most waiters", metadata: ["max_waiters": "\(limit)"])
-                throw SyncError(
-                    .tooManyWaiters, "This server already holds \(limit) waiting pulls; retry later or pull without wait.",
-                    headers: [SyncError.retryAfterHeader: "5"]
-                )
-            }
-            let current: Int64
-            do {
-                current = try await store.currentChangeSequence(accountID: account)
-            } catch {
-                feed.cancel(ticket)
-                throw error
-            }
-            if current > cursor.sequence {
-                feed.cancel(ticket)
-                return try await pullPage(after: cursor, pageSize: pageSize, session: session)
-            }
-            // A client that hangs up stops waiting at once: its waiter leaves the limits (see ClientConnection).
-            if let connection, !connection.onClose({ feed.fire(ticket, .expired) }) {
-                feed.cancel(ticket)
-                return first
-            }
-            let wake = await withGracefulShutdownHandler {
-                await feed.wait(ticket)
-            } onGracefulShutdown: {
-                feed.fire(ticket, .shutdown)
-            }
-            connection?.clearOnClose()
-            guard wake == .changed else { return first }
-            // The wake-up may be this device's own sign-out (revoked, password changed, account deleted or disabled):
-            // a session that ended is told so, and gets no change committed after it ended.
-            guard try await store.session(byTokenHash: session.tokenHash)?.id == session.id else {
-                throw SyncError(
-                    .unauthorized,
-                    "This device was signed out while its pull waited (revoked, password changed, account deleted or disabled); sign in again (nothing on the device is lost)."
-                )
-            }
+    /// A held pull's next step after its wait ended with `wake`: the empty page unless the account changed; after a
+    /// change, 401 if the session ended meanwhile, else the new page, or another wait if nothing moved after all.
+    ///
+    /// - Throws: As ``pull(since:limit:wait:session:connection:)``.
+    public func continuePull(_ held: HeldPull, after wake: ChangeFeed.Wake, connection: ClientConnection?) async throws -> PullStep {
+        connection?.clearOnClose()
+        guard wake == .changed else { return .answered(held.first) }
+        // The wake-up may be this device's own sign-out (revoked, password changed, account deleted or disabled):
+        // a session that ended is told so, and gets no change committed after it ended.
+        guard try await store.session(byTokenHash: held.session.tokenHash)?.id == held.session.id else {
+            throw SyncError(
+                .unauthorized,
+                "This device was signed out while its pull waited (revoked, password changed, account deleted or disabled); sign in again (nothing on the device is lost)."
+            )
         }
+        return try await waitStep(
+            feed: held.feed, first: held.first, deadline: held.deadline, pageSize: held.pageSize, session: held.session,
+            connection: connection
+        )
+    }
+
+    /// Registers a waiter, then re-reads the account's change sequence: a commit between the page read and the
+    /// registration is seen here (the page after it is the answer), one after the registration signals the waiter.
+    private func waitStep(
+        feed: ChangeFeed, first: PullResult, deadline: UInt64, pageSize: Int, session: SessionRecord, connection: ClientConnection?
+    ) async throws -> PullStep {
+        let account = session.accountID
+        let ticket: ChangeFeed.Ticket
+        do {
+            ticket = try feed.register(account: account, deadline: deadline)
+        } catch .closed {
+            return .answered(first)
+        } catch .account(let limit) {
+            throw SyncError(
+                .tooManyWaiters, "This account already has \(limit) waiting pulls on this server; retry later or pull without wait.",
+                headers: [SyncError.retryAfterHeader: "5"]
+            )
+        } catch .daemon(let limit) {
+            logger.warning("waiting pull refused: the daemon holds its most waiters", metadata: ["max_waiters": "\(limit)"])
+            throw SyncError(
+                .tooManyWaiters, "This server already holds \(limit) waiting pulls; retry later or pull without wait.",
+                headers: [SyncError.retryAfterHeader: "5"]
+            )
+        }
+        let current: Int64
+        do {
+            current = try await store.currentChangeSequence(accountID: account)
+        } catch {
+            feed.cancel(ticket)
+            throw error
+        }
+        if current > first.cursor.sequence {
+            feed.cancel(ticket)
+            return .answered(try await pullPage(after: first.cursor, pageSize: pageSize, session: session))
+        }
+        // A client that hangs up stops waiting at once: its waiter leaves the limits (see ClientConnection).
+        if let connection, !connection.onClose({ feed.fire(ticket, .expired) }) {
+            feed.cancel(ticket)
+            return .answered(first)
+        }
+        return .waiting(HeldPull(feed: feed, ticket: ticket, session: session, deadline: deadline, pageSize: pageSize, first: first))
     }
 
     /// One page after `cursor`, without waiting.
