@@ -57,6 +57,20 @@ struct LiveSyncHTTPTests {
         return try JSONDecoder().decode(SignInResponse.self, from: signedIn.body).token
     }
 
+    /// A daemon holding one pull that waits 55 s on `connection`: `body` runs once the feed has registered it.
+    static func withHeldPull(_ body: @Sendable (RawConnection, ChangeFeed, ServiceGroup) async throws -> Void) async throws {
+        let (registrations, registered) = AsyncStream.makeStream(of: FlakeID.self)
+        let feed = ChangeFeed(onRegister: { registered.yield($0) })
+        try await withDaemon(feed: feed) { port, group in
+            let token = try await token(port: port)
+            let connection = try RawConnection(port: port)
+            try waitingPull(connection, token: token, wait: 55)
+            var iterator = registrations.makeAsyncIterator()
+            _ = await iterator.next()
+            try await body(connection, feed, group)
+        }
+    }
+
     static func waitingPull(_ connection: RawConnection, token: String, wait: Int) throws {
         try connection.send(
             "GET \(Endpoint.pull.path)?\(PullQuery.wait)=\(wait) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n")
@@ -86,14 +100,7 @@ struct LiveSyncHTTPTests {
 
     /// A graceful shutdown (SIGTERM) answers a pull waiting 55 s at once with an empty page, and the daemon stops.
     @Test func gracefulShutdownAnswersWaitersAtOnce() async throws {
-        let (registrations, registered) = AsyncStream.makeStream(of: FlakeID.self)
-        let feed = ChangeFeed(onRegister: { registered.yield($0) })
-        try await Self.withDaemon(feed: feed) { port, group in
-            let token = try await Self.token(port: port)
-            let connection = try RawConnection(port: port)
-            try Self.waitingPull(connection, token: token, wait: 55)
-            var iterator = registrations.makeAsyncIterator()
-            _ = await iterator.next()
+        try await Self.withHeldPull { connection, _, group in
             let started = ContinuousClock.now
             await group.triggerGracefulShutdown()
             let response = try #require(await connection.readResponse(timeout: .seconds(30)), "no answer")
@@ -189,14 +196,7 @@ struct LiveSyncHTTPTests {
     /// idle; the handler holds that close until its answer is written. That close comes through an async task and
     /// usually loses the race to the answer, so this test does not catch the hold missing; it pins the behaviour.)
     @Test func aClientThatStopsSendingGetsItsEmptyPageAtOnce() async throws {
-        let (registrations, registered) = AsyncStream.makeStream(of: FlakeID.self)
-        let feed = ChangeFeed(onRegister: { registered.yield($0) })
-        try await Self.withDaemon(feed: feed) { port, _ in
-            let token = try await Self.token(port: port)
-            let connection = try RawConnection(port: port)
-            try Self.waitingPull(connection, token: token, wait: 55)
-            var iterator = registrations.makeAsyncIterator()
-            _ = await iterator.next()
+        try await Self.withHeldPull { connection, feed, _ in
             let started = ContinuousClock.now
             connection.finishSending()
             let data = try #require(await connection.readUntilClosed(timeout: .seconds(30)), "the connection was not closed")
