@@ -285,6 +285,24 @@ struct RouterTests {
         }
     }
 
+    /// A request whose task is cancelled (an in-process caller that stopped, a server stopping) is answered 503
+    /// `unavailable`, not 500: nothing failed, and it is not logged as a server fault.
+    @Test func aCancelledRequestIsNotAServerFault() async throws {
+        let server = try TestServer.make(store: FaultyStore(inner: try SQLiteNoteStore.inMemory()))
+        try await withRouter(server) { api, _ in
+            let token = try await api.account("alice").token
+            let pull = WireRequest(method: .get, path: Endpoint.pull.path, bearerToken: token)
+            let cancelled = Task {
+                while !Task.isCancelled { await Task.yield() }
+                return await server.api.handle(pull)
+            }
+            cancelled.cancel()
+            let response = await cancelled.value
+            #expect(response.status == 503)
+            #expect(try JSONDecoder().decode(APIErrorBody.self, from: response.body).code == .unavailable)
+        }
+    }
+
     @Test func serverFaultIs500WithRequestID() async throws {
         let server = try TestServer.make(store: FaultyStore(inner: try SQLiteNoteStore.inMemory()))
         try await withRouter(server) { api, _ in
@@ -322,7 +340,9 @@ struct FaultyStore: NoteStore {
     func usage(accountID: FlakeID) async throws -> AccountUsage? { try await inner.usage(accountID: accountID) }
     func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult] { throw DiskOnFire() }
     func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
-        try await inner.pull(accountID: accountID, after: sequence, limit: limit)
+        // As GRDB's pooled reads do (the daemon's file store): a cancelled task's read throws before it starts.
+        try Task.checkCancellation()
+        return try await inner.pull(accountID: accountID, after: sequence, limit: limit)
     }
     func currentChangeSequence(accountID: FlakeID) async throws -> Int64 { try await inner.currentChangeSequence(accountID: accountID) }
     func largestIssuedID() async throws -> FlakeID? { try await inner.largestIssuedID() }

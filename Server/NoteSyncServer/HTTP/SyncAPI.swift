@@ -120,7 +120,9 @@ public final class SyncAPI: Sendable {
         var logger = self.logger
         logger[metadataKey: "request_id"] = .string(requestID)
         let failure = SyncError.from(error)
-        if failure.code == .internalError {
+        if error is CancellationError {
+            logger.debug("request cancelled", metadata: ["endpoint": "\(endpoint.rawValue)"])
+        } else if failure.code == .internalError {
             logger.error(
                 "request failed with a server fault",
                 metadata: ["endpoint": "\(endpoint.rawValue)", "error": "\(failure.underlying.map { "\($0)" } ?? "\(error)")"]

@@ -54,6 +54,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
             return SyncError(error)
         case NoteStoreError.unavailable, NoteStoreError.closed:
             return SyncError(.unavailable, "The database is unavailable; retry shortly.", underlying: error)
+        case is CancellationError:
+            // The caller went, or the server is stopping: not a fault, and nobody may be left to read this.
+            return SyncError(.unavailable, "The request was cancelled (the server is stopping or the caller went); retry.", underlying: error)
         default:
             return SyncError(.internalError, "The server failed to handle the request.", underlying: error)
         }
