@@ -25,6 +25,17 @@ import Glibc
         }
     }
 
+    /// A test that fails before stopping its daemon leaves none running: the daemon goes with its last reference.
+    @Test func aDaemonNobodyStoppedGoesWithItsTest() async throws {
+        try await withTemporaryDirectory("forgotten") { directory in
+            var daemon: DaemonProcess? = try await DaemonProcess.start(
+                ["--port", "0", "--data-dir", directory.path], log: directory.appendingPathComponent("notesyncd.log"))
+            let child = try #require(daemon?.child)
+            daemon = nil
+            #expect(await child.waitForExit(timeLimit: .seconds(30)) == .signaled(SIGKILL))
+        }
+    }
+
     @Test func reportsTheExitStatusAndKillsACommandPastItsLimit() async throws {
         func shell(_ command: String, _ limit: Duration = .seconds(600)) async throws -> Termination {
             try await Subprocess.spawn("/bin/sh", ["-c", command]).waitForExit(timeLimit: limit)

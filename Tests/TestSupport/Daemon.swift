@@ -94,6 +94,12 @@ public final class DaemonProcess: Sendable {
         throw SubprocessError("no port worked: \(failures)")
     }
 
+    /// A daemon still running when its last reference goes (a test that failed or threw before stopping it) is
+    /// killed, so that no test leaves a notesyncd behind.
+    deinit {
+        child.signal(SIGKILL)
+    }
+
     /// SIGKILL, then waits until it is gone (its sockets closed by the kernel).
     public func kill9() async {
         child.signal(SIGKILL)
