@@ -27,7 +27,8 @@ public struct LocalNote: Sendable, Equatable, Identifiable {
     public let isConflict: Bool
     /// For a conflict copy: the server ID of the note it was split from.
     public let conflictOf: FlakeID?
-    /// Why the server refused the note's last push; the note is not pushed again until it is edited.
+    /// Why the server refused the note's last push; the note is not pushed again until it is edited (refused for the
+    /// quota: until the next sync).
     public let pushError: PushError?
     /// When the note was created, Unix milliseconds (the creating device's clock).
     public let createdAt: Int64
@@ -163,6 +164,9 @@ public struct PushError: Sendable, Equatable, Codable {
     public var code: String
     public var message: String
 
+    /// Refused for the account's quota (`quota_exceeded`): every sync tries the note again.
+    public var isOverQuota: Bool { code == APIErrorCode.quotaExceeded.rawValue }
+
     public init(code: String, message: String) {
         self.code = code
         self.message = message
@@ -216,7 +220,8 @@ public struct SyncReport: Sendable, Equatable {
     /// Local IDs of notes this device had deleted that came back because another device edited them meanwhile
     /// (an edit wins over a delete): refused deletes (`kept`) and tombstones a pull restored.
     public var undeleted: [Int64] = []
-    /// Changes refused by this sync; each note keeps its error and is not pushed again until edited.
+    /// Changes refused by this sync; each note keeps its error and is not pushed again until edited (refused for the
+    /// quota: until the next sync).
     public var failures: [PushFailure] = []
     /// Every note the server refuses once this sync ended: this sync's ``failures`` and those refused by earlier
     /// syncs and not edited since (they are not sent again, but they are not synced either).

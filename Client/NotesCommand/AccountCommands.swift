@@ -92,7 +92,7 @@ func pushSummary(_ report: SyncReport) -> String {
 /// Prints what a sync did: a summary line on stdout; refusals, conflicts and undone deletes on stderr.
 ///
 /// - Throws: a failure (exit 1) when the server refuses a note, this sync or an earlier one: such a note is not
-///   synced until it is edited, and every sync says so.
+///   synced until it is edited (refused for the account's quota: every sync tries it again), and every sync says so.
 func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) throws {
     let ids = try reportIDs(report, client: client)
     if json {
@@ -114,7 +114,11 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
             Console.warn("\(id(noteID)): your delete was undone because another device edited the note meanwhile; it is back (`notes rm \(id(noteID))` to delete it again).")
         }
         for failure in report.refused {
-            Console.warn("\(ids[failure.noteID] ?? failure.clientID.base32) is not synced: \(failure.error.message) (\(failure.error.code)); edit it to try again.")
+            let remedy =
+                failure.error.isOverQuota
+                ? "every sync tries it again: free space (shorten or empty notes) or ask the server's operator for more"
+                : "edit it to try again"
+            Console.warn("\(ids[failure.noteID] ?? failure.clientID.base32) is not synced: \(failure.error.message) (\(failure.error.code)); \(remedy).")
         }
         if report.pending > 0 {
             Console.warn("\(plural(report.pending, "note")) changed during the sync; run `notes sync` again to send them.")
@@ -122,7 +126,9 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
     }
     if !report.refused.isEmpty {
         throw CommandFailure(
-            message: "\(plural(report.refused.count, "note")) refused by the server \(report.refused.count == 1 ? "is" : "are") not synced; edit \(report.refused.count == 1 ? "it" : "them") to try again")
+            message: report.refused.allSatisfy(\.error.isOverQuota)
+                ? "\(plural(report.refused.count, "note")) over the account's quota \(report.refused.count == 1 ? "is" : "are") not synced; every sync tries again"
+                : "\(plural(report.refused.count, "note")) refused by the server \(report.refused.count == 1 ? "is" : "are") not synced; edit \(report.refused.count == 1 ? "it" : "them") to try again")
     }
 }
 

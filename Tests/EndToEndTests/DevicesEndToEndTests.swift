@@ -208,6 +208,34 @@ struct DevicesEndToEndTests {
         }
     }
 
+    /// A note refused for the account's byte quota is not lost and needs no edit: every sync tries it again, and
+    /// the first one after space was freed (another note shortened) sends it. Until then each sync says why it
+    /// waits. Before, it stayed refused until the user edited that very note.
+    @Test func aNoteOverTheQuotaSyncsOnceSpaceIsFreed() async throws {
+        try await withServer(["--max-bytes-per-account", "1000"]) { server in
+            let laptop = try NotesDevice("quota-retry")
+            defer { laptop.remove() }
+            _ = ok(try await account(laptop, "signup", server, "alice"))
+            let first = String(repeating: "a", count: 600)
+            let second = String(repeating: "b", count: 600)
+            _ = ok(try await laptop.run(["add", first]))
+            _ = ok(try await laptop.run(["sync"]))
+            _ = ok(try await laptop.run(["add", second]))
+            for _ in 1...2 {
+                let refused = try await laptop.run(["sync"])
+                #expect(refused.status == 1, "\(refused)")
+                #expect(refused.stderr.contains("(quota_exceeded); every sync tries it again"), "\(refused)")
+                #expect(refused.stderr.hasSuffix("notes: 1 note over the account's quota is not synced; every sync tries again\n"), "\(refused)")
+            }
+            #expect(try await serverTexts(server, "alice") == [first])
+            let notes = try ok(try await laptop.run(["list", "--json"])).json([NotesE2EListedNote].self)
+            let id = try #require(notes.first { $0.text == first }?.id)
+            _ = ok(try await laptop.run(["edit", id, "--text", "short"]))
+            _ = ok(try await laptop.run(["sync"]))
+            #expect(try await serverTexts(server, "alice").sorted() == [second, "short"])
+        }
+    }
+
     @Test func statusShowsTheTextsKeptForReplays() async throws {
         try await withServer(["--max-bytes-per-account", "1000"]) { server in
             let laptop = try NotesDevice("replay-laptop")

@@ -104,6 +104,17 @@ extension LocalStore.Transaction {
         try db.cachedStatement(sql: "UPDATE settings SET pull_unfinished = ? WHERE id = 1").execute(arguments: [unfinished])
     }
 
+    /// Makes the notes refused for the account's quota (`quota_exceeded`) pushable again: space may have been freed
+    /// since (a note shortened or emptied, here or on another device) or the limit raised, so each sync tries them
+    /// once more; refused again, they keep their error until the next sync. Returns how many.
+    @discardableResult
+    func retryQuotaRefusals() throws -> Int {
+        try db.cachedStatement(
+            sql: "UPDATE notes SET push_error = NULL, push_error_message = NULL WHERE push_error = ? AND NOT aside"
+        ).execute(arguments: [APIErrorCode.quotaExceeded.rawValue])
+        return db.changesCount
+    }
+
     /// Notes waiting to be pushed: dirty and not refused.
     func pendingCount() throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL AND NOT aside")) ?? 0

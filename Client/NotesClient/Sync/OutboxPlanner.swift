@@ -57,7 +57,8 @@ enum OutboxPlanner {
         var hasServerID: Bool
         /// An outbox snapshot of the note waits for its answer.
         var hasSnapshot: Bool
-        /// The server refused the note's last push (it is not pushed again until edited).
+        /// The server refused the note's last push (it is not pushed again until edited; refused for the quota, until
+        /// the next sync).
         var hasPushError: Bool
     }
 

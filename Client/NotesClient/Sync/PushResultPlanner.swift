@@ -21,7 +21,8 @@ import NoteSyncProtocol
 /// - Refusals: `unknown_note` (the account has no note with that server ID, e.g. the server lost it) forgets the
 ///   note's server ID, so the next round pushes it by client ID; `invalid_base` (the server's history is behind
 ///   ours, e.g. restored from a backup) forgets its server version, so the next round merges from the base text
-///   alone. Any other error is recorded on the note, which is not pushed again until edited; it is not recorded
+///   alone. Any other error is recorded on the note, which is not pushed again until edited (`quota_exceeded`: until
+///   the next sync, which tries it once more, ``LocalStore/Transaction/retryQuotaRefusals()``); it is not recorded
 ///   when the note was edited since the snapshot.
 enum PushResultPlanner {
     /// What a result does.

@@ -108,7 +108,10 @@ final class SyncEngine: Sendable {
         var report = SyncReport()
         let info = try await connection.call(.info, ServerInfo.self)
         let limits = Self.sanitized(info.limits)
-        try store.write { tx in try tx.rememberLimits(limits) }
+        try store.write { tx in
+            try tx.rememberLimits(limits)
+            try tx.retryQuotaRefusals()
+        }
         let cursorBeforePull = pullFirst ? try store.read { tx in try tx.cursor() } : nil
         if pullFirst { try await pull(connection, limits: limits, report: &report, progress: progress) }
         let replayedBeforePush = report.replayed
