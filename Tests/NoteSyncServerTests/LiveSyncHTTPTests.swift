@@ -207,4 +207,69 @@ struct LiveSyncHTTPTests {
             #expect(feed.count == 0)
         }
     }
+
+    /// Hostile and clumsy clients around waiting pulls, 180 connections at once: hang-ups mid-wait, half-closes,
+    /// pipelined requests, garbage after the head, `Connection: close`, heads cut short, bad tokens, an oversized
+    /// push behind a wait. Afterwards no waiter is left (each went with its connection, not at its 55 s deadline),
+    /// the daemon still answers, and its graceful shutdown (at the end of ``withDaemon``) completes.
+    @Test func hostileClientsAroundWaitingPullsLeaveNothingBehind() async throws {
+        let feed = ChangeFeed(limits: LiveLimits(maxWaitSeconds: 55, maxWaitersPerAccount: 1000))
+        try await Self.withDaemon(feed: feed) { port, _ in
+            let token = try await Self.token(port: port)
+            let waiting = Self.waitingPullText(token: token, wait: 55)
+            let info = "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n"
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<180 {
+                    group.addTask {
+                        let connection = try RawConnection(port: port)
+                        switch index % 9 {
+                        case 0:
+                            try connection.send(waiting)
+                            try await Task.sleep(for: .milliseconds(index % 50))
+                            connection.hangUp()
+                        case 1:
+                            try connection.send(waiting)
+                            connection.finishSending()
+                            _ = await connection.readUntilClosed(timeout: .seconds(30))
+                        case 2:
+                            try connection.send(waiting + info + waiting + info)
+                            try await Task.sleep(for: .milliseconds(index % 50))
+                            connection.hangUp()
+                        case 3:
+                            // The pull's page comes first, at once, and is the last (not Hummingbird's bare 400).
+                            try connection.send(waiting + "garbage\r\n\r\n")
+                            let answer = await connection.readUntilClosed(timeout: .seconds(30))
+                            let page = try #require(answer.flatMap { RawResponse($0) }, "closed without the pull's page")
+                            #expect(page.status == 200 && page.headers["connection"] == "close")
+                        case 4:
+                            try connection.send(Self.waitingPullText(token: token, wait: 1, extra: "Connection: close\r\n"))
+                            _ = await connection.readUntilClosed(timeout: .seconds(30))
+                        case 5:
+                            try connection.send(String(waiting.prefix(30)))
+                            connection.hangUp()
+                        case 6:
+                            try connection.send(info + waiting)
+                            _ = await connection.readResponse(timeout: .seconds(30))
+                            connection.hangUp()
+                        case 7:
+                            try connection.send(waiting.replacingOccurrences(of: token, with: "forged"))
+                            #expect(await connection.readResponse(timeout: .seconds(30))?.status == 401)
+                        default:
+                            try connection.send(
+                                waiting + "POST \(Endpoint.push.path) HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n"
+                                    + String(repeating: "x", count: 200_000))
+                            connection.hangUp()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let deadline = ContinuousClock.now + .seconds(15)
+            while feed.count != 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(feed.count == 0, "waiters left behind by clients that went")
+            let connection = try RawConnection(port: port)
+            try Self.waitingPull(connection, token: token, wait: 1)
+            #expect(await connection.readResponse(timeout: .seconds(30))?.status == 200)
+        }
+    }
 }

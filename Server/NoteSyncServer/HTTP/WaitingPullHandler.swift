@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import NoteSyncProtocol
 
@@ -144,6 +145,20 @@ final class WaitingPullHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// The parser failed on what followed a waiting pull (a pipelining client sent garbage): the owed answer, given at
+    /// once (the connection cannot go on), is the connection's last, as through Hummingbird (the guard marks it
+    /// `Connection: close` and closes after it). Hummingbird, which owes nothing here, would otherwise answer the
+    /// error first, a bare 400 in the place of the pull's page.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let owed, error is HTTPParserError {
+            self.owed?.closeAfter = true
+            held.removeAll()
+            owed.connection.closed()
+            return
+        }
+        context.fireErrorCaught(error)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
