@@ -613,7 +613,7 @@ public final class SyncService: Sendable {
     }
 
     /// A pull's first step: validates the query and reads the first page; with `wait`, no change after the cursor and
-    /// a feed, registers the waiter (``waitStep(cursor:pageSize:first:deadline:session:connection:)``).
+    /// a feed, registers the waiter (``waitStep(feed:first:deadline:pageSize:session:connection:)``).
     ///
     /// - Throws: As ``pull(since:limit:wait:session:connection:)``.
     public func beginPull(
