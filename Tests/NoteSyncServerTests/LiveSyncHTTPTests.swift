@@ -85,15 +85,16 @@ struct LiveSyncHTTPTests {
             let token = try await Self.token(port: port)
             let connection = try RawConnection(port: port)
             let started = ContinuousClock.now
-            try Self.waitingPull(connection, token: token, wait: 3)
+            // The next request is pipelined behind the wait, so that checking the connection was kept alive does not
+            // depend on the test sending it within the 1-s idle timeout after the page (a loaded CI machine did not).
+            try connection.send(Self.waitingPullText(token: token, wait: 3) + "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
             let response = try #require(await connection.readResponse(timeout: .seconds(30)), "no answer")
             let elapsed = ContinuousClock.now - started
             #expect(response.status == 200)
             let page = try JSONDecoder().decode(PullResponse.self, from: response.body)
             #expect(page.changes.isEmpty)
             #expect(elapsed >= .seconds(3), "answered before the wait ended: \(elapsed)")
-            // Same connection, next request: it was kept alive.
-            try connection.send("GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
+            // Same connection, next request: it was kept alive after the waited page.
             #expect(try #require(await connection.readResponse(timeout: .seconds(30))).status == 200)
         }
     }
