@@ -338,15 +338,21 @@ enum HTTPBridge {
         return token.isEmpty || token.contains(" ") ? nil : token
     }
 
-    /// A Hummingbird response for a protocol response (`Content-Type: application/json` when there is a body).
-    static func response(from wire: WireResponse) -> Response {
+    /// The header fields of a protocol response: `Content-Type: application/json` when there is a body, then its
+    /// own (`X-Request-Id`, `Retry-After`, `Allow`, ...). Every answer the daemon writes starts from these.
+    static func headerFields(of wire: WireResponse) -> HTTPFields {
         var fields = HTTPFields()
         if !wire.body.isEmpty { fields[.contentType] = "application/json" }
         for (name, value) in wire.headers {
             if let name = HTTPField.Name(name) { fields[name] = value }
         }
-        return Response(
-            status: HTTPResponse.Status(code: wire.status), headers: fields,
+        return fields
+    }
+
+    /// A Hummingbird response for a protocol response (``headerFields(of:)``).
+    static func response(from wire: WireResponse) -> Response {
+        Response(
+            status: HTTPResponse.Status(code: wire.status), headers: headerFields(of: wire),
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: wire.body))
         )
     }

@@ -386,13 +386,9 @@ final class ConnectionGuard {
                 ]
             )
             let wire = failure.response(requestID: requestID)
-            var fields = HTTPFields()
-            fields[.contentType] = "application/json"
+            var fields = HTTPBridge.headerFields(of: wire)
             fields[.contentLength] = String(wire.body.count)
             fields[.connection] = "close"
-            for (name, value) in wire.headers {
-                if let name = HTTPField.Name(name) { fields[name] = value }
-            }
             let channel = context.channel
             context.write(wrapOutboundOut(.head(HTTPResponse(status: .init(code: wire.status), headerFields: fields))), promise: nil)
             context.write(wrapOutboundOut(.body(ByteBuffer(bytes: wire.body))), promise: nil)

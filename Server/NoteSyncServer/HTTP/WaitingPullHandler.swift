@@ -215,11 +215,7 @@ final class WaitingPullHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Writes the owed answer, then passes on what waited for it.
     private func answer(_ wire: WireResponse) {
         guard let context, let owed else { return }
-        var fields = HTTPFields()
-        fields[.contentType] = wire.body.isEmpty ? nil : "application/json"
-        for (name, value) in wire.headers {
-            if let name = HTTPField.Name(name) { fields[name] = value }
-        }
+        var fields = HTTPBridge.headerFields(of: wire)
         fields[.contentLength] = String(wire.body.count)
         fields[.date] = Self.httpDate(Date())
         fields[.server] = serverName
