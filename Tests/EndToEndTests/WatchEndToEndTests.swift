@@ -24,6 +24,23 @@ struct WatchEndToEndTests {
 
     static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
+    /// `notes watch` of `device` in a tmux session (a real terminal), once its first sync is on the screen.
+    static func watch(_ device: NotesDevice, directory: URL) async throws -> TmuxSession {
+        let command = [NotesE2E.notesBinary.path, "watch", "--home", device.home.path].map(quote).joined(separator: " ")
+        let session = try await TmuxSession("env TERM=xterm \(command)", directory: directory)
+        try await session.waitFor("the first sync") { $0.contains("synced:") }
+        return session
+    }
+
+    /// A laptop and a phone, both signed in as alice on `url` (the caller removes them).
+    func aliceOnLaptopAndPhone(_ url: String) async throws -> (laptop: NotesDevice, phone: NotesDevice) {
+        let laptop = try NotesDevice("laptop")
+        let phone = try NotesDevice("phone")
+        _ = ok(try await account(laptop, "signup", url, "alice"))
+        _ = ok(try await account(phone, "login", url, "alice"))
+        return (laptop, phone)
+    }
+
     /// Polls `device`'s notes (another `notes` process reading the store the watch writes) until `condition`.
     func waitForTexts(_ device: NotesDevice, _ what: String, seconds: Double = 30, _ condition: ([String]) -> Bool) async throws {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
@@ -42,16 +59,9 @@ struct WatchEndToEndTests {
         let data = ["--data-dir", directory.appendingPathComponent("data").path]
         let log = directory.appendingPathComponent("notesyncd.log")
         var daemon = try await DaemonProcess.startOnRestartablePort(data, log: log)
-        let url = "http://127.0.0.1:\(daemon.port)"
-        let laptop = try NotesDevice("laptop")
-        let phone = try NotesDevice("phone")
+        let (laptop, phone) = try await aliceOnLaptopAndPhone("http://127.0.0.1:\(daemon.port)")
         defer { laptop.remove(); phone.remove() }
-        _ = ok(try await account(laptop, "signup", url, "alice"))
-        _ = ok(try await account(phone, "login", url, "alice"))
-
-        let command = ([NotesE2E.notesBinary.path, "watch", "--home", phone.home.path]).map(Self.quote).joined(separator: " ")
-        let session = try await TmuxSession("env TERM=xterm \(command)", directory: directory)
-        try await session.waitFor("the first sync") { $0.contains("synced:") }
+        let session = try await Self.watch(phone, directory: directory)
 
         // 1. Another device's note arrives with no `notes sync` on this one.
         _ = ok(try await laptop.run(["add", "from the laptop"]))
@@ -93,17 +103,10 @@ struct WatchEndToEndTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try await DaemonProcess.startOnRestartablePort(
             ["--data-dir", directory.appendingPathComponent("data").path], log: directory.appendingPathComponent("notesyncd.log"))
-        let url = "http://127.0.0.1:\(daemon.port)"
-        let laptop = try NotesDevice("laptop")
-        let phone = try NotesDevice("phone")
+        let (laptop, phone) = try await aliceOnLaptopAndPhone("http://127.0.0.1:\(daemon.port)")
         defer { laptop.remove(); phone.remove() }
-        _ = ok(try await account(laptop, "signup", url, "alice"))
-        _ = ok(try await account(phone, "login", url, "alice"))
         _ = ok(try await phone.run(["add", "kept on the phone"]))
-
-        let command = ([NotesE2E.notesBinary.path, "watch", "--home", phone.home.path]).map(Self.quote).joined(separator: " ")
-        let session = try await TmuxSession("env TERM=xterm \(command)", directory: directory)
-        try await session.waitFor("the first sync") { $0.contains("synced:") }
+        let session = try await Self.watch(phone, directory: directory)
         // The watch's waiting pull follows its first sync at once; the revocation comes a process launch later.
         let started = ContinuousClock.now
         _ = ok(try await laptop.run(["devices", "revoke", "--others"]))
@@ -137,9 +140,7 @@ struct WatchScaleOutEndToEndTests {
         _ = helper.ok(try await helper.account(writer, "signup", one.url, "alice"))
         _ = helper.ok(try await helper.account(watcher, "login", two.url, "alice"))
 
-        let command = ([NotesE2E.notesBinary.path, "watch", "--home", watcher.home.path]).map(WatchEndToEndTests.quote).joined(separator: " ")
-        let session = try await TmuxSession("env TERM=xterm \(command)", directory: watcher.home.deletingLastPathComponent())
-        try await session.waitFor("the first sync") { $0.contains("synced:") }
+        let session = try await WatchEndToEndTests.watch(watcher, directory: watcher.home.deletingLastPathComponent())
         for index in 1...3 {
             _ = helper.ok(try await writer.run(["add", "through daemon one, \(index)"]))
             _ = helper.ok(try await writer.run(["sync"]))
