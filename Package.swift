@@ -90,14 +90,22 @@ let package = Package(
         ),
         .executableTarget(name: "notes", dependencies: ["NotesCommand"], path: "Client/notes", swiftSettings: swiftSettings),
 
-        // Test support: the in-process server, the transports, the process runner and the daemon launcher, shared
-        // by the test targets and the simulation.
+        // The sync harness: the in-process server, the transports (fault injection too) and the process runner,
+        // which the simulation ships and the tests share.
         .target(
-            name: "TestSupport",
+            name: "SyncHarness",
             dependencies: [
                 "MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Sources/SyncHarness",
+            swiftSettings: swiftSettings
+        ),
+        // Test support, for the test targets only: the harness (re-exported), typed protocol calls, the daemon
+        // launcher, the codec oracles, temporary directories.
+        .target(
+            name: "TestSupport",
+            dependencies: ["MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient", "SyncHarness"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -106,7 +114,7 @@ let package = Package(
         .target(
             name: "NoteSim",
             dependencies: [
-                "MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient", "TestSupport",
+                "MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient", "SyncHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

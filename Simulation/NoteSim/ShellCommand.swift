@@ -1,4 +1,4 @@
-import TestSupport
+import SyncHarness
 
 /// Runs `/bin/sh -c COMMAND` (a `--restart-command`) and waits for that shell to exit, and for nothing it leaves
 /// running.

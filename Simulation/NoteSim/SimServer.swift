@@ -4,7 +4,7 @@ import MiniFlake
 import NoteSyncProtocol
 import NoteSyncServer
 import NotesClient
-import TestSupport
+import SyncHarness
 
 /// The server a simulation runs against.
 protocol SimServer: AnyObject {

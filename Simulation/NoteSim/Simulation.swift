@@ -2,7 +2,7 @@ import Foundation
 import MiniFlake
 import NoteSyncProtocol
 import NotesClient
-import TestSupport
+import SyncHarness
 
 /// Counts for the summary line.
 public struct SimSummary: Sendable, Equatable {

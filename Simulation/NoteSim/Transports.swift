@@ -1,7 +1,7 @@
 import Foundation
 import NoteSyncProtocol
 import NotesClient
-import TestSupport
+import SyncHarness
 
 /// Injects a step's planned faults into a device's requests: a request lost before the server, a response lost
 /// after the server committed, a request delivered twice, or the connection going down for the rest of the step.

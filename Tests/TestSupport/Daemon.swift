@@ -1,4 +1,5 @@
 import Foundation
+import SyncHarness
 
 #if canImport(Glibc)
 import Glibc

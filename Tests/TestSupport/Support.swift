@@ -1,18 +1,7 @@
 import Foundation
-import Logging
-import Synchronization
-
-/// 2026-11-22T00:00:00Z, where test clocks start.
-public let testEpoch: Int64 = 1_795_305_600_000
-
-extension Logger {
-    /// A logger that shows errors only.
-    public static func quiet(_ label: String, level: Logger.Level = .error) -> Logger {
-        var logger = Logger(label: label)
-        logger.logLevel = level
-        return logger
-    }
-}
+// What the tests share with the simulation (the in-process server, the transports, the process runner) is
+// `SyncHarness`'s, a library `notes-sim` ships; every test target that imports TestSupport sees it as before.
+@_exported import SyncHarness
 
 /// Seeds for property tests: `NOTESYNC_SEED=<n>` replays one seed, else `count` seeds from a fixed base.
 public func propertySeeds(_ count: Int, base: UInt64 = 0x5EED) -> [UInt64] {
@@ -32,11 +21,4 @@ public func withTemporaryDirectory<T>(_ label: String = "test", _ body: (URL) as
     let directory = try makeTemporaryDirectory(label)
     defer { try? FileManager.default.removeItem(at: directory) }
     return try await body(directory)
-}
-
-/// A value behind a mutex, in a class so concurrent closures can share it.
-public final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    public init(_ value: Value) { mutex = Mutex(value) }
-    public func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T { try mutex.withLock { try body(&$0) } }
 }
