@@ -227,7 +227,7 @@ public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
         self.init(host: host, port: port)
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    public var description: String { Listener.shown(host: host, port: port) }
 }
 
 /// A configuration value the daemon cannot start with.

@@ -48,8 +48,10 @@ public func buildRouter(api: SyncAPI, logger: Logger) -> Router<SyncRequestConte
 /// HTTP server and a service that closes the store after the server has drained (graceful shutdown).
 ///
 /// - Parameters:
-///   - onListening: Called once with the listening line (`notesyncd listening on http://HOST:PORT`, the real
-///     port when 0 was asked); the daemon prints it to stdout.
+///   - onListening: Called with the listening line (`notesyncd listening on http://HOST:PORT`, the real port when 0
+///     was asked), then with the metrics line when `--metrics-address` is set, only once every listener is bound;
+///     the daemon prints them to stdout. A listener that cannot be bound fails the application's run with a
+///     ``ListenerError`` naming it and its address, and no line is printed.
 ///   - changeFeed: The feed of waiting pulls (tests pass one they observe); nil makes one from the configuration.
 /// - Throws: ``ConfigurationError`` for a bad configuration, or the SQLite store's open error. PostgreSQL is migrated
 ///   and the instance number leased when the application runs, before the server starts listening.
@@ -122,6 +124,7 @@ public func buildApplication(
     let api = SyncAPI(service: service, logger: logger, metrics: metrics)
     let host = configuration.host
     let serverName = "notesyncd"
+    let gate = ReadinessGate(expected: configuration.metricsAddress == nil ? [.sync] : [.sync, .metrics], onReady: onListening)
     var app = Application(
         router: buildRouter(api: api, logger: logger),
         server: .guardedHTTP1(timeouts: configuration.timeouts, api: api, serverName: serverName, logger: logger),
@@ -132,15 +135,17 @@ public func buildApplication(
         ),
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
-            let shownHost = host.contains(":") ? "[\(host)]" : host
             logger.info("listening", metadata: ["host": "\(host)", "port": "\(port)"])
-            onListening("notesyncd listening on http://\(shownHost):\(port)")
+            gate.bound(.sync, line: "notesyncd listening on http://\(Listener.shown(host: host, port: port))")
         },
         logger: logger
     )
     app.addServices(services)
     if let metrics, let address = configuration.metricsAddress {
-        app.addServices(buildMetricsApplication(metrics: metrics, store: store, feed: feed, address: address, logger: logger, onListening: onListening))
+        let metricsApp = buildMetricsApplication(
+            metrics: metrics, store: store, feed: feed, address: address, logger: logger,
+            onListening: { gate.bound(.metrics, line: $0) })
+        app.addServices(ListenerService(app: metricsApp, listener: .metrics, address: address.description, gate: gate))
     }
     app.addServices(StoreService(store: store, logger: logger))
     // After the store (it stops before the store closes); the HTTP server answers its own waiters as it drains.
@@ -154,7 +159,7 @@ public func buildApplication(
         )
     }
     if let prelude { app.beforeServerStarts(perform: prelude) }
-    return app
+    return NotesyncdApplication(base: app, address: Listener.shown(host: host, port: configuration.port), gate: gate)
 }
 
 /// Runs `body`, failing with a ``ConfigurationError`` naming `what` if it has not finished after `deadline` (a

@@ -168,9 +168,8 @@ func buildMetricsApplication(
         configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: "notesyncd-metrics"),
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? address.port
-            let host = address.host.contains(":") ? "[\(address.host)]" : address.host
             logger.info("metrics listening", metadata: ["host": "\(address.host)", "port": "\(port)"])
-            onListening("notesyncd metrics on http://\(host):\(port)/metrics")
+            onListening("notesyncd metrics on http://\(Listener.shown(host: address.host, port: port))/metrics")
         },
         logger: quiet
     )
