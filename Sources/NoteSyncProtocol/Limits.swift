@@ -40,6 +40,18 @@ public enum CredentialRules {
     /// Device names: at most ``SignInRequest/maxDeviceNameLength`` characters, none a control character.
     public static var deviceNameLength: Int { SignInRequest.maxDeviceNameLength }
 
+    /// The username rule in words (`3–64 characters from a–z, 0–9, '.', '_' and '-', case-insensitive`): what every
+    /// help text and error message says; Docs/PROTOCOL.md, OPERATIONS.md and openapi.yaml are checked against
+    /// ``usernameLength`` by a test.
+    public static var usernameRule: String {
+        "\(usernameLength.lowerBound)–\(usernameLength.upperBound) characters from a–z, 0–9, '.', '_' and '-', case-insensitive"
+    }
+
+    /// The password rule in words (`8–72 UTF-8 bytes, without NUL characters`).
+    public static var passwordRule: String {
+        "\(passwordBytes.lowerBound)–\(passwordBytes.upperBound) UTF-8 bytes, without NUL characters"
+    }
+
     /// The canonical (lowercased) username, or nil when it breaks the rules.
     ///
     /// The bytes the client sent are checked first, against ASCII `A–Z a–z 0–9 . _ -`; only then is the name

@@ -180,6 +180,64 @@ struct OperatorsEndToEndTests {
         #expect(short.output.hasPrefix("notesyncd: A password is "), "\(short.output)")
     }
 
+    /// Issue 28, item 5: every operator `--json` output is the one Docs/OPERATIONS.md documents ("Operator JSON"):
+    /// each key documented, each documented key present unless marked `?`, each value of its type, times in the wire's
+    /// ISO 8601 form. Failed before: `users list --json` gave `createdAt` (and `disabledAt`) as epoch milliseconds,
+    /// with no `disabled`.
+    @Test(arguments: backends)
+    func everyJSONOutputIsTheDocumentedOne(_ backend: String) async throws {
+        let directory = try NotesE2E.temporaryDirectory("operator-json-\(backend)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try await Self.storeArguments(backend, directory: directory) + ["--bcrypt-cost", "4"]
+        let daemon = try await Self.start(store + ["--sign-up", "closed"], directory: directory)
+        defer { daemon.child.signal(SIGTERM); _ = daemon.child.waitBlocking() }
+        let api = try Self.client(daemon.url)
+        for name in ["alice", "bob"] {
+            let added = try await Self.notesyncd(["users", "add", name] + store + ["--password-stdin"], stdin: NotesE2E.password + "\n")
+            try #require(added.status == 0, "\(added.output)")
+        }
+        let session = try await api.signIn("alice", NotesE2E.password, device: "phone")
+        _ = try await api.push(session.token, [change(1, edit: 1, text: "one\n")])
+        _ = try await api.signIn("alice", NotesE2E.password, device: nil)
+        try #require(try await Self.notesyncd(["users", "disable", "bob"] + store).status == 0)
+        try #require(try await Self.notesyncd(["invites", "create"] + store).status == 0)
+        try #require(try await Self.notesyncd(["invites", "revoke", "1"] + store).status == 0)
+
+        let documented = try String(contentsOf: Binaries.packageRoot.appendingPathComponent("Docs/OPERATIONS.md"), encoding: .utf8)
+        let outputs: [(heading: String, arguments: [String])] = [
+            ("`users list --json`", ["users", "list", "--json"]),
+            ("`sessions list USERNAME --json`", ["sessions", "list", "alice", "--json"]),
+            ("`invites create --json`", ["invites", "create", "--uses", "2", "--expires-in", "7d", "--note", "for carol", "--json"]),
+            ("`invites list --json`", ["invites", "list", "--json"]),
+            ("`stats --json`", ["stats", "--json"]),
+        ]
+        for (heading, arguments) in outputs {
+            let fields = try MarkdownTable.rows(after: heading, in: documented)
+            let types = Dictionary(uniqueKeysWithValues: fields.map { (MarkdownTable.code($0["field"] ?? ""), MarkdownTable.code($0["type"] ?? "")) })
+            try #require(!types.isEmpty, "\(heading)")
+            let run = try await Self.notesyncd(arguments + store)
+            try #require(run.status == 0, "\(arguments): \(run.output)")
+            let value = try JSONDecoder().decode(JSONValue.self, from: Data(run.output.utf8))
+            let objects: [[String: JSONValue]]
+            switch value {
+            case .array(let elements): objects = elements.compactMap { if case .object(let object) = $0 { object } else { nil } }
+            case .object(let object): objects = [object]
+            default: objects = []
+            }
+            #expect(objects.count >= 1, "\(arguments): \(run.output)")
+            for object in objects {
+                #expect(Set(object.keys).subtracting(types.keys).isEmpty, "\(arguments): undocumented \(Set(object.keys).subtracting(types.keys))")
+                for (field, type) in types {
+                    guard let value = object[field] else {
+                        #expect(type.hasSuffix("?"), "\(arguments): \(field) missing")
+                        continue
+                    }
+                    #expect(value.isOfDocumentedType(String(type.trimmingCharacters(in: ["?"]))), "\(arguments): \(field) is \(value), documented \(type)")
+                }
+            }
+        }
+    }
+
     @Test func operatorCommandsRefuseAMissingStore() async throws {
         let (status, output) = try await Self.notesyncd(["users", "list", "--data-dir", "/nonexistent/never-created"])
         #expect(status == 1)
@@ -438,5 +496,51 @@ struct OperatorsEndToEndTests {
         }
         #expect(messages.contains("sign-in failed: wrong username or password"), "\(messages)")
         #expect(messages.contains("database closed"), "\(messages)")
+    }
+}
+
+/// Any JSON value, decoded strictly: a number is never taken for a boolean, nor a boolean for a number.
+enum JSONValue: Decodable, Sendable, CustomStringConvertible {
+    case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    /// Whether it is of a type Docs/OPERATIONS.md names: `string`, `integer`, `boolean` or `time` (a string in the
+    /// wire's ISO 8601 form).
+    func isOfDocumentedType(_ type: String) -> Bool {
+        switch (type, self) {
+        case ("string", .string), ("integer", .integer), ("boolean", .bool): true
+        case ("time", .string(let text)): WireTime.parse(text) != nil
+        default: false
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .null: "null"
+        case .bool(let value): "\(value)"
+        case .integer(let value): "\(value)"
+        case .number(let value): "\(value)"
+        case .string(let value): "\"\(value)\""
+        case .array(let value): "\(value)"
+        case .object(let value): "\(value)"
+        }
     }
 }

@@ -72,6 +72,16 @@ struct OperatorTests {
         #expect(try NotesyncdCommand.parseAsRoot(["--port", "9090"]) is NotesyncdCommand)
     }
 
+    /// Issue 28, item 4: `users add --help` states the username rule sign-up applies (``CredentialRules``). Failed
+    /// before: it said 3-32 characters while `users add` took 40 (the rule is 3–64).
+    @Test func usersAddHelpStatesTheUsernameRule() throws {
+        let help = NotesyncdCommand.helpMessage(for: UsersCommand.Add.self, columns: 1000)
+        #expect(help.contains(CredentialRules.usernameRule), "\(help)")
+        let longest = String(repeating: "a", count: CredentialRules.usernameLength.upperBound)
+        #expect(CredentialRules.canonicalUsername(longest) == longest)
+        #expect(CredentialRules.canonicalUsername(longest + "a") == nil)
+    }
+
     @Test func closedSignUpRefusesBeforeLookingAtTheRequest() async throws {
         let store = try SQLiteNoteStore.inMemory()
         let closed = try Self.service(.closed, store: store)

@@ -15,7 +15,8 @@ public struct InvitesCommand: AsyncParsableCommand {
 
     public init() {}
 
-    /// An invite as `invites list --json` prints it (times in the wire format), never its code.
+    /// An invite as `invites list --json` prints it (Docs/OPERATIONS.md, "Operator JSON": times in the wire's ISO
+    /// 8601 form, an absent key for a missing value), never its code.
     struct Listed: Encodable, Equatable {
         var id: Int64
         var note: String?
@@ -100,6 +101,7 @@ public struct InvitesCommand: AsyncParsableCommand {
             }
         }
 
+        /// What `invites create --json` prints (Docs/OPERATIONS.md, "Operator JSON").
         struct Created: Encodable {
             var id: Int64
             var code: String
@@ -120,10 +122,7 @@ public struct InvitesCommand: AsyncParsableCommand {
             let shown = InviteCode.display(code)
             let expiry = invite.expiresAt.map { WireTime.format(unixMilliseconds: $0) }
             if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                let created = Created(id: invite.id, code: shown, uses: invite.usesTotal, expiresAt: expiry, note: invite.note)
-                OperatorOutput.line(String(decoding: try encoder.encode(created), as: UTF8.self))
+                try OperatorOutput.json(Created(id: invite.id, code: shown, uses: invite.usesTotal, expiresAt: expiry, note: invite.note))
                 return
             }
             OperatorOutput.line(
@@ -148,20 +147,15 @@ public struct InvitesCommand: AsyncParsableCommand {
             let invites = try await store.withStore { try await $0.store.invites() }
             let now = SystemFlakeClock.coarse.unixMilliseconds()
             let listed = invites.map { Listed($0, now: now) }
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                OperatorOutput.line(String(decoding: try encoder.encode(listed), as: UTF8.self))
-                return
+            try OperatorOutput.print(listed, json: json) {
+                [["ID", "STATUS", "USES LEFT", "EXPIRES", "CREATED", "REVOKED", "NOTE"]]
+                    + listed.map { invite in
+                        [
+                            "\(invite.id)", invite.status, "\(invite.usesLeft)/\(invite.usesTotal)", invite.expiresAt ?? "never",
+                            invite.createdAt, invite.revokedAt ?? "-", invite.note ?? "-",
+                        ]
+                    }
             }
-            var rows = [["ID", "STATUS", "USES LEFT", "EXPIRES", "CREATED", "REVOKED", "NOTE"]]
-            for invite in listed {
-                rows.append([
-                    "\(invite.id)", invite.status, "\(invite.usesLeft)/\(invite.usesTotal)", invite.expiresAt ?? "never",
-                    invite.createdAt, invite.revokedAt ?? "-", invite.note ?? "-",
-                ])
-            }
-            OperatorOutput.table(rows)
         }
     }
 

@@ -19,7 +19,8 @@ public struct SessionsCommand: AsyncParsableCommand {
     /// The most sessions `sessions list` shows (the most recently signed-in first).
     static let listLimit = 1000
 
-    /// One session as `sessions list --json` prints it (IDs as decimal strings, times in the wire format).
+    /// One session as `sessions list --json` prints it (Docs/OPERATIONS.md, "Operator JSON": IDs as decimal
+    /// strings, times in the wire's ISO 8601 form, an absent key for a missing value).
     struct Listed: Encodable {
         var id: String
         var device: String?
@@ -49,17 +50,10 @@ public struct SessionsCommand: AsyncParsableCommand {
                     signedIn: WireTime.format(unixMilliseconds: session.createdAt),
                     lastSeen: session.lastSeenAt.map { WireTime.format(unixMilliseconds: $0) })
             }
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                OperatorOutput.line(String(decoding: try encoder.encode(listed), as: UTF8.self))
-                return
+            try OperatorOutput.print(listed, json: json) {
+                [["ID", "DEVICE", "SIGNED IN", "LAST SEEN"]]
+                    + listed.map { [$0.id, $0.device ?? "-", $0.signedIn, $0.lastSeen ?? "-"] }
             }
-            var rows = [["ID", "DEVICE", "SIGNED IN", "LAST SEEN"]]
-            for session in listed {
-                rows.append([session.id, session.device ?? "-", session.signedIn, session.lastSeen ?? "-"])
-            }
-            OperatorOutput.table(rows)
         }
     }
 

@@ -13,19 +13,15 @@ public struct StatsCommand: AsyncParsableCommand {
 
     public func run() async throws {
         let statistics = try await store.withStore { try await $0.store.statistics() }
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            OperatorOutput.line(String(decoding: try encoder.encode(statistics), as: UTF8.self))
-            return
+        try OperatorOutput.print(statistics, json: json) {
+            [
+                ["accounts", "\(statistics.accounts) (\(statistics.disabledAccounts) disabled)"],
+                ["devices", "\(statistics.sessions)"],
+                ["notes", "\(statistics.notes) (+ \(statistics.tombstones) deleted)"],
+                ["text", "\(statistics.textBytes) bytes"],
+                ["applied edits", "\(statistics.appliedEdits) (\(statistics.replayTextBytes) bytes of text kept for replays)"],
+                ["database", "\(statistics.databaseBytes) bytes"],
+            ]
         }
-        OperatorOutput.table([
-            ["accounts", "\(statistics.accounts) (\(statistics.disabledAccounts) disabled)"],
-            ["devices", "\(statistics.sessions)"],
-            ["notes", "\(statistics.notes) (+ \(statistics.tombstones) deleted)"],
-            ["text", "\(statistics.textBytes) bytes"],
-            ["applied edits", "\(statistics.appliedEdits) (\(statistics.replayTextBytes) bytes of text kept for replays)"],
-            ["database", "\(statistics.databaseBytes) bytes"],
-        ])
     }
 }

@@ -25,22 +25,41 @@ public struct UsersCommand: AsyncParsableCommand {
         public init() {}
 
         public func run() async throws {
-            let summaries = try await store.withStore { try await $0.store.accountSummaries() }
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                OperatorOutput.line(String(decoding: try encoder.encode(summaries), as: UTF8.self))
-                return
+            let listed = try await store.withStore { try await $0.store.accountSummaries() }.map(Listed.init)
+            try OperatorOutput.print(listed, json: json) {
+                [["USERNAME", "ID", "CREATED", "STATUS", "NOTES", "DEVICES"]]
+                    + listed.map { user in
+                        [
+                            user.username, user.id, user.createdAt, user.disabledAt.map { "disabled \($0)" } ?? "enabled", "\(user.notes)",
+                            "\(user.sessions)",
+                        ]
+                    }
             }
-            var rows = [["USERNAME", "ID", "CREATED", "STATUS", "NOTES", "DEVICES"]]
-            for summary in summaries {
-                rows.append([
-                    summary.username, "\(summary.id)", WireTime.format(unixMilliseconds: summary.createdAt),
-                    summary.disabledAt.map { "disabled \(WireTime.format(unixMilliseconds: $0))" } ?? "enabled",
-                    "\(summary.notes)", "\(summary.sessions)",
-                ])
-            }
-            OperatorOutput.table(rows)
+        }
+    }
+
+    /// One account as `users list --json` prints it (Docs/OPERATIONS.md, "Operator JSON"): the ID as a decimal
+    /// string, times in the wire's ISO 8601 form (``WireTime``).
+    struct Listed: Encodable {
+        var id: String
+        var username: String
+        var createdAt: String
+        var disabled: Bool
+        /// Absent while enabled.
+        var disabledAt: String?
+        /// Notes that are not deleted.
+        var notes: Int
+        /// Signed-in devices.
+        var sessions: Int
+
+        init(_ summary: AccountSummary) {
+            id = "\(summary.id)"
+            username = summary.username
+            createdAt = WireTime.format(unixMilliseconds: summary.createdAt)
+            disabled = summary.disabledAt != nil
+            disabledAt = summary.disabledAt.map { WireTime.format(unixMilliseconds: $0) }
+            notes = summary.notes
+            sessions = summary.sessions
         }
     }
 
@@ -48,21 +67,22 @@ public struct UsersCommand: AsyncParsableCommand {
     public struct Add: AsyncParsableCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Create an account (whatever the sign-up policy).",
-            discussion: "Without --password-stdin a random password is made and printed once. " + OperatorStoreOptions.help)
+            discussion: PasswordOptions.discussion + " " + OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
         var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
-        @Argument(help: "The username (3-32 of a-z, 0-9, '.', '_', '-'; case-insensitive).") var username: String
-        @Flag(name: .customLong("password-stdin"), help: "Read the password from the first line of standard input.")
-        var passwordStdin = false
+        @Argument(help: "The username (\(CredentialRules.usernameRule)).") var username: String
+        @OptionGroup var password: PasswordOptions
         public init() {}
 
         public func run() async throws {
-            let (password, generated) = try OperatorOutput.password(fromStdin: passwordStdin)
+            let password = try self.password.read()
             let created = try await store.withStore { opened in
-                try await OperatorOutput.mapped { try await opened.service().createAccount(SignUpRequest(username: username, password: password)) }
+                try await OperatorOutput.mapped {
+                    try await opened.service().createAccount(SignUpRequest(username: username, password: password.text))
+                }
             }
             OperatorOutput.line("created account \(created.username) (\(created.accountID))")
-            if generated { OperatorOutput.line("password: \(password)") }
+            password.printIfGenerated()
         }
     }
 
@@ -71,31 +91,26 @@ public struct UsersCommand: AsyncParsableCommand {
         public static let configuration = CommandConfiguration(
             commandName: "reset-password",
             abstract: "Set a new password and sign out every device of the account.",
-            discussion: "Without --password-stdin a random password is made and printed once. " + OperatorStoreOptions.help)
+            discussion: PasswordOptions.discussion + " " + OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
         var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
-        @Flag(name: .customLong("password-stdin"), help: "Read the password from the first line of standard input.")
-        var passwordStdin = false
+        @OptionGroup var password: PasswordOptions
         public init() {}
 
         public func run() async throws {
-            let (password, generated) = try OperatorOutput.password(fromStdin: passwordStdin)
-            guard CredentialRules.isAcceptablePassword(password) else {
-                throw OperatorError(
-                    "a password is \(CredentialRules.passwordBytes.lowerBound)-\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes, without NUL characters")
-            }
+            let password = try self.password.read()
             let name = try await store.withStore { opened in
                 let account = try await opened.account(named: username)
                 let hashing = PasswordHashing.bcrypt(cost: opened.bcryptCost)
-                let hash = try await hashing.run { $0.hash(password) }
+                let hash = try await hashing.run { $0.hash(password.text) }
                 guard try await opened.store.resetPassword(accountID: account.id, passwordHash: hash) else {
                     throw OperatorError("no account named '\(username)'")
                 }
                 return account.username
             }
             OperatorOutput.line("password of \(name) reset; every device of it is signed out")
-            if generated { OperatorOutput.line("password: \(password)") }
+            password.printIfGenerated()
         }
     }
 
@@ -148,7 +163,7 @@ extension UsersCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Delete an account with its notes, edits and sessions, in one transaction; the username is free again.",
             discussion: """
-                Its devices learn it at their next request (401) and keep their notes as signed out. There is no undo                 but a backup: --yes is required. \(OperatorStoreOptions.help)
+                Its devices learn it at their next request (401) and keep their notes as signed out. There is no undo but a backup: --yes is required. \(OperatorStoreOptions.help)
                 """)
         @ParentCommand var daemon: NotesyncdCommand
         var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
@@ -170,49 +185,6 @@ extension UsersCommand {
                 return (account.username, notes)
             }
             OperatorOutput.line("deleted \(name) with its \(notes) note\(notes == 1 ? "" : "s"); the username is free again")
-        }
-    }
-}
-
-/// What the operator commands print, and how they read passwords.
-enum OperatorOutput {
-    /// One line on standard output.
-    static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
-    }
-
-    /// Rows as left-aligned columns separated by two spaces.
-    static func table(_ rows: [[String]]) {
-        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for row in rows {
-            let padded = row.enumerated().map { index, cell in
-                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }
-            line(padded.joined(separator: "  "))
-        }
-    }
-
-    /// The password from standard input's first line, or a new random one (20 characters from a 56-letter alphabet
-    /// without look-alikes: about 116 bits). Returns whether it was generated.
-    static func password(fromStdin: Bool) throws -> (String, Bool) {
-        if fromStdin {
-            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-                throw OperatorError("--password-stdin: standard input has no password line")
-            }
-            return (line, false)
-        }
-        let alphabet = Array("abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789")
-        var generator = SystemRandomNumberGenerator()
-        return (String((0..<20).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }), true)
-    }
-
-    /// Runs `body`, turning the service's request errors into one operator line (`invalid_field: ...` →
-    /// the message).
-    static func mapped<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as SyncError {
-            throw OperatorError(error.body.message)
         }
     }
 }
