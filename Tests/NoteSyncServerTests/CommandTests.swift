@@ -167,3 +167,42 @@ struct CommandErrorTests {
         #expect(defaults.maxConnections == 1000)
     }
 }
+
+/// Issue 29, item 6: each option is declared once, in ``NotesyncdOption/all``; `--help` and Docs/OPERATIONS.md's
+/// option table are checked against it.
+@Suite("notesyncd options table")
+struct NotesyncdOptionTableTests {
+    /// Fails when OPERATIONS.md's table and the code disagree: a flag missing or extra, out of order, another
+    /// variable, another default, or a range the row does not state.
+    @Test func operationsOptionTableIsTheOptionsTable() throws {
+        let text = try String(contentsOf: Binaries.packageRoot.appendingPathComponent("Docs/OPERATIONS.md"), encoding: .utf8)
+        let rows = try MarkdownTable.rows(after: "## Running one daemon with SQLite", in: text)
+        #expect(rows.map { MarkdownTable.code($0["flag"] ?? "") } == NotesyncdOption.all.map { "--\($0.flag)" })
+        for (row, option) in zip(rows, NotesyncdOption.all) {
+            #expect(MarkdownTable.code(row["environment"] ?? "") == option.variable, "--\(option.flag)")
+            let documentedDefault = (row["default"] ?? "").replacingOccurrences(of: "`", with: "")
+            #expect(
+                documentedDefault == option.defaultText || documentedDefault.hasPrefix(option.defaultText + " ("),
+                "--\(option.flag): the table says \(documentedDefault), the code \(option.defaultText)")
+            if let range = option.rangeText {
+                #expect(row["what"]?.contains(range) == true, "--\(option.flag): the table does not say \(range)")
+            }
+        }
+    }
+
+    /// Every option's help names its variable and default, and the defaults are the configuration's.
+    @Test func helpStatesEachOptionsVariableAndDefault() throws {
+        let help = NotesyncdCommand.helpMessage(columns: 10_000)
+        for option in NotesyncdOption.all {
+            #expect(help.contains("--\(option.flag) <"), "\(option.flag)")
+            #expect(help.contains(option.help), "\(option.flag)")
+        }
+        #expect(NotesyncdOption.port.help == "Port to listen on, 0 for any free port (NOTESYNCD_PORT; default 8080; 0–65535).")
+        #expect(NotesyncdOption.dataDirectory.variable == "NOTESYNCD_DATA_DIR")
+        // Each option's text sets the configuration, from the flag and from the variable alike.
+        #expect(try NotesyncdCommand.parse(["--max-notes-per-account", "7"]).resolvedConfiguration(environment: [:]).quota.maxNotes == 7)
+        #expect(
+            try NotesyncdCommand.parse([]).resolvedConfiguration(environment: ["NOTESYNCD_MAX_WAITERS_PER_ACCOUNT": "9"]).live
+                .maxWaitersPerAccount == 9)
+    }
+}

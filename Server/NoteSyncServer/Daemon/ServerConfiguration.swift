@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import NoteSyncProtocol
 
-/// Everything `notesyncd` is started with. See ``NotesyncdCommand`` for the flags and environment variables.
+/// Everything `notesyncd` is started with. The defaults are the initializer's; each option's flag, variable and range
+/// are in ``NotesyncdOption/all``, which ``validate()`` checks.
 public struct ServerConfiguration: Sendable, Equatable {
     /// Which database the daemon uses.
     public enum Database: Sendable, Equatable, CustomStringConvertible {
@@ -42,52 +43,52 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     /// Where the SQLite database lives (created if missing). Default `./notesyncd-data`.
     public var dataDirectory: String
-    /// The address to listen on. Default `127.0.0.1`.
+    /// The address to listen on.
     public var host: String
-    /// The port to listen on, 0 to pick a free one (the listening line shows it). Default 8080.
+    /// The port to listen on, 0 to pick a free one (the listening line shows it).
     public var port: Int
-    /// The MiniFlake instance number of this daemon's ID generator with SQLite, 0...1023. Default 0. With
-    /// PostgreSQL the number is leased from the database instead (``InstanceLease``).
+    /// The MiniFlake instance number of this daemon's ID generator with SQLite. With PostgreSQL the number is
+    /// leased from the database instead (``InstanceLease``).
     public var instance: Int
-    /// How long an instance lease lasts without renewal (PostgreSQL only), in seconds, 1...3600. Default 30.
+    /// How long an instance lease lasts without renewal (PostgreSQL only), in seconds.
     public var instanceLeaseSeconds: Int
-    /// The most PostgreSQL connections this daemon opens, 1...1000. Default 20.
+    /// The most PostgreSQL connections this daemon opens.
     public var databaseConnections: Int
-    /// How many days an applied edit is kept for replay detection, 0...36500 (0 keeps them forever). Default 30.
+    /// How many days an applied edit is kept for replay detection (0 keeps them forever).
     public var editRetentionDays: Int
-    /// The bcrypt cost of new password hashes, 4...31. Default 12.
+    /// The bcrypt cost of new password hashes.
     public var bcryptCost: Int
     /// The limits enforced and served by `GET /v1/info`.
     public var limits: SyncLimits
-    /// Default `info`.
+    /// The least severe level logged.
     public var logLevel: Logger.Level
-    /// Default `sqlite`.
+    /// SQLite in ``dataDirectory``, or PostgreSQL.
     public var database: Database
-    /// Connection timeouts in seconds, 1...3600 each (see ``ConnectionTimeouts``). Defaults 60, 30, 60.
+    /// Connection timeouts in seconds (see ``ConnectionTimeouts``).
     public var idleTimeoutSeconds: Int
     public var readTimeoutSeconds: Int
     public var writeTimeoutSeconds: Int
-    /// Most connections served at once, 1...100000; past it new connections wait in the listen backlog. Default 1000.
+    /// Most connections served at once; past it new connections wait in the listen backlog.
     public var maxConnections: Int
-    /// Who may create an account over HTTP. Default ``SignUpPolicy/closed`` (safe for a daemon reachable from the
+    /// Who may create an account over HTTP: ``SignUpPolicy/closed`` by default (safe for a daemon reachable from the
     /// internet: the operator creates accounts with `notesyncd users add`).
     public var signUp: SignUpPolicy = .closed
-    /// How log lines are written. Default ``LogFormat/text``.
+    /// How log lines are written.
     public var logFormat: LogFormat = .text
     /// Where the Prometheus endpoint (`GET /metrics`) listens, as `HOST:PORT`; nil (the default) serves no metrics.
     /// It is a listener of its own, never the sync port, so it is not public by accident.
     public var metricsAddress: MetricsAddress?
-    /// The per-account limits (``AccountQuota/default``: 1,000,000 notes, 1 GiB of text); each at least 1.
+    /// The per-account limits (``AccountQuota/default``).
     public var quota: AccountQuota = .default
-    /// Days a session may go unused before its token stops working, 0...36500 (0: never). Default 180. Signing out
+    /// Days a session may go unused before its token stops working (0: never). Signing out
     /// loses nothing on a device (its notes stay and reconcile at the next sign-in), so an expiry costs a forgotten
     /// laptop one sign-in, while a token copied off a lost one stops working on its own.
     public var sessionIdleDays: Int = 180
-    /// Most waiting pulls held at once, 1...max connections - 1; nil: three quarters of ``maxConnections`` (so
+    /// Most waiting pulls held at once, 1...max connections - 1 (checked by ``validate()``); nil: three quarters of ``maxConnections`` (so
     /// pushes and plain pulls still find a connection when every waiter is held).
     public var maxWaiters: Int?
     /// The limits of waiting pulls served by `GET /v1/info` (`live`): the longest wait and the most waiters per
-    /// account (default 64, 1...100000; the daemon's ``maxWaiters`` bounds it too).
+    /// account (the daemon's ``maxWaiters`` bounds it too).
     public var live: LiveLimits = .default
 
     /// ``maxWaiters`` or its default.
@@ -116,65 +117,22 @@ public struct ServerConfiguration: Sendable, Equatable {
         self.database = database
     }
 
-    /// Valid bcrypt costs.
-    public static let bcryptCostRange = 4...31
-    /// Valid instance numbers.
-    public static let instanceRange = 0...1023
-
-    /// Valid timeouts, in seconds.
-    public static let timeoutRange = 1...3600
-    /// Valid connection caps.
-    public static let maxConnectionsRange = 1...100_000
-
     /// The connection timeouts.
     public var timeouts: ConnectionTimeouts {
         ConnectionTimeouts(idle: .seconds(idleTimeoutSeconds), read: .seconds(readTimeoutSeconds), write: .seconds(writeTimeoutSeconds))
     }
 
-    /// Checks every value; throws a ``ConfigurationError`` naming the first bad one.
+    /// Checks every value; throws a ``ConfigurationError`` naming the first bad one: each option's range
+    /// (``NotesyncdOption/all``), then what depends on several values.
     public func validate() throws(ConfigurationError) {
-        guard (0...65535).contains(port) else { throw ConfigurationError("port must be 0...65535, got \(port)") }
-        guard Self.instanceRange.contains(instance) else {
-            throw ConfigurationError("instance must be 0...1023, got \(instance)")
-        }
-        guard Self.bcryptCostRange.contains(bcryptCost) else {
-            throw ConfigurationError("bcrypt cost must be 4...31, got \(bcryptCost)")
-        }
+        try NotesyncdOption.checkRanges(NotesyncdOption.all, of: self)
         guard !host.isEmpty else { throw ConfigurationError("host must not be empty") }
         guard !dataDirectory.isEmpty else { throw ConfigurationError("data directory must not be empty") }
-        guard limits.maxBodyBytes > 0, limits.maxNoteBytes > 0, limits.maxBatchChanges > 0, limits.maxPageSize > 0 else {
-            throw ConfigurationError("limits must be positive")
-        }
         guard limits.defaultPageSize > 0, limits.defaultPageSize <= limits.maxPageSize else {
             throw ConfigurationError("the default page size must be 1...max page size (\(limits.maxPageSize))")
         }
-        guard (1...3600).contains(instanceLeaseSeconds) else {
-            throw ConfigurationError("the instance lease must be 1...3600 seconds, got \(instanceLeaseSeconds)")
-        }
-        guard (0...36500).contains(editRetentionDays) else {
-            throw ConfigurationError("edit retention must be 0...36500 days, got \(editRetentionDays)")
-        }
-        guard (1...1000).contains(databaseConnections) else {
-            throw ConfigurationError("database connections must be 1...1000, got \(databaseConnections)")
-        }
-        for (name, value) in [("idle timeout", idleTimeoutSeconds), ("read timeout", readTimeoutSeconds), ("write timeout", writeTimeoutSeconds)]
-        where !Self.timeoutRange.contains(value) {
-            throw ConfigurationError("the \(name) must be 1...3600 seconds, got \(value)")
-        }
-        guard Self.maxConnectionsRange.contains(maxConnections) else {
-            throw ConfigurationError("max connections must be 1...100000, got \(maxConnections)")
-        }
-        guard quota.maxNotes > 0, quota.maxTextBytes > 0 else {
-            throw ConfigurationError("the per-account limits must be positive, got \(quota.maxNotes) notes and \(quota.maxTextBytes) bytes")
-        }
         guard (1...max(1, maxConnections - 1)).contains(effectiveMaxWaiters) else {
             throw ConfigurationError("max waiters must be 1...\(max(1, maxConnections - 1)) (below max connections), got \(effectiveMaxWaiters)")
-        }
-        guard Self.maxConnectionsRange.contains(live.maxWaitersPerAccount) else {
-            throw ConfigurationError("max waiters per account must be 1...100000, got \(live.maxWaitersPerAccount)")
-        }
-        guard (0...36500).contains(sessionIdleDays) else {
-            throw ConfigurationError("the session idle limit must be 0...36500 days, got \(sessionIdleDays)")
         }
         guard (1...3600).contains(live.maxWaitSeconds) else {
             throw ConfigurationError("the longest wait must be 1...3600 seconds, got \(live.maxWaitSeconds)")

@@ -17,64 +17,41 @@ public struct OperatorError: Error, Sendable, Equatable, CustomStringConvertible
 /// settings. They are the root command's options, which ArgumentParser also takes after a subcommand's name
 /// (`notesyncd users list --data-dir /var/lib/notesyncd`); each subcommand reads them through `@ParentCommand`.
 public struct OperatorStoreOptions: Sendable {
-    var dataDirectory: String?
-    var database: String?
-    var bcryptCost: Int?
-    var instance: Int?
+    /// The root command's flags, by flag name.
+    let flags: [String: String]
+
+    /// The options an operator command reads: the store's, the cost of a password it sets, and the daemon's
+    /// instance number (operator commands mint with another, ``operatorInstance(daemon:)``).
+    static let options: [NotesyncdOption] = [.dataDirectory, .database, .bcryptCost, .instance]
 
     /// What every operator subcommand's help says about the store options (they belong to the root command, so
     /// ArgumentParser lists them under `notesyncd --help`, not the subcommand's).
     static let help = """
-        The store is the daemon's: --data-dir DIR (NOTESYNCD_DATA_DIR) for SQLite, or --database postgres://... \
-        (NOTESYNCD_DATABASE); --bcrypt-cost (NOTESYNCD_BCRYPT_COST) for a password set here. Safe while the daemon \
-        runs; with SQLite run it as the daemon's user.
+        The store is the daemon's: --data-dir DIR (\(NotesyncdOption.dataDirectory.variable)) for SQLite, or --database \
+        postgres://... (\(NotesyncdOption.database.variable)); --bcrypt-cost (\(NotesyncdOption.bcryptCost.variable)) for a \
+        password set here. Safe while the daemon runs; with SQLite run it as the daemon's user.
         """
 
     init(_ daemon: NotesyncdCommand) {
-        dataDirectory = daemon.dataDirectory
-        database = daemon.database
-        bcryptCost = daemon.bcryptCost
-        instance = daemon.instance
+        flags = daemon.givenFlags
     }
 
     /// The store's settings from the flags, then `environment`, then the daemon's defaults.
+    ///
+    /// - Throws: `ValidationError` naming a bad flag or variable, or a value outside its option's range.
     func resolved(
         environment: [String: String]
     ) throws -> (database: ServerConfiguration.Database, dataDirectory: String, bcryptCost: Int, instance: Int) {
-        func string(_ flag: String?, _ variable: String) -> String? {
-            if let flag { return flag }
-            guard let text = environment[variable], !text.isEmpty else { return nil }
-            return text
-        }
-        let defaults = ServerConfiguration()
-        var database = defaults.database
-        if let text = string(self.database, NotesyncdCommand.Environment.database) {
-            guard let parsed = ServerConfiguration.Database(parsing: text) else {
-                throw OperatorError("The database must be 'sqlite' or a postgres:// URL, got '\(text)'.")
-            }
-            database = parsed
-        }
-        var cost = defaults.bcryptCost
-        if let bcryptCost {
-            cost = bcryptCost
-        } else if let text = string(nil, NotesyncdCommand.Environment.bcryptCost) {
-            guard let value = Int(text) else { throw OperatorError("NOTESYNCD_BCRYPT_COST must be an integer, got '\(text)'.") }
-            cost = value
-        }
-        guard ServerConfiguration.bcryptCostRange.contains(cost) else { throw OperatorError("bcrypt cost must be 4...31, got \(cost)") }
-        var daemonInstance = defaults.instance
-        if let instance {
-            daemonInstance = instance
-        } else if let text = string(nil, NotesyncdCommand.Environment.instance) {
-            guard let value = Int(text) else { throw OperatorError("NOTESYNCD_INSTANCE must be an integer, got '\(text)'.") }
-            daemonInstance = value
-        }
-        guard ServerConfiguration.instanceRange.contains(daemonInstance) else {
-            throw OperatorError("instance must be 0...1023, got \(daemonInstance)")
+        var configuration = ServerConfiguration()
+        try NotesyncdOption.apply(Self.options, flags: flags, environment: environment, to: &configuration)
+        do {
+            try NotesyncdOption.checkRanges(Self.options, of: configuration)
+        } catch {
+            throw ValidationError(error.message)
         }
         return (
-            database, string(dataDirectory, NotesyncdCommand.Environment.dataDirectory) ?? defaults.dataDirectory, cost,
-            Self.operatorInstance(daemon: daemonInstance)
+            configuration.database, configuration.dataDirectory, configuration.bcryptCost,
+            Self.operatorInstance(daemon: configuration.instance)
         )
     }
 
