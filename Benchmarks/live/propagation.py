@@ -13,19 +13,9 @@ store by then. The next note is written only after that. At the end `notes list 
 
 Prints one JSON object (p50/p90/p99/max in ms).
 """
-import argparse, http.client, json, os, random, shutil, socket, subprocess, tempfile, time
+import argparse, json, os, random, shutil, subprocess, tempfile, time
 
-PASSWORD = "correct horse battery"
-
-
-def call(conn, method, path, body=None, token=None):
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
-    response = conn.getresponse()
-    data = response.read()
-    return response.status, (json.loads(data) if data else None)
+from notesync_http import PASSWORD, account, call, connect, percentile
 
 
 def main():
@@ -54,14 +44,9 @@ def main():
             daemons.append(daemon)
             assert "listening" in daemon.stdout.readline()
             urls.append(f"http://127.0.0.1:{port}")
-        a = http.client.HTTPConnection("127.0.0.1", args.port)
-        a.connect()
-        a.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        a = connect(args.port)
         username = "prop" + str(random.randrange(10**9))
-        assert call(a, "POST", "/v1/accounts", {"username": username, "password": PASSWORD})[0] in (200, 201)
-        status, session = call(a, "POST", "/v1/sessions", {"username": username, "password": PASSWORD, "deviceName": "A"})
-        assert status == 200
-        token = session["token"]
+        token = account(a, username, device="A")
 
         notes = os.path.join(args.bin, "notes")
         home = os.path.join(scratch, "b")
@@ -94,7 +79,7 @@ def main():
         latencies.sort()
 
         def pct(p):
-            return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 2)
+            return percentile(latencies, p, digits=2)
 
         print(json.dumps({
             "daemons": args.daemons, "database": "postgres" if args.database else "sqlite", "notes": args.notes,

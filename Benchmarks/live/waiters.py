@@ -15,9 +15,9 @@ raises its soft limit to the hard limit; the daemon inherits it).
 
   python3 Benchmarks/live/waiters.py --daemon .build/release/notesyncd --waiters 10000
 """
-import argparse, asyncio, http.client, json, multiprocessing, os, random, resource, socket, subprocess, sys, tempfile, time
+import argparse, asyncio, http.client, json, multiprocessing, os, random, resource, subprocess, sys, tempfile, time
 
-PASSWORD = "correct horse battery"
+from notesync_http import account as signed_up, call as request, connect, percentile
 
 
 def rss_kib(pid):
@@ -28,31 +28,16 @@ def rss_kib(pid):
     raise RuntimeError("no VmRSS")
 
 
-def request(conn, method, path, body=None, token=None):
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
-    response = conn.getresponse()
-    data = response.read()
-    return response.status, (json.loads(data) if data else None)
-
-
 def account(port, name):
     conn = http.client.HTTPConnection("127.0.0.1", port)
-    status, _ = request(conn, "POST", "/v1/accounts", {"username": name, "password": PASSWORD})
-    assert status in (200, 201), status
-    status, body = request(conn, "POST", "/v1/sessions", {"username": name, "password": PASSWORD})
-    assert status == 200, (status, body)
+    token = signed_up(conn, name)
     conn.close()
-    return body["token"]
+    return token
 
 
 def measure(port, token, count, rng):
     """`count` single-note pushes, each followed by an incremental pull: latencies in ms."""
-    conn = http.client.HTTPConnection("127.0.0.1", port)
-    conn.connect()
-    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn = connect(port)
     _, page = request(conn, "GET", "/v1/notes/changes?limit=1000", token=token)
     cursor = page["cursor"]
     while page["hasMore"]:
@@ -74,12 +59,8 @@ def measure(port, token, count, rng):
         cursor = page["cursor"]
     conn.close()
 
-    def pct(values, p):
-        values = sorted(values)
-        return round(values[min(len(values) - 1, int(p * len(values)))], 3)
-
-    return {"push_p50_ms": pct(pushes, 0.5), "push_p99_ms": pct(pushes, 0.99),
-            "pull_p50_ms": pct(pulls, 0.5), "pull_p99_ms": pct(pulls, 0.99)}
+    return {"push_p50_ms": percentile(pushes, 0.5), "push_p99_ms": percentile(pushes, 0.99),
+            "pull_p50_ms": percentile(pulls, 0.5), "pull_p99_ms": percentile(pulls, 0.99)}
 
 
 async def hold(port, tokens, per_token, ready, release, idle):
