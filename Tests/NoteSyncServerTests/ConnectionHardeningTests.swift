@@ -17,54 +17,6 @@ import Glibc
 /// cap holds.
 @Suite("Hardening: connections")
 struct ConnectionHardeningTests {
-    /// The daemon's application on a fresh data directory, run through `.live` (a real socket on a free port).
-    static func withLiveDaemon(
-        _ configure: (inout ServerConfiguration) -> Void = { _ in },
-        _ body: @Sendable (_ port: Int, _ api: APIClient) async throws -> Void
-    ) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-conn-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
-        configuration.signUp = .open
-        configure(&configuration)
-        let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { _ in })
-        try await app.test(.live) { client in
-            let port = try #require(client.port)
-            try await body(port, APIClient(http: client))
-        }
-    }
-
-    /// The daemon's application on a fresh data directory, run as `notesyncd` runs it (`runService` on a free port).
-    /// HummingbirdTesting's `.live` drops the configuration's `availableConnectionsDelegate` (its test application
-    /// rebuilds the configuration from the address alone), so the connection cap is tested this way.
-    static func withRunningDaemon(
-        _ configure: (inout ServerConfiguration) -> Void,
-        _ body: @Sendable (_ port: Int) async throws -> Void
-    ) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-cap-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
-        configuration.signUp = .open
-        configure(&configuration)
-        let (lines, listening) = AsyncStream.makeStream(of: String.self)
-        let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { listening.yield($0) })
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService(gracefulShutdownSignals: []) }
-            var iterator = lines.makeAsyncIterator()
-            let line = try #require(await iterator.next(), "the daemon did not start")
-            let port = try #require(line.split(separator: ":").last.flatMap { Int($0) }, "\(line)")
-            do {
-                try await body(port)
-            } catch {
-                group.cancelAll()
-                throw error
-            }
-            group.cancelAll()
-        }
-    }
-
     // MARK: - Item 5: malformed HTTP
 
     /// Failed before: each of these got a bare `400` with no body and no `X-Request-Id`.
@@ -87,7 +39,7 @@ struct ConnectionHardeningTests {
         ("one 100 KB header field", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "b", count: 100_000) + "\r\n\r\n", 431, "headers_too_large"),
     ])
     func malformedHTTPGetsTheProtocolsJSON(_ what: String, _ request: String, _ status: Int, _ code: String) async throws {
-        try await Self.withLiveDaemon { port, _ in
+        try await LiveDaemon.test { port, _ in
             let connection = try RawConnection(port: port)
             try connection.send(request)
             let answer = try #require(await connection.readUntilClosed(timeout: .seconds(30)), "\(what): the daemon did not close")
@@ -103,7 +55,7 @@ struct ConnectionHardeningTests {
 
     /// The limits themselves: 100 header fields and 80 KiB pass; one more field is refused.
     @Test func headerLimitsAtTheirBoundary() async throws {
-        try await Self.withLiveDaemon { port, _ in
+        try await LiveDaemon.test { port, _ in
             // Host + 99 fields = 100.
             let atLimit = "GET /healthz HTTP/1.1\r\nHost: x\r\n" + (0..<99).map { "X-F\($0): v\r\n" }.joined() + "Connection: close\r\n\r\n"
             let overLimit = "GET /healthz HTTP/1.1\r\nHost: x\r\n" + (0..<100).map { "X-F\($0): v\r\n" }.joined() + "Connection: close\r\n\r\n"
@@ -122,7 +74,7 @@ struct ConnectionHardeningTests {
     /// Here idle, half-sent-head and half-sent-body connections are all closed by the daemon, and normal requests
     /// made while they are held are all answered before the first of them is closed.
     @Test func idleAndHalfSentConnectionsAreClosedWhileNormalRequestsGoOn() async throws {
-        try await Self.withLiveDaemon({
+        try await LiveDaemon.test({
             // Long enough that the normal requests below finish first even on a loaded machine.
             $0.idleTimeoutSeconds = 20
             $0.readTimeoutSeconds = 20
@@ -162,7 +114,7 @@ struct ConnectionHardeningTests {
     /// A keep-alive connection that finished its request is closed after the idle timeout; one that keeps making
     /// requests is not.
     @Test func keepAliveConnectionsCloseWhenIdle() async throws {
-        try await Self.withLiveDaemon({ $0.idleTimeoutSeconds = 2 }) { port, _ in
+        try await LiveDaemon.test({ $0.idleTimeoutSeconds = 2 }) { port, _ in
             let connection = try RawConnection(port: port)
             try connection.send("GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n")
             let first = try #require(await connection.readResponse(timeout: .seconds(30)))
@@ -174,10 +126,10 @@ struct ConnectionHardeningTests {
     /// Past the cap, a new connection waits (in the listen backlog) until a held one is closed: its request is
     /// answered only after the daemon closed an idle connection.
     @Test func theConnectionCapHolds() async throws {
-        try await Self.withRunningDaemon({
+        try await LiveDaemon.run({
             $0.maxConnections = 3
             $0.idleTimeoutSeconds = 3
-        }) { port in
+        }) { port, _ in
             // Three kept-alive connections, each served once (so the daemon has accepted it), then idle.
             var held: [RawConnection] = []
             for _ in 0..<3 {

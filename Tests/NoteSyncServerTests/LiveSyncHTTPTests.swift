@@ -12,38 +12,6 @@ import TestSupport
 /// connection's idle and read timeouts is answered, not cut; graceful shutdown answers a waiting pull at once.
 @Suite("Live sync: waiting pulls over HTTP")
 struct LiveSyncHTTPTests {
-    /// The daemon's application in a service group of the test's own, on a fresh data directory; `body` gets the
-    /// port and the group (to trigger a graceful shutdown).
-    static func withDaemon(
-        feed: ChangeFeed, _ configure: (inout ServerConfiguration) -> Void = { _ in },
-        _ body: @Sendable (_ port: Int, _ group: ServiceGroup) async throws -> Void
-    ) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-live-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
-        configuration.signUp = .open
-        configure(&configuration)
-        let (lines, listening) = AsyncStream.makeStream(of: String.self)
-        let app = try await buildApplication(
-            configuration: configuration, logger: testLogger, changeFeed: feed, onListening: { listening.yield($0) })
-        let group = ServiceGroup(configuration: .init(services: [app], logger: testLogger))
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
-            var iterator = lines.makeAsyncIterator()
-            let line = try #require(await iterator.next(), "the daemon did not start")
-            let port = try #require(line.split(separator: ":").last.flatMap { Int($0) }, "\(line)")
-            do {
-                try await body(port, group)
-            } catch {
-                await group.triggerGracefulShutdown()
-                throw error
-            }
-            await group.triggerGracefulShutdown()
-            try await tasks.waitForAll()
-        }
-    }
-
     /// Signs up and in over a raw connection; returns the bearer token.
     static func token(port: Int) async throws -> String {
         let connection = try RawConnection(port: port)
@@ -61,7 +29,7 @@ struct LiveSyncHTTPTests {
     static func withHeldPull(_ body: @Sendable (RawConnection, ChangeFeed, ServiceGroup) async throws -> Void) async throws {
         let (registrations, registered) = AsyncStream.makeStream(of: FlakeID.self)
         let feed = ChangeFeed(onRegister: { registered.yield($0) })
-        try await withDaemon(feed: feed) { port, group in
+        try await LiveDaemon.run(feed: feed) { port, group in
             let token = try await token(port: port)
             let connection = try RawConnection(port: port)
             try waitingPull(connection, token: token, wait: 55)
@@ -81,7 +49,7 @@ struct LiveSyncHTTPTests {
     /// would close this connection after 1 s.
     @Test func aWaitLongerThanTheIdleAndReadTimeoutsIsAnsweredNotCut() async throws {
         let feed = ChangeFeed()
-        try await Self.withDaemon(feed: feed, { $0.idleTimeoutSeconds = 1; $0.readTimeoutSeconds = 1 }) { port, _ in
+        try await LiveDaemon.run(feed: feed, { $0.idleTimeoutSeconds = 1; $0.readTimeoutSeconds = 1 }) { port, _ in
             let token = try await Self.token(port: port)
             let connection = try RawConnection(port: port)
             let started = ContinuousClock.now
@@ -122,7 +90,7 @@ struct LiveSyncHTTPTests {
             while feed.count != expected, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             return feed.count == expected
         }
-        try await Self.withDaemon(feed: feed) { port, _ in
+        try await LiveDaemon.run(feed: feed) { port, _ in
             let token = try await Self.token(port: port)
             for round in 1...3 {
                 let connection = try RawConnection(port: port)
@@ -150,7 +118,7 @@ struct LiveSyncHTTPTests {
     /// `Authorization` is 401. Without the handler holding what follows a waiting pull, `/v1/info` would be answered
     /// first.
     @Test func pipelinedRequestsAreAnsweredInOrderAroundAWaitingPull() async throws {
-        try await Self.withDaemon(feed: ChangeFeed()) { port, _ in
+        try await LiveDaemon.run(feed: ChangeFeed()) { port, _ in
             let token = try await Self.token(port: port)
             let connection = try RawConnection(port: port)
             let info = "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -212,10 +180,10 @@ struct LiveSyncHTTPTests {
     /// Hostile and clumsy clients around waiting pulls, 180 connections at once: hang-ups mid-wait, half-closes,
     /// pipelined requests, garbage after the head, `Connection: close`, heads cut short, bad tokens, an oversized
     /// push behind a wait. Afterwards no waiter is left (each went with its connection, not at its 55 s deadline),
-    /// the daemon still answers, and its graceful shutdown (at the end of ``withDaemon``) completes.
+    /// the daemon still answers, and its graceful shutdown (at the end of ``LiveDaemon/run(feed:_:_:)``) completes.
     @Test func hostileClientsAroundWaitingPullsLeaveNothingBehind() async throws {
         let feed = ChangeFeed(limits: LiveLimits(maxWaitSeconds: 55, maxWaitersPerAccount: 1000))
-        try await Self.withDaemon(feed: feed) { port, _ in
+        try await LiveDaemon.run(feed: feed) { port, _ in
             let token = try await Self.token(port: port)
             let waiting = Self.waitingPullText(token: token, wait: 55)
             let info = "GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n"
