@@ -197,6 +197,13 @@ struct NotesyncdOptionTableTests {
             #expect(help.contains("--\(option.flag) <"), "\(option.flag)")
             #expect(help.contains(option.help), "\(option.flag)")
         }
+        // Every flag the command parses is an entry of the table (none declared beside it).
+        let parsed = help.split(separator: "\n").compactMap { line -> String? in
+            let words = line.split(separator: " ")
+            guard words.count >= 2, words[0].hasPrefix("--"), words[1].hasPrefix("<") else { return nil }
+            return String(words[0].dropFirst(2))
+        }
+        #expect(parsed == NotesyncdOption.all.map(\.flag))
         #expect(NotesyncdOption.port.help == "Port to listen on, 0 for any free port (NOTESYNCD_PORT; default 8080; 0–65535).")
         #expect(NotesyncdOption.dataDirectory.variable == "NOTESYNCD_DATA_DIR")
         // Each option's text sets the configuration, from the flag and from the variable alike.

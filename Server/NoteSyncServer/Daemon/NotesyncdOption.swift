@@ -123,8 +123,9 @@ public struct NotesyncdOption: Sendable {
 }
 
 extension NotesyncdOption {
-    /// Every option of `notesyncd`, in the order `--help` and Docs/OPERATIONS.md list them. A new option is one entry
-    /// here and its one-line `@Option(.name) var name: String?` in ``NotesyncdCommand``.
+    /// Every option of `notesyncd`, in the order `--help` and Docs/OPERATIONS.md list them. A new option is its entry
+    /// below (named here) and its one-line `@Option(.name) var name: String?` in ``NotesyncdCommand``; a test fails
+    /// when the two disagree, or when OPERATIONS.md's table does not list it as the entry says.
     public static let all: [NotesyncdOption] = [
         dataDirectory, host, port, instance, bcryptCost, logLevel, database, instanceLeaseSeconds, databaseConnections,
         editRetentionDays, maxBodyBytes, maxNoteBytes, maxBatch, maxPage, idleTimeout, readTimeout, writeTimeout,
