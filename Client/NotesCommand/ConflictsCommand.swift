@@ -1,4 +1,5 @@
 import ArgumentParser
+import NoteMerge
 import NotesClient
 
 struct Conflicts: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import MiniFlake
+import NoteMerge
 import NotesClient
 
 struct Resolve: AsyncParsableCommand {

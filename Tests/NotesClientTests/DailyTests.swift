@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import MiniFlake
+import NoteMerge
 import NoteSyncProtocol
 import NoteSyncServer
 @testable import NotesClient
