@@ -301,12 +301,7 @@ public final class NotesClient: Sendable {
 
     /// The short ID people see for one note (see ``ShortID``).
     public func displayID(of note: LocalNote) throws(NotesError) -> String {
-        let (before, after, twins) = try store.read { tx in try tx.neighbours(ofClientID: note.clientID) }
-        var shared = 0
-        for neighbour in [before, after].compactMap({ $0 }) {
-            shared = max(shared, ShortID.commonPrefix(note.clientID, neighbour))
-        }
-        return ShortID.display(note.clientID, shared: shared, collides: twins > 1, origin: note.origin)
+        try displayID(clientID: note.clientID, origin: note.origin)
     }
 
     /// The short ID people see for a note with this client ID and origin.
