@@ -7,7 +7,8 @@ public struct PushError: Sendable, Equatable, Codable {
     public var code: String
     public var message: String
 
-    /// Refused for the account's quota (`quota_exceeded`): every sync tries the note again.
+    /// Refused for the account's quota (`quota_exceeded`): every sync tries the note again
+    /// (``OutboxPlanner/retriesAtEverySync(_:)``).
     public var isOverQuota: Bool { code == APIErrorCode.quotaExceeded.rawValue }
 
     public init(code: String, message: String) {

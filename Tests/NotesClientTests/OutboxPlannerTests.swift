@@ -95,6 +95,25 @@ struct OutboxPlannerTests {
         }
     }
 
+    /// A note refused for the account's quota is tried again at every sync, without an edit; any other refusal waits
+    /// for an edit (the note stays as the server cannot take it until it changes).
+    @Test func onlyQuotaRefusalsAreRetriedAtEverySync() {
+        #expect(OutboxPlanner.retriesAtEverySync(APIErrorCode.quotaExceeded.rawValue))
+        for code in APIErrorCode.allKnown where code != .quotaExceeded {
+            #expect(!OutboxPlanner.retriesAtEverySync(code.rawValue), "\(code)")
+        }
+        #expect(!OutboxPlanner.retriesAtEverySync("rejected"))
+        #expect(!OutboxPlanner.retriesAtEverySync("a code from a newer server"))
+    }
+
+    /// Pending: dirty and not refused; a snapshot goes to a pending note with none in flight.
+    @Test func pendingIsDirtyAndNotRefused() {
+        for state in Self.allStates {
+            #expect(OutboxPlanner.isPending(state) == (state.isDirty && !state.hasPushError), "\(state)")
+            #expect(OutboxPlanner.needsSnapshot(state) == (OutboxPlanner.isPending(state) && !state.hasSnapshot), "\(state)")
+        }
+    }
+
     // MARK: - Snapshots
 
     @Test func snapshotsTakeTheNotesStateAndTheirEditIDsInOrder() throws {

@@ -33,11 +33,15 @@ struct OutboxEntry: Sendable, Equatable {
 /// Decides what a push round sends: which notes are queued and snapshotted, in which order, in which batches, and
 /// which changes are refused locally because the server could never take them. Pure: a function of values.
 ///
+/// Once per sync, before its first round, a note refused for a reason every sync tries again (the account's quota)
+/// loses its refusal and is pending again (``retriesAtEverySync(_:)``).
+///
 /// A round, in the sync engine:
 /// 1. Queueing (``prepare(_:)``): a clean live note without a server ID is queued again (``requeues(_:)``); a
-///    dirty tombstone never synced anywhere is marked clean (``settles(_:)``); every dirty note without a snapshot
-///    and without a refusal gets one (``needsSnapshot(_:)``). The store runs each rule as one set-based statement
-///    over every note; its tests check the statements against these predicates.
+///    dirty tombstone never synced anywhere is marked clean (``settles(_:)``); every pending note (dirty, not
+///    refused: ``isPending(_:)``) without a snapshot gets one (``needsSnapshot(_:)``). The store runs each rule as
+///    one set-based statement over every note on show, its condition named after the rule (`NoteFilter`); its
+///    tests check the statements against these predicates.
 /// 2. Snapshots (``snapshots(of:editIDs:)``): the notes to snapshot in ascending local ID order, with one new edit
 ///    ID each, minted together in one call, so the IDs increase with the local ID.
 /// 3. Order (``pushOrder(_:)``): the whole outbox (older snapshots included), conflict copies first, then oldest
@@ -75,9 +79,15 @@ enum OutboxPlanner {
         note.isDirty && note.isDeleted && !note.hasBaseText && !note.hasServerID && !note.hasSnapshot
     }
 
-    /// A dirty note gets a snapshot (and a new edit ID) unless it has one in flight or its last push was refused.
+    /// A note is pending (waits to be pushed) when it is dirty and its last push was not refused; a refused note
+    /// waits for an edit, or, refused for the quota, for the next sync (``retriesAtEverySync(_:)``).
+    static func isPending(_ note: NoteState) -> Bool {
+        note.isDirty && !note.hasPushError
+    }
+
+    /// A pending note gets a snapshot (and a new edit ID) unless it has one in flight.
     static func needsSnapshot(_ note: NoteState) -> Bool {
-        note.isDirty && !note.hasPushError && !note.hasSnapshot
+        isPending(note) && !note.hasSnapshot
     }
 
     /// The three queueing rules in the order a round applies them: the note's dirty flag afterwards, and whether
@@ -87,6 +97,16 @@ enum OutboxPlanner {
         if requeues(note) { note.isDirty = true }
         if settles(note) { note.isDirty = false }
         return (note.isDirty, needsSnapshot(note))
+    }
+
+    /// The refusals every sync tries again: the account's quota (space may have been freed since, here or on
+    /// another device, or the limit raised). Any other refusal waits for an edit.
+    static let retriedAtEverySync: [APIErrorCode] = [.quotaExceeded]
+
+    /// Whether a note refused with `code` is tried again at the next sync without an edit: its refusal is cleared
+    /// at the start of the sync; refused again, the note keeps the new refusal until the sync after.
+    static func retriesAtEverySync(_ code: String) -> Bool {
+        retriedAtEverySync.contains { $0.rawValue == code }
     }
 
     // MARK: - Snapshots

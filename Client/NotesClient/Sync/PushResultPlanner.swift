@@ -22,7 +22,7 @@ import NoteSyncProtocol
 ///   note's server ID, so the next round pushes it by client ID; `invalid_base` (the server's history is behind
 ///   ours, e.g. restored from a backup) forgets its server version, so the next round merges from the base text
 ///   alone. Any other error is recorded on the note, which is not pushed again until edited (`quota_exceeded`: until
-///   the next sync, which tries it once more, ``LocalStore/Transaction/retryQuotaRefusals()``); it is not recorded
+///   the next sync, which tries it once more, ``OutboxPlanner/retriesAtEverySync(_:)``); it is not recorded
 ///   when the note was edited since the snapshot.
 enum PushResultPlanner {
     /// What a result does.
