@@ -63,7 +63,9 @@ extension NotesClient {
                         }
                         try Self.requireFits(note.text, baseText: nil, settings: settings)
                         let edited = WireTime.parse(note.editedAt ?? "") ?? now
-                        try tx.importNote(clientID: note.clientID, origin: note.origin, text: note.text, createdAt: note.clientID.unixMilliseconds, editedAt: edited)
+                        try tx.insertNote(
+                            clientID: note.clientID, origin: note.origin, text: note.text, createdAt: note.clientID.unixMilliseconds,
+                            editedAt: edited)
                         texts.insert(Self.importKey(note.text))
                         if note.origin == origin { highest = max(highest ?? note.clientID, note.clientID) }
                         report.added += 1

@@ -136,9 +136,12 @@ struct PushResultPlannerTests {
         }
         #expect(
             acceptance.conflictCopy
-                == PushResultPlanner.ConflictCopyRow(
-                    clientID: copyClientID.rawValue, origin: Self.origin, serverID: 6_000, text: "my line",
-                    conflictOf: Self.serverID, createdAt: copyClientID.unixMilliseconds, updatedAt: Self.now + 5))
+                == NewSyncedNote(
+                    clientID: copyClientID.rawValue, origin: Self.origin,
+                    state: SyncedState(
+                        serverID: 6_000, version: 1, text: "my line", deleted: false, baseText: "my line", isConflict: true,
+                        conflictOf: Self.serverID),
+                    createdAt: copyClientID.unixMilliseconds, updatedAt: Self.now + 5, conflictHere: true))
         #expect(
             acceptance.update
                 == .settle(
@@ -212,7 +215,7 @@ struct PushResultPlannerTests {
             #expect(acceptance.releaseServerID == serverID, "\(context)")
             #expect((acceptance.conflictCopy != nil) == (status == .conflict && copy != nil && serverID != nil), "\(context)")
             if let row = acceptance.conflictCopy {
-                #expect(row.text == entry.text && row.conflictOf == serverID && row.origin == Self.origin, "\(context)")
+                #expect(row.state.text == entry.text && row.state.conflictOf == serverID && row.origin == Self.origin, "\(context)")
             }
             switch acceptance.update {
             case .settle(let settle):

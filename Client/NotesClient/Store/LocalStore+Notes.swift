@@ -7,18 +7,25 @@ import NoteSyncProtocol
 extension LocalStore.Transaction {
     // MARK: - Local commands
 
-    /// Inserts a new dirty note (revision 1, never synced) and returns it.
+    /// Inserts a new dirty note (revision 1, never synced) created and edited at `now`, and returns it.
     func insertNote(clientID: FlakeID, origin: FlakeID, text: String, now: Int64) throws -> LocalNote {
-        try db.execute(
+        try insertNote(clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now)
+    }
+
+    /// Inserts a new dirty note (revision 1, never synced), and returns it: a note written here, or one from an
+    /// export with its own identity and times (a sign-in or push finds it on the server by client ID and origin).
+    @discardableResult
+    func insertNote(clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64) throws -> LocalNote {
+        try db.cachedStatement(
             sql: """
                 INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at)
                 VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?)
-                """,
-            arguments: [clientID.rawValue, origin.rawValue, text.stored, now, now])
+                """
+        ).execute(arguments: [clientID.rawValue, origin.rawValue, text.stored, createdAt, editedAt])
         return LocalNote(
             id: db.lastInsertedRowID, clientID: clientID, origin: origin, serverID: nil, serverVersion: nil,
             text: text, isDeleted: false, baseText: nil, revision: 1, isDirty: true, isConflict: false,
-            conflictOf: nil, pushError: nil, createdAt: now, updatedAt: now)
+            conflictOf: nil, pushError: nil, createdAt: createdAt, updatedAt: editedAt)
     }
 
     /// Gives a note new text, restores it when deleted, bumps its revision and marks it dirty; clears its push
@@ -41,17 +48,6 @@ extension LocalStore.Transaction {
                 push_error_message = NULL, updated_at = ? WHERE id = ?
                 """,
             arguments: [syncs, now, id])
-    }
-
-    /// Inserts a note from an export: its own identity and times, dirty and never synced (a sign-in or push
-    /// finds it on the server by client ID and origin).
-    func importNote(clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at)
-                VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?)
-                """
-        ).execute(arguments: [clientID.rawValue, origin.rawValue, text.stored, createdAt, editedAt])
     }
 
     /// Whether a note with this identity is here (tombstones included).

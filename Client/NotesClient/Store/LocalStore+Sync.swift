@@ -160,7 +160,7 @@ extension LocalStore.Transaction {
         private let settle: Statement
         private let rebase: Statement
         private let findCopy: Statement
-        private let insertCopy: Statement
+        private let insertCopy: SyncedNoteInsert
 
         fileprivate init(db: Database) throws {
             self.db = db
@@ -178,12 +178,7 @@ extension LocalStore.Transaction {
                 sql: "UPDATE notes SET server_id = ?, server_version = NULL, base_text = ? WHERE id = ?")
             findCopy = try db.cachedStatement(
                 sql: "SELECT 1 FROM notes WHERE server_id = ? OR (client_id = ? AND origin = ? AND \(NoteFilter.onShow))")
-            insertCopy = try db.cachedStatement(
-                sql: """
-                    INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
-                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here)
-                    VALUES (?, ?, ?, 1, ?, 0, ?, 0, 0, 1, ?, ?, ?, 1)
-                    """)
+            insertCopy = try SyncedNoteInsert(db: db)
         }
 
         /// Removes the snapshot an answer is for and returns its note's revision; nil when the snapshot was gone
@@ -201,12 +196,9 @@ extension LocalStore.Transaction {
                 try releaseServerID.execute(arguments: [serverID, noteID])
             }
             if let copy = acceptance.conflictCopy,
-                try Row.fetchOne(findCopy, arguments: [copy.serverID, copy.clientID, copy.origin]) == nil
+                try Row.fetchOne(findCopy, arguments: [copy.state.serverID, copy.clientID, copy.origin]) == nil
             {
-                try insertCopy.execute(arguments: [
-                    copy.clientID, copy.origin, copy.serverID, copy.text.stored, copy.text.stored, copy.conflictOf, copy.createdAt,
-                    copy.updatedAt,
-                ])
+                try insertCopy.execute(copy)
             }
             switch acceptance.update {
             case .settle(let state):
@@ -249,7 +241,7 @@ extension LocalStore.Transaction {
         private let lookup: Statement
         private let take: Statement
         private let adopt: Statement
-        private let insert: Statement
+        private let insert: SyncedNoteInsert
 
         fileprivate init(db: Database) throws {
             // The local note with the record's server ID, else the one with its (client ID, origin): one statement,
@@ -266,12 +258,7 @@ extension LocalStore.Transaction {
                     conflict_of_server_id = ?, push_error = NULL, push_error_message = NULL, updated_at = ? WHERE id = ?
                     """)
             adopt = try db.cachedStatement(sql: "UPDATE notes SET server_id = ? WHERE id = ?")
-            insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
-                    is_conflict, conflict_of_server_id, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)
-                    """)
+            insert = try SyncedNoteInsert(db: db)
         }
 
         /// Looks up the local note `record` names and hands it to `decide`, read in place from the statement:
@@ -286,11 +273,7 @@ extension LocalStore.Transaction {
         func perform(_ action: PullPlanner.Action) throws {
             switch action {
             case .insert(let new):
-                let state = new.state
-                try insert.execute(arguments: [
-                    new.clientID, new.origin, state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored,
-                    state.isConflict, state.conflictOf, new.createdAt, new.updatedAt,
-                ])
+                try insert.execute(new)
             case .adoptServerID(let noteID, let serverID):
                 try adopt.execute(arguments: [serverID, noteID])
             case .take(let noteID, let state, let updatedAt):
@@ -301,6 +284,29 @@ extension LocalStore.Transaction {
             case .none:
                 break
             }
+        }
+    }
+
+    /// The one statement that adds a note a sync brings (``NewSyncedNote``: a pulled note new here, or a push's
+    /// conflict copy): clean, revision 0, owned by the signed-in account (the `notes_owner` trigger).
+    struct SyncedNoteInsert {
+        private let statement: Statement
+
+        fileprivate init(db: Database) throws {
+            statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
+                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?)
+                    """)
+        }
+
+        func execute(_ note: NewSyncedNote) throws {
+            let state = note.state
+            try statement.execute(arguments: [
+                note.clientID, note.origin, state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored,
+                state.isConflict, state.conflictOf, note.createdAt, note.updatedAt, note.conflictHere,
+            ])
         }
     }
 
