@@ -23,10 +23,13 @@ public struct NotesStatus: Sendable, Equatable {
     public var notes: Int
     /// Local tombstones.
     public var deletedNotes: Int
-    /// Notes with changes not yet acknowledged by a server.
+    /// Notes with changes not yet acknowledged by a server (refused ones included).
     public var pending: Int
-    /// Notes whose last push was refused (see ``LocalNote/pushError``).
+    /// Notes whose last push was refused (see ``LocalNote/pushError``), ``overQuota`` included.
     public var failed: Int
+    /// Notes refused for the account's quota: every sync tries them again without an edit
+    /// (``OutboxPlanner/retriesAtEverySync(_:)``), so they count in ``toSend``.
+    public var overQuota = 0
     /// Live conflict copies.
     public var conflicts: Int
     /// Push snapshots waiting for an answer (re-sent unchanged at the next sync).
@@ -36,4 +39,11 @@ public struct NotesStatus: Sendable, Equatable {
     public var pullUnfinished: Bool = false
     /// The remembered server's largest note, in bytes (from the last sync), if known.
     public var maxNoteBytes: Int? = nil
+
+    /// Notes the next sync sends: those with changes (``pending``) but the ones refused until edited (a note refused
+    /// for the quota is sent again).
+    public var toSend: Int { pending - refusedUntilEdited }
+
+    /// Notes the server refused that are not sent again until they are edited: ``failed`` but ``overQuota``.
+    public var refusedUntilEdited: Int { failed - overQuota }
 }

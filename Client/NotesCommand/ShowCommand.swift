@@ -30,7 +30,7 @@ struct Show: AsyncParsableCommand {
         var state: [String] = []
         if note.isDeleted { state.append("deleted (`notes restore \(shortID)` brings it back)") }
         if let error = note.pushError {
-            state.append("not synced: \(error.message) (\(error.code)); edit the note to try again")
+            state.append("not synced: \(error.message) (\(error.code)); \(error.remedy)")
         } else if note.isDirty {
             state.append("changes not synced yet")
         } else if note.serverID != nil {

@@ -17,8 +17,12 @@ struct Status: AsyncParsableCommand {
         var deletedNotes: Int
         /// Live notes kept on this device but hidden: other accounts' (and, signed in, those written signed out).
         var setAside: Int
+        /// Notes the next sync sends (``overQuota`` included).
         var pending: Int
+        /// Notes the server refused that wait for an edit (not sent again until then).
         var failed: Int
+        /// Notes refused for the account's quota: every sync tries them again, without an edit.
+        var overQuota: Int
         var conflicts: Int
         var lastSync: String?
         /// The last sync stopped with changes still waiting on the server.
@@ -55,7 +59,8 @@ struct Status: AsyncParsableCommand {
                 Output(
                     signedIn: status.account != nil, username: status.account?.username,
                     accountID: status.account?.accountID.description, server: status.serverURL, notes: status.notes,
-                    deletedNotes: status.deletedNotes, setAside: aside, pending: status.pending, failed: status.failed,
+                    deletedNotes: status.deletedNotes, setAside: aside, pending: status.toSend, failed: status.refusedUntilEdited,
+                    overQuota: status.overQuota,
                     conflicts: status.conflicts, lastSync: status.lastSyncAt.map { NotesTime.iso8601(unixMilliseconds: $0) },
                     syncUnfinished: status.pullUnfinished, home: options.homeURL.path, origin: status.origin.base32,
                     storage: (try? storage?.get())??.map {
@@ -76,12 +81,15 @@ struct Status: AsyncParsableCommand {
         if aside > 0 {
             Console.out("Set aside:  \(plural(aside, "note")) hidden on this device (other accounts', or written while signed out)")
         }
-        let waiting = status.pending - status.failed
-        var pending = waiting == 0 ? "nothing to send" : plural(waiting, "note") + " with changes to send"
+        var pending = status.toSend == 0 ? "nothing to send" : plural(status.toSend, "note") + " with changes to send"
+        if status.overQuota > 0 {
+            pending += " (\(status.overQuota) over the account's quota, tried again at every sync: free space or ask the server's operator for more)"
+        }
         if status.pullUnfinished { pending += "; more changes waiting on the server" }
         Console.out("Pending:    " + pending)
-        if status.failed > 0 {
-            Console.out("Refused:    \(plural(status.failed, "note")) the server refused, not synced (see `notes sync`); edit them to retry")
+        if status.refusedUntilEdited > 0 {
+            Console.out(
+                "Refused:    \(plural(status.refusedUntilEdited, "note")) the server refused, not synced (see `notes sync`); edit them to retry")
         }
         if status.conflicts > 0 {
             Console.out("Conflicts:  \(status.conflicts) (see `notes conflicts`)")

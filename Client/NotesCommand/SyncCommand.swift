@@ -72,6 +72,16 @@ func reportIDs(_ report: SyncReport, client: NotesClient) throws -> [Int64: Stri
     return ids
 }
 
+extension PushError {
+    /// What makes a note refused with this error sync: every sync tries a note over the account's quota again; any
+    /// other waits for an edit.
+    var remedy: String {
+        isOverQuota
+            ? "every sync tries it again: free space (shorten or empty notes) or ask the server's operator for more"
+            : "edit it to try again"
+    }
+}
+
 /// What a push did, in words whose counts add up to the changes sent.
 func pushSummary(_ report: SyncReport) -> String {
     guard report.pushed > 0 else { return "nothing to send" }
@@ -114,11 +124,8 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
             Console.warn("\(id(noteID)): your delete was undone because another device edited the note meanwhile; it is back (`notes rm \(id(noteID))` to delete it again).")
         }
         for failure in report.refused {
-            let remedy =
-                failure.error.isOverQuota
-                ? "every sync tries it again: free space (shorten or empty notes) or ask the server's operator for more"
-                : "edit it to try again"
-            Console.warn("\(ids[failure.noteID] ?? failure.clientID.base32) is not synced: \(failure.error.message) (\(failure.error.code)); \(remedy).")
+            Console.warn(
+                "\(ids[failure.noteID] ?? failure.clientID.base32) is not synced: \(failure.error.message) (\(failure.error.code)); \(failure.error.remedy).")
         }
         if report.pending > 0 {
             Console.warn("\(plural(report.pending, "note")) changed during the sync; run `notes sync` again to send them.")

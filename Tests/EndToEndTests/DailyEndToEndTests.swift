@@ -97,6 +97,9 @@ struct DailyEndToEndTests {
             }
             let status = try await a.run(["status"])
             #expect(status.stdout.contains("Pending:    nothing to send") && status.stdout.contains("Refused:    1 note"), "\(status)")
+            // The JSON counts the same way: the refused note waits for an edit, so it is not pending.
+            let counts = try await a.status()
+            #expect(counts.pending == 0 && counts.failed == 1 && counts.overQuota == 0, "\(counts)")
             expectFailure(try await a.run(["add", String(repeating: "c", count: 1001)]), status: 1, containing: "takes notes of at most 1000 bytes")
             #expect(try await a.texts() == [big])
         }

@@ -226,6 +226,8 @@ struct NotesE2EStatus: Decodable, Sendable {
     var notes: Int
     var setAside: Int
     var pending: Int
+    var failed: Int
+    var overQuota: Int
     var conflicts: Int
 }
 

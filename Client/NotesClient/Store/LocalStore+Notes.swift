@@ -206,7 +206,8 @@ extension LocalStore.Transaction {
             db,
             sql: """
                 SELECT COALESCE(SUM(NOT deleted), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(dirty), 0),
-                COALESCE(SUM(push_error IS NOT NULL), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0) FROM notes WHERE \(NoteFilter.onShow)
+                COALESCE(SUM(\(NoteFilter.isRefused)), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0),
+                COALESCE(SUM(\(NoteFilter.retriesAtEverySync)), 0) FROM notes WHERE \(NoteFilter.onShow)
                 """)!
         let inFlight = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox")) ?? 0
         let clientIDMark = try Int64.fetchOne(db.cachedStatement(sql: "SELECT client_id_high_water FROM settings WHERE id = 1"))
@@ -215,7 +216,7 @@ extension LocalStore.Transaction {
             clientIDHighWaterMark: try FlakeID(storedIfPresent: clientIDMark),
             serverURL: settings.serverURL, account: settings.account, cursor: settings.cursor,
             lastSyncAt: settings.lastSyncAt, notes: counts[0], deletedNotes: counts[1], pending: counts[2],
-            failed: counts[3], conflicts: counts[4], inFlight: inFlight, pullUnfinished: settings.pullUnfinished,
+            failed: counts[3], overQuota: counts[5], conflicts: counts[4], inFlight: inFlight, pullUnfinished: settings.pullUnfinished,
             maxNoteBytes: settings.maxNoteBytes)
     }
 }
