@@ -229,6 +229,7 @@ struct NotesE2EStatus: Decodable, Sendable {
     var failed: Int
     var overQuota: Int
     var conflicts: Int
+    var lastSync: String?
 }
 
 /// A minimal HTTP client for seeding a server directly (the protocol module's types over URLSession).
