@@ -5,9 +5,11 @@ struct Edit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Change a note's text.",
         discussion: """
-            With --text the note gets that text, with --stdin what standard input holds; otherwise $VISUAL or \
-            $EDITOR (default vi) opens on the current text. Editing a deleted note restores it. Empty text is \
-            refused (use `notes rm ID`), and so is text that is not UTF-8 or is larger than the server's limit.
+            With --text the note gets that text; with --stdin, or when standard input is a pipe or a file (as for \
+            `notes add`), what standard input holds; otherwise $VISUAL or $EDITOR (default vi) opens on the current \
+            text. Editing a deleted note restores it. Empty text is refused (use `notes rm ID`), an empty pipe \
+            included, and so is text that is not UTF-8 or is larger than the server's limit; a refused text \
+            changes nothing.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -25,7 +27,7 @@ struct Edit: AsyncParsableCommand {
         let edited: LocalNote
         if let text {
             edited = try client.edit(note.id, text: text)
-        } else if stdin {
+        } else if stdin || Terminal.stdinIsPipeOrFile {
             edited = try client.edit(note.id, text: Terminal.trimmingTrailingNewlines(try Terminal.readAllStdin()))
         } else {
             try Terminal.requireEditor()
