@@ -51,6 +51,15 @@ struct OwnerOptions: ParsableArguments {
 
     @Flag(name: .shortAndLong, help: "With --wipe, do not ask for confirmation.") var yes = false
 
+    /// What a sign-in to `username` on `server` does with the notes: the choice for the unowned ones
+    /// (``unowned(client:username:)``), after confirming a wipe (``confirmWipe(client:username:server:)``). Asked
+    /// before the password, so nothing is typed for a sign-in that will not happen.
+    func ask(client: NotesClient, username: String, server: String) throws -> UnownedNotes {
+        let unowned = try unowned(client: client, username: username)
+        try confirmWipe(client: client, username: username, server: server)
+        return unowned
+    }
+
     /// With `--wipe` and without `--yes`: asks before the sign-in whether the notes on show may be deleted, when
     /// they are another account's than `username` on `server` (the same account again wipes nothing).
     ///
@@ -186,15 +195,12 @@ struct Login: AsyncParsableCommand {
         guard let username = credentials.username ?? status.account?.username else {
             throw CommandFailure(message: "missing --username", status: .usage)
         }
-        let unowned = try owners.unowned(client: client, username: username)
-        try owners.confirmWipe(client: client, username: username, server: server)
+        let unowned = try owners.ask(client: client, username: username, server: server)
         let password = try credentials.passwordStdin ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Password for \(username): ")
-        let progress = ProgressLine()
-        defer { progress.finish() }
-        let report = try await client.signIn(
-            server: server, username: username, password: password, unowned: unowned, wipe: owners.wipe,
-            progress: progress.callback)
-        progress.finish()
+        let report = try await ProgressLine.around { progress in
+            try await client.signIn(
+                server: server, username: username, password: password, unowned: unowned, wipe: owners.wipe, progress: progress)
+        }
         try printSignIn(report, verb: "Signed in as", client: client, json: options.json)
     }
 }

@@ -24,8 +24,7 @@ struct SignUp: AsyncParsableCommand {
         let client = try options.openClient()
         // Like login: the remembered server when none is given.
         let server = try credentials.server(remembered: try client.status().serverURL)
-        let unowned = try owners.unowned(client: client, username: credentials.username!)
-        try owners.confirmWipe(client: client, username: credentials.username!, server: server)
+        let unowned = try owners.ask(client: client, username: credentials.username!, server: server)
         let password: String
         if credentials.passwordStdin {
             password = try Terminal.readPasswordFromStdin()
@@ -35,12 +34,11 @@ struct SignUp: AsyncParsableCommand {
                 throw CommandFailure(message: "the passwords differ; nothing was created")
             }
         }
-        let progress = ProgressLine()
-        defer { progress.finish() }
-        let report = try await client.signUp(
-            server: server, username: credentials.username!, password: password, invite: invite, unowned: unowned,
-            wipe: owners.wipe, progress: progress.callback)
-        progress.finish()
+        let report = try await ProgressLine.around { progress in
+            try await client.signUp(
+                server: server, username: credentials.username!, password: password, invite: invite, unowned: unowned,
+                wipe: owners.wipe, progress: progress)
+        }
         try printSignIn(report, verb: "Created the account", client: client, json: options.json)
     }
 }

@@ -151,10 +151,7 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         let client = try options.openClient()
-        let progress = ProgressLine()
-        defer { progress.finish() }
-        let report = try await client.sync(progress: progress.callback)
-        progress.finish()
+        let report = try await ProgressLine.around { progress in try await client.sync(progress: progress) }
         try printSyncReport(report, client: client, json: options.json)
     }
 }
