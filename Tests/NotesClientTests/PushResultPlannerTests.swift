@@ -14,8 +14,9 @@ struct PushResultPlannerTests {
 
     static func entry(deleted: Bool = false, revision: Int64 = 3, text: String = "pushed") -> OutboxEntry {
         OutboxEntry(
-            noteID: 7, editID: try! FlakeID(validating: 900), text: deleted ? "" : text, deleted: deleted, baseVersion: 2,
-            baseText: "base", serverID: try! FlakeID(validating: serverID), revision: revision,
+            snapshot: OutboxPlanner.Snapshot(
+                noteID: 7, editID: try! FlakeID(validating: 900), text: deleted ? "" : text, deleted: deleted, baseVersion: 2,
+                baseText: "base", serverID: try! FlakeID(validating: serverID), revision: revision, editedAt: nil),
             clientID: try! FlakeID(validating: 1_000), origin: try! FlakeID(validating: origin), isConflict: false)
     }
 

@@ -29,8 +29,8 @@ extension LocalStore.Transaction {
         while let row = try rows.next() {
             notes.append(
                 OutboxPlanner.DirtyNote(
-                    id: row[0], text: row.text(at: 1), isDeleted: row[2], serverVersion: row[3], baseText: row.textIfPresent(at: 4), serverID: row[5],
-                    revision: row[6], updatedAt: row[7]))
+                    id: row[0], text: row.text(at: 1), isDeleted: row[2], serverVersion: row[3], baseText: row.textIfPresent(at: 4),
+                    serverID: try FlakeID(storedIfPresent: row[5]), revision: row[6], updatedAt: row[7]))
         }
         return notes
     }
@@ -46,7 +46,7 @@ extension LocalStore.Transaction {
         for snapshot in snapshots {
             try insert.execute(arguments: [
                 snapshot.noteID, snapshot.editID.rawValue, snapshot.text.stored, snapshot.deleted, snapshot.baseVersion,
-                snapshot.baseText.stored, snapshot.serverID, snapshot.revision, snapshot.editedAt,
+                snapshot.baseText.stored, snapshot.serverID?.rawValue, snapshot.revision, snapshot.editedAt,
             ])
         }
     }
@@ -64,10 +64,11 @@ extension LocalStore.Transaction {
         while let row = try rows.next() {
             entries.append(
                 OutboxEntry(
-                    noteID: row[0], editID: try FlakeID(stored: row[1]), text: row.text(at: 2), deleted: row[3],
-                    baseVersion: row[4], baseText: row.textIfPresent(at: 5), serverID: try FlakeID(storedIfPresent: row[6]),
-                    revision: row[7], clientID: try FlakeID(stored: row[8]), origin: try FlakeID(stored: row[9]),
-                    isConflict: row[10], editedAt: row[11]))
+                    snapshot: OutboxPlanner.Snapshot(
+                        noteID: row[0], editID: try FlakeID(stored: row[1]), text: row.text(at: 2), deleted: row[3],
+                        baseVersion: row[4], baseText: row.textIfPresent(at: 5), serverID: try FlakeID(storedIfPresent: row[6]),
+                        revision: row[7], editedAt: row[11]),
+                    clientID: try FlakeID(stored: row[8]), origin: try FlakeID(stored: row[9]), isConflict: row[10]))
         }
         return entries
     }

@@ -3,30 +3,28 @@ import MiniFlake
 import NoteSyncProtocol
 
 /// One outbox snapshot with its note's identity: a change ready to send. A snapshot is re-sent unchanged (same
-/// edit ID) until the server answers it, so a push whose answer was lost is answered `replayed`.
+/// edit ID) until the server answers it, so a push whose answer was lost is answered `replayed`. The snapshot's
+/// fields read through the entry (`entry.text`, `entry.editID`).
+@dynamicMemberLookup
 struct OutboxEntry: Sendable, Equatable {
-    var noteID: Int64
-    var editID: FlakeID
-    var text: String
-    var deleted: Bool
-    var baseVersion: Int64?
-    var baseText: String?
-    var serverID: FlakeID?
-    /// The note's revision when the snapshot was taken: an answer settles the note only if it was not edited since.
-    var revision: Int64
+    /// The outbox row.
+    var snapshot: OutboxPlanner.Snapshot
     var clientID: FlakeID
     var origin: FlakeID
     /// Whether the note is a conflict copy (see ``OutboxPlanner/pushOrder(_:)``).
     var isConflict: Bool
-    /// When the snapshotted edit was made (Unix milliseconds, this device's clock); nil for a snapshot taken before
-    /// edit times were kept (the server then stores its own time).
-    var editedAt: Int64? = nil
+
+    subscript<T>(dynamicMember field: WritableKeyPath<OutboxPlanner.Snapshot, T>) -> T {
+        get { snapshot[keyPath: field] }
+        set { snapshot[keyPath: field] = newValue }
+    }
 
     /// The change as the server reads it.
     var change: NoteChange {
         NoteChange(
-            clientID: clientID, origin: origin, serverID: serverID, editID: editID, text: text, deleted: deleted,
-            baseVersion: baseVersion, baseText: baseText, editedAt: editedAt.map { WireTime.format(unixMilliseconds: $0) })
+            clientID: clientID, origin: origin, serverID: snapshot.serverID, editID: snapshot.editID, text: snapshot.text,
+            deleted: snapshot.deleted, baseVersion: snapshot.baseVersion, baseText: snapshot.baseText,
+            editedAt: snapshot.editedAt.map { WireTime.format(unixMilliseconds: $0) })
     }
 }
 
@@ -118,13 +116,14 @@ enum OutboxPlanner {
         var isDeleted: Bool
         var serverVersion: Int64?
         var baseText: String?
-        var serverID: Int64?
+        var serverID: FlakeID?
         var revision: Int64
         /// The note's edit time (its `updatedAt`).
         var updatedAt: Int64 = 0
     }
 
-    /// An outbox row to insert.
+    /// An outbox row: a note's change as it was when snapshotted, sent (with the note's identity, ``OutboxEntry``)
+    /// until the server answers it.
     struct Snapshot: Sendable, Equatable {
         var noteID: Int64
         var editID: FlakeID
@@ -133,10 +132,13 @@ enum OutboxPlanner {
         var deleted: Bool
         var baseVersion: Int64?
         var baseText: String?
-        var serverID: Int64?
+        var serverID: FlakeID?
+        /// The note's revision when the snapshot was taken: an answer settles the note only if it was not edited
+        /// since.
         var revision: Int64
-        /// The edit's time, sent as the change's `editedAt`.
-        var editedAt: Int64 = 0
+        /// When the snapshotted edit was made (Unix milliseconds, this device's clock), sent as the change's
+        /// `editedAt`; nil for a snapshot taken before edit times were kept (the server then stores its own time).
+        var editedAt: Int64?
     }
 
     /// The snapshots of `notes` (ascending local ID), `editIDs[i]` for `notes[i]`; `editIDs` come from one mint of
