@@ -62,7 +62,7 @@ extension NotesClient {
                 let clientID = try tx.mintClientID(with: minter, createdAt: now)
                 result = try tx.insertNote(clientID: clientID, origin: origin, text: copy.text, now: now)
             }
-            try Self.delete(copyID, in: tx, now: now)
+            _ = try Self.delete(copyID, in: tx, now: now)
             return result
         }
     }
