@@ -12,11 +12,7 @@ import TestSupport
 @Suite("Sync with the server library")
 struct SyncTests {
     @Test func twoDevicesEditOfflineThenSync() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (server, a, b) = try await aliceOnTwoDevices()
 
         try a.add("from a 1")
         try a.add("from a 2")
@@ -49,11 +45,7 @@ struct SyncTests {
     }
 
     @Test func deletesSyncAndAnEditWinsOverAConcurrentDelete() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (server, a, b) = try await aliceOnTwoDevices()
         let doomed = try a.add("to delete")
         let contested = try a.add("contested")
         try await a.syncOK()
@@ -77,11 +69,7 @@ struct SyncTests {
     }
 
     @Test func overlappingEditsMakeAConflictCopyAndLoseNothing() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (_, a, b) = try await aliceOnTwoDevices()
         let note = try a.add("title\nbody")
         try await a.syncOK()
         try await b.syncOK()
@@ -153,11 +141,7 @@ struct SyncTests {
     }
 
     @Test func signOutThenSignInToTheSameAccountMakesNoDuplicates() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (server, a, b) = try await aliceOnTwoDevices()
         var notes: [LocalNote] = []
         for index in 0..<5 { notes.append(try a.add("note \(index)\nline two\nline three")) }
         try await a.syncOK()
@@ -254,11 +238,7 @@ struct SyncTests {
     /// Signed out, the device shows the last account's notes; an edit made then goes to that account at its next
     /// sign-in, never to another, and comes back there with its base (a merge, no conflict copy).
     @Test func anEditMadeWhileSignedOutWaitsForItsOwnAccount() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let other = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(other, "alice")
+        let (server, a, other) = try await aliceOnTwoDevices()
         let note = try a.add("one\ntwo\nthree")
         try await a.syncOK()
         try await other.syncOK()
@@ -337,11 +317,7 @@ struct SyncTests {
     /// (client ID, origin) and take the account's version, so nothing is pushed, and a note another device deleted
     /// meanwhile stays deleted (re-pushing it would have restored it).
     @Test func signingBackInPushesOnlyWhatChangedAndKeepsDeletesFromElsewhere() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (server, a, b) = try await aliceOnTwoDevices()
         for index in 0..<3 { try a.add("note \(index)") }
         try await a.syncOK()
         try await b.syncOK()
