@@ -226,9 +226,10 @@ struct NotesE2EStatus: Decodable, Sendable {
     var notes: Int
     var setAside: Int
     var pending: Int
+    var conflicts: Int
+    /// Refused notes waiting for an edit, and those over the account's quota (counted in `pending`).
     var failed: Int
     var overQuota: Int
-    var conflicts: Int
     var lastSync: String?
 }
 
