@@ -82,6 +82,17 @@ func aliceOnTwoDevices() async throws -> (server: InProcessServer, a: NotesClien
     return (server, a, b)
 }
 
+/// Alice's device on a fresh server, behind a transport that injects the faults a test plans, signed up.
+func aliceBehindFaults(retry: RetryPolicy = RetryPolicy(maxAttempts: 3)) async throws
+    -> (server: InProcessServer, transport: FaultInjectingTransport, a: NotesClient)
+{
+    let server = try TestServer.make()
+    let transport = FaultInjectingTransport(server.transport)
+    let a = try makeDevice(transport, seed: 1, retry: retry)
+    try await signUp(a, "alice")
+    return (server, transport, a)
+}
+
 /// What the server holds for an account, seen by a brand-new device that signs in and syncs.
 func serverTexts(_ server: InProcessServer, _ username: String, seed: UInt64 = 999_999) async throws -> [String] {
     let viewer = try makeDevice(server.transport, seed: seed)

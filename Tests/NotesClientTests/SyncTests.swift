@@ -368,10 +368,7 @@ struct SyncTests {
     }
 
     @Test func aLostAnswerAcrossSyncsWithAnEditInBetween() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1, retry: .none)
-        try await signUp(a, "alice")
+        let (server, transport, a) = try await aliceBehindFaults(retry: .none)
         let notes = try (0..<3).map { try a.add("note \($0)\nsecond line") }
         transport.setPlan { request, _ in request.path == Endpoint.push.path ? .dropAnswer : nil }
         await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .serverUnreachable }
@@ -483,10 +480,7 @@ struct SyncTests {
     }
 
     @Test func anUnknownCursorRestartsThePullFromTheStart() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        let (_, transport, a) = try await aliceBehindFaults()
         try a.add("x")
         try await a.syncOK()
         let body = try WireJSON.encoder().encode(APIErrorBody(code: .invalidCursor, message: "unknown cursor"))
@@ -501,10 +495,7 @@ struct SyncTests {
     }
 
     @Test func serverFailuresAndGarbageLoseNothing() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        let (server, transport, a) = try await aliceBehindFaults()
         try a.add("precious 1")
         try a.add("precious 2")
         let internalError = try WireJSON.encoder().encode(APIErrorBody(code: .internalError, message: "boom"))
@@ -542,10 +533,7 @@ struct SyncTests {
     }
 
     @Test func anUnreachableServerIsRetriedThenReported() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1, retry: RetryPolicy(maxAttempts: 5))
-        try await signUp(a, "alice")
+        let (_, transport, a) = try await aliceBehindFaults(retry: RetryPolicy(maxAttempts: 5))
         try a.add("offline")
         transport.setPlan { _, _ in .refuse }
         let before = transport.requests.count
@@ -555,10 +543,7 @@ struct SyncTests {
     }
 
     @Test func aRevokedSessionSignsOutAndKeepsEveryNote() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        let (server, transport, a) = try await aliceBehindFaults()
         try a.add("synced")
         try await a.syncOK()
         try a.add("pending")
@@ -576,10 +561,7 @@ struct SyncTests {
     }
 
     @Test func signOutRevokesTheTokenEvenOfflineItForgets() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        let (server, transport, a) = try await aliceBehindFaults()
         try a.add("kept")
         try await a.syncOK()
         let report = try await a.signOut()
