@@ -47,6 +47,8 @@ let package = Package(
         ),
         .executableTarget(name: "miniflake", dependencies: ["MiniFlakeCommand"], path: "Sources/miniflake", swiftSettings: swiftSettings),
         .target(name: "NoteSyncProtocol", dependencies: ["MiniFlake"], path: "Sources/NoteSyncProtocol", swiftSettings: swiftSettings),
+        // The line diff and the three-way merge: the server merges pushed edits, the device shows and merges conflicts.
+        .target(name: "NoteMerge", path: "Sources/NoteMerge", swiftSettings: swiftSettings),
         .target(
             name: "SQLiteSupport", dependencies: [.product(name: "GRDB", package: "GRDB.swift")], path: "Sources/SQLiteSupport",
             swiftSettings: swiftSettings),
@@ -55,7 +57,7 @@ let package = Package(
         .target(
             name: "NoteSyncServer",
             dependencies: [
-                "MiniFlake", "NoteSyncProtocol", "SQLiteSupport",
+                "MiniFlake", "NoteSyncProtocol", "NoteMerge", "SQLiteSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -84,7 +86,7 @@ let package = Package(
         ),
         .target(
             name: "NotesCommand",
-            dependencies: ["NotesClient", "MiniFlake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["NotesClient", "NoteMerge", "MiniFlake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Client/NotesCommand",
             swiftSettings: swiftSettings
         ),
@@ -125,6 +127,7 @@ let package = Package(
 
         // Tests.
         .testTarget(name: "MiniFlakeTests", dependencies: ["MiniFlake", "MiniFlakeCommand"], path: "Tests/MiniFlakeTests", swiftSettings: swiftSettings),
+        .testTarget(name: "NoteMergeTests", dependencies: ["NoteMerge", "MiniFlake", "TestSupport"], path: "Tests/NoteMergeTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "NoteSyncProtocolTests",
             dependencies: ["NoteSyncProtocol", "MiniFlake", "TestSupport", .product(name: "Yams", package: "Yams")],
@@ -143,7 +146,7 @@ let package = Package(
         .testTarget(
             name: "NotesClientTests",
             dependencies: [
-                "NotesClient", "NotesCommand", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "SQLiteSupport", "TestSupport",
+                "NotesClient", "NotesCommand", "NoteMerge", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "SQLiteSupport", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

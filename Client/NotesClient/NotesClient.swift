@@ -232,6 +232,18 @@ public final class NotesClient: Sendable {
         try store.read { tx in try tx.listing(includeDeleted: includeDeleted) }
     }
 
+    /// The `limit` most recently edited notes (tombstones only when `includeDeleted`), newest first, with their
+    /// display IDs and how many notes there are in all. Reads only that page and each shown note's neighbours, so
+    /// it costs the same with 200,000 notes as with 20.
+    public func recent(limit: Int, includeDeleted: Bool = false) throws(NotesError) -> (listing: Listing, total: Int) {
+        let (notes, total) = try store.read { tx in
+            (try tx.recentSummaries(limit: limit, includeDeleted: includeDeleted), try tx.noteCount(includeDeleted: includeDeleted))
+        }
+        var ids: [Int64: String] = [:]
+        for note in notes { ids[note.id] = try displayID(clientID: note.clientID, origin: note.origin) }
+        return (Listing(notes: notes, displayIDs: ids), total)
+    }
+
     /// Every note on show (see ``OwnerPlanner``) including tombstones, in local ID order (for invariant checks);
     /// with `includingSetAside`, the notes set aside for other accounts too.
     public func allNotes(includingSetAside: Bool = false) throws(NotesError) -> [LocalNote] {
@@ -289,12 +301,17 @@ public final class NotesClient: Sendable {
 
     /// The short ID people see for one note (see ``ShortID``).
     public func displayID(of note: LocalNote) throws(NotesError) -> String {
-        let (before, after, twins) = try store.read { tx in try tx.neighbours(ofClientID: note.clientID) }
+        try displayID(clientID: note.clientID, origin: note.origin)
+    }
+
+    /// The short ID people see for a note with this client ID and origin.
+    func displayID(clientID: FlakeID, origin: FlakeID) throws(NotesError) -> String {
+        let (before, after, twins) = try store.read { tx in try tx.neighbours(ofClientID: clientID) }
         var shared = 0
         for neighbour in [before, after].compactMap({ $0 }) {
-            shared = max(shared, ShortID.commonPrefix(note.clientID, neighbour))
+            shared = max(shared, ShortID.commonPrefix(clientID, neighbour))
         }
-        return ShortID.display(note.clientID, shared: shared, collides: twins > 1, origin: note.origin)
+        return ShortID.display(clientID, shared: shared, collides: twins > 1, origin: origin)
     }
 
     /// The local state in brief: account, cursor, counts.

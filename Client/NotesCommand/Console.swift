@@ -180,6 +180,14 @@ final class ProgressLine: Sendable {
     }
 
     var callback: @Sendable (SyncProgress) -> Void { { [self] in update($0) } }
+
+    /// Runs `body` (a sync, or a sign-in and its sync) with a progress line's callback, and clears the line before
+    /// returning or throwing, so what is printed next starts on a clean line.
+    static func around<T>(_ body: (@escaping @Sendable (SyncProgress) -> Void) async throws -> T) async throws -> T {
+        let line = ProgressLine()
+        defer { line.finish() }
+        return try await body(line.callback)
+    }
 }
 
 /// What the terminal on stdout can show: its size, and whether to colour.

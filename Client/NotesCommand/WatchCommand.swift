@@ -9,10 +9,11 @@ struct Watch: AsyncParsableCommand {
         discussion: """
             Syncs at once, then whenever another device of the account changes a note (the server answers a \
             waiting request as soon as the change commits), and moments after a `notes` command on this device \
-            changes a note. Reconnects with backoff when the server goes away or restarts. Prints one line per sync \
-            that sent or received something, and one per failure to reach the server (with --json: one JSON object \
-            per line for every sync and failure). Ctrl-C (or SIGTERM) stops it cleanly: nothing is half-written, and \
-            the next sync resumes where it stopped. To keep it running, see README (a systemd user unit).
+            changes a note. Reconnects with backoff when the server goes away or restarts. Prints a line when it \
+            starts, one per sync that sent or received something (a sync that moved nothing prints nothing), and one \
+            per failure to reach the server; with --json, one JSON object per line for every sync (those that moved \
+            nothing included) and failure. Ctrl-C (or SIGTERM) stops it cleanly: nothing is half-written, and the \
+            next sync resumes where it stopped. To keep it running, see README (a systemd user unit).
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -30,6 +31,10 @@ struct Watch: AsyncParsableCommand {
         let stop = StopSignals()
         defer { stop.restore() }
         let options = WatchOptions(waitSeconds: wait)
+        if !json, let account = try client.account() {
+            Console.out("Watching \(account.username)'s notes on \(account.serverURL) (Ctrl-C stops).")
+            Console.flush()
+        }
         let watch = Task {
             try await client.watch(options) { event in Self.print(event, json: json) }
         }
@@ -57,7 +62,7 @@ struct Watch: AsyncParsableCommand {
                 line["pending"] = report.pending
                 line["refused"] = report.refused.count
                 Console.out(line.text)
-            } else if report.pushed > 0 || report.applied > 0 || reasons.contains(.start) || !report.refused.isEmpty {
+            } else if movedSomething(report) {
                 let received = report.applied == 0 ? "nothing new" : plural(report.applied, "note") + " received"
                 var text = "\(time) synced: \(pushSummary(report)); \(received)"
                 if !report.refused.isEmpty { text += "; \(plural(report.refused.count, "note")) refused by the server (see `notes sync`)" }
@@ -77,6 +82,12 @@ struct Watch: AsyncParsableCommand {
             }
         }
         Console.flush()
+    }
+
+    /// Whether a sync sent or received something: a change the server took or refused, or a note added or changed
+    /// here. Only those get a line on a terminal (its own pushes coming back, and wake-ups that find nothing, do not).
+    static func movedSomething(_ report: SyncReport) -> Bool {
+        report.pushed > 0 || !report.failures.isEmpty || report.applied > 0
     }
 }
 

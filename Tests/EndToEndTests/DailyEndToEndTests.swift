@@ -97,6 +97,9 @@ struct DailyEndToEndTests {
             }
             let status = try await a.run(["status"])
             #expect(status.stdout.contains("Pending:    nothing to send") && status.stdout.contains("Refused:    1 note"), "\(status)")
+            // The JSON counts the same way: the refused note waits for an edit, so it is not pending.
+            let counts = try await a.status()
+            #expect(counts.pending == 0 && counts.failed == 1 && counts.overQuota == 0, "\(counts)")
             expectFailure(try await a.run(["add", String(repeating: "c", count: 1001)]), status: 1, containing: "takes notes of at most 1000 bytes")
             #expect(try await a.texts() == [big])
         }
@@ -229,15 +232,40 @@ struct DailyEndToEndTests {
             let sync = try await b.run(["sync"])
             #expect(sync.stdout.contains("sent 2 changes (1 new, 1 already up to date)"), "\(sync)")
 
-            // A script editor, with standard input that is not a terminal: the editor runs, stdin is not read.
+            // A script editor, with standard input neither a terminal nor a pipe: the editor runs.
             let edited = try await shell(
-                #"echo ignored | EDITOR="sh -c 'printf \"from the editor\" > \"\$1\"' sh" "$NOTES" edit "# + id, home: a.home)
+                #"EDITOR="sh -c 'printf \"from the editor\" > \"\$1\"' sh" "$NOTES" edit "# + id + " < /dev/null", home: a.home)
             expectSuccess(edited)
             #expect(edited.stdout.contains("Updated "), "\(edited)")
             #expect(try await a.texts() == ["from the editor"])
             expectSuccess(try await shell(#"printf 'from stdin' | "$NOTES" edit --stdin "# + id, home: a.home))
             #expect(try await a.texts().contains("from stdin"))
         }
+    }
+
+    /// Issue 28: `edit` reads piped text as `add` does (it refused: "no terminal to run the editor on"), even with an
+    /// editor configured; an empty pipe is refused and changes nothing.
+    @Test func editReadsAPipeAsAddDoes() async throws {
+        let a = try NotesDevice("pipe")
+        defer { a.remove() }
+        expectSuccess(try await a.run(["add", "first text"]))
+        let id = try #require(try await a.run(["list", "--json"]).json([NotesE2EListedNote].self).first?.id)
+        let piped = try await shell(#"printf 'from the pipe\n' | "$NOTES" edit "# + id, home: a.home)
+        expectSuccess(piped)
+        #expect(piped.stdout.contains("Updated "), "\(piped)")
+        #expect(try await a.texts() == ["from the pipe"])
+        let withEditor = try await shell(
+            #"printf 'piped, editor set' | EDITOR="sh -c 'printf \"from the editor\" > \"\$1\"' sh" "$NOTES" edit "# + id, home: a.home)
+        expectSuccess(withEditor)
+        #expect(try await a.texts() == ["piped, editor set"])
+        let empty = try await shell(#"printf '' | "$NOTES" edit "# + id, home: a.home)
+        expectFailure(empty, status: 1, containing: "A note cannot be empty")
+        #expect(try await a.texts() == ["piped, editor set"])
+        // From a file, as `add` reads one.
+        let file = a.home.deletingLastPathComponent().appendingPathComponent("text.txt")
+        try Data("from a file\n".utf8).write(to: file)
+        expectSuccess(try await shell(#""$NOTES" edit "# + id + " < '\(file.path)'", home: a.home))
+        #expect(try await a.texts() == ["from a file"])
     }
 
     @Test func statusTellsAnInterruptedFirstSync() async throws {

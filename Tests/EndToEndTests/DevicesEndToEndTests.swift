@@ -210,7 +210,8 @@ struct DevicesEndToEndTests {
 
     /// A note refused for the account's byte quota is not lost and needs no edit: every sync tries it again, and
     /// the first one after space was freed (another note shortened) sends it. Until then each sync says why it
-    /// waits. Before, it stayed refused until the user edited that very note.
+    /// waits, and `notes status` counts it as pending, in words and in JSON (issue 28: it said "nothing to send" and
+    /// "edit them to retry" while its JSON said pending). Before, it stayed refused until the user edited that note.
     @Test func aNoteOverTheQuotaSyncsOnceSpaceIsFreed() async throws {
         try await withServer(["--max-bytes-per-account", "1000"]) { server in
             let laptop = try NotesDevice("quota-retry")
@@ -228,6 +229,14 @@ struct DevicesEndToEndTests {
                 #expect(refused.stderr.hasSuffix("notes: 1 note over the account's quota is not synced; every sync tries again\n"), "\(refused)")
             }
             #expect(try await serverTexts(server, "alice") == [first])
+            // `notes status` says what the sync does, in both forms: the note is pending, and needs no edit.
+            let status = ok(try await laptop.run(["status"]))
+            #expect(
+                status.stdout.contains("Pending:    1 note with changes to send (1 over the account's quota, tried again at every sync"),
+                "\(status)")
+            #expect(!status.stdout.contains("Refused:") && !status.stdout.contains("edit them"), "\(status)")
+            let counts = try await laptop.status()
+            #expect(counts.pending == 1 && counts.failed == 0 && counts.overQuota == 1, "\(counts)")
             let notes = try ok(try await laptop.run(["list", "--json"])).json([NotesE2EListedNote].self)
             let id = try #require(notes.first { $0.text == first }?.id)
             _ = ok(try await laptop.run(["edit", id, "--text", "short"]))

@@ -227,6 +227,10 @@ struct NotesE2EStatus: Decodable, Sendable {
     var setAside: Int
     var pending: Int
     var conflicts: Int
+    /// Refused notes waiting for an edit, and those over the account's quota (counted in `pending`).
+    var failed: Int
+    var overQuota: Int
+    var lastSync: String?
 }
 
 /// A minimal HTTP client for seeding a server directly (the protocol module's types over URLSession).

@@ -24,11 +24,18 @@ struct WatchEndToEndTests {
 
     static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
-    /// `notes watch` of `device` in a tmux session (a real terminal), once its first sync is on the screen.
+    /// `notes watch` of `device` in a tmux session (a real terminal), once it has started and run its first sync
+    /// (which prints no line when it moved nothing: the device's last sync time tells).
     static func watch(_ device: NotesDevice, directory: URL) async throws -> TmuxSession {
+        let before = try await device.status().lastSync
         let command = [NotesE2E.notesBinary.path, "watch", "--home", device.home.path].map(quote).joined(separator: " ")
         let session = try await TmuxSession("env TERM=xterm \(command)", directory: directory)
-        try await session.waitFor("the first sync") { $0.contains("synced:") }
+        try await session.waitFor("the watch to start") { $0.contains("Watching alice's notes on http://") }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await device.status().lastSync == before {
+            guard ContinuousClock.now < deadline else { throw NotesE2EError("no first sync in 30 s: \(try await session.screen())") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
         return session
     }
 
@@ -91,6 +98,34 @@ struct WatchEndToEndTests {
         #expect(status.pending == 0)
         let sync = ok(try await phone.run(["sync", "--json"]))
         #expect(sync.stdout.contains("\"pushed\" : 0"), "\(sync)")
+        await session.kill()
+        await daemon.terminate()
+    }
+
+    /// Issue 28: a line for each sync that sent or received something, as README and `--help` say, and none for a
+    /// sync that moved nothing (it printed "synced: nothing to send; nothing new." at start).
+    @Test func aWatchPrintsALineOnlyForSyncsThatMovedSomething() async throws {
+        let directory = try NotesE2E.temporaryDirectory("watch-lines")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try await DaemonProcess.startOnRestartablePort(
+            ["--data-dir", directory.appendingPathComponent("data").path], log: directory.appendingPathComponent("notesyncd.log"))
+        let (laptop, phone) = try await aliceOnLaptopAndPhone("http://127.0.0.1:\(daemon.port)")
+        defer { laptop.remove(); phone.remove() }
+        let session = try await Self.watch(phone, directory: directory)
+        // Its first sync moved nothing: the screen holds the start line only.
+        let started = try await session.screen()
+        #expect(!started.contains("synced:"), "\(started)")
+
+        _ = ok(try await laptop.run(["add", "from the laptop"]))
+        _ = ok(try await laptop.run(["sync"]))
+        try await session.waitFor("a line for the received note") { $0.contains("synced: nothing to send; 1 note received.") }
+        _ = ok(try await phone.run(["add", "from the phone"]))
+        let screen = try await session.waitFor("a line for the sent note") { $0.contains("synced: sent 1 change (1 new)") }
+        // The syncs that brought back the phone's own push moved nothing: no line for them.
+        #expect(screen.components(separatedBy: "synced:").count - 1 == 2, "\(screen)")
+
+        try await session.send(["C-c"])
+        #expect(try await session.exitStatus() == 0)
         await session.kill()
         await daemon.terminate()
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import MiniFlake
+import NoteMerge
 import NoteSyncProtocol
 import NoteSyncServer
 @testable import NotesClient
@@ -161,11 +162,7 @@ struct DailyTests {
     /// An overlapping edit: the device that pushed second gets its text back as a copy marked as its own; the other
     /// device receives the copy marked as another device's; resolving deletes the copy everywhere.
     @Test func conflictsSayWhoseTextTheCopyHoldsAndResolve() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (_, a, b) = try await aliceOnTwoDevices()
         let note = try a.add("title\nline")
         try await a.syncOK()
         try await b.syncOK()
@@ -201,11 +198,7 @@ struct DailyTests {
 
     @Test(arguments: [NotesClient.ConflictResolution.keepNote, .keepCopy, .keepBoth])
     func everyResolutionRemovesTheCopy(resolution: NotesClient.ConflictResolution) async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (_, a, b) = try await aliceOnTwoDevices()
         let note = try a.add("x")
         try await a.syncOK()
         try await b.syncOK()
@@ -230,11 +223,7 @@ struct DailyTests {
 
     /// A delete undone by another device's concurrent edit is named by the sync.
     @Test func aDeleteUndoneByAnotherDevicesEditIsReported() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (_, a, b) = try await aliceOnTwoDevices()
         let note = try a.add("contested")
         try await a.syncOK()
         try await b.syncOK()
@@ -294,11 +283,7 @@ struct DailyTests {
     // MARK: - Search
 
     @Test func searchIsRankedAndKeptInStepWithEveryChange() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (_, a, b) = try await aliceOnTwoDevices()
         let once = try a.add("Shopping\nbuy zebra food once")
         let often = try a.add("Zebra zebra ZEBRA\nall about zebras: zebra")
         try a.add("nothing here")

@@ -95,22 +95,42 @@ struct OutboxPlannerTests {
         }
     }
 
+    /// A note refused for the account's quota is tried again at every sync, without an edit; any other refusal waits
+    /// for an edit (the note stays as the server cannot take it until it changes).
+    @Test func onlyQuotaRefusalsAreRetriedAtEverySync() {
+        #expect(OutboxPlanner.retriesAtEverySync(APIErrorCode.quotaExceeded.rawValue))
+        for code in APIErrorCode.allKnown where code != .quotaExceeded {
+            #expect(!OutboxPlanner.retriesAtEverySync(code.rawValue), "\(code)")
+        }
+        #expect(!OutboxPlanner.retriesAtEverySync("rejected"))
+        #expect(!OutboxPlanner.retriesAtEverySync("a code from a newer server"))
+    }
+
+    /// Pending: dirty and not refused; a snapshot goes to a pending note with none in flight.
+    @Test func pendingIsDirtyAndNotRefused() {
+        for state in Self.allStates {
+            #expect(OutboxPlanner.isPending(state) == (state.isDirty && !state.hasPushError), "\(state)")
+            #expect(OutboxPlanner.needsSnapshot(state) == (OutboxPlanner.isPending(state) && !state.hasSnapshot), "\(state)")
+        }
+    }
+
     // MARK: - Snapshots
 
     @Test func snapshotsTakeTheNotesStateAndTheirEditIDsInOrder() throws {
         let edits = [try FlakeID(validating: 1000), try FlakeID(validating: 2000)]
         let notes = [
-            OutboxPlanner.DirtyNote(id: 3, text: "hello", isDeleted: false, serverVersion: 4, baseText: "hell", serverID: 77, revision: 5),
+            OutboxPlanner.DirtyNote(
+                id: 3, text: "hello", isDeleted: false, serverVersion: 4, baseText: "hell", serverID: try FlakeID(validating: 77), revision: 5),
             OutboxPlanner.DirtyNote(id: 9, text: "gone", isDeleted: true, serverVersion: nil, baseText: "gone", serverID: nil, revision: 2),
         ]
         #expect(
             OutboxPlanner.snapshots(of: notes, editIDs: edits) == [
                 OutboxPlanner.Snapshot(
-                    noteID: 3, editID: edits[0], text: "hello", deleted: false, baseVersion: 4, baseText: "hell", serverID: 77,
-                    revision: 5),
+                    noteID: 3, editID: edits[0], text: "hello", deleted: false, baseVersion: 4, baseText: "hell",
+                    serverID: try FlakeID(validating: 77), revision: 5, editedAt: 0),
                 OutboxPlanner.Snapshot(
                     noteID: 9, editID: edits[1], text: "", deleted: true, baseVersion: nil, baseText: "gone", serverID: nil,
-                    revision: 2),
+                    revision: 2, editedAt: 0),
             ])
         #expect(OutboxPlanner.snapshots(of: [], editIDs: []).isEmpty)
     }
@@ -221,8 +241,9 @@ struct OutboxPlannerTests {
 
     func entry(edit: Int64, text: String = "text", isConflict: Bool = false) throws -> OutboxEntry {
         OutboxEntry(
-            noteID: edit, editID: try FlakeID(validating: edit), text: text, deleted: false, baseVersion: nil, baseText: nil,
-            serverID: nil, revision: 1, clientID: try FlakeID(validating: 1_000_000 + edit), origin: try FlakeID(validating: 42),
-            isConflict: isConflict)
+            snapshot: OutboxPlanner.Snapshot(
+                noteID: edit, editID: try FlakeID(validating: edit), text: text, deleted: false, baseVersion: nil, baseText: nil,
+                serverID: nil, revision: 1, editedAt: nil),
+            clientID: try FlakeID(validating: 1_000_000 + edit), origin: try FlakeID(validating: 42), isConflict: isConflict)
     }
 }

@@ -60,8 +60,8 @@ struct PullPlannerTests {
             editedAt: editedAt.map { WireTime.format(unixMilliseconds: $0) })
     }
 
-    static func pulled(_ record: NoteRecord) -> PullPlanner.Pulled {
-        PullPlanner.Pulled(
+    static func pulled(_ record: NoteRecord) -> SyncedState {
+        SyncedState(
             serverID: record.serverID.rawValue, version: record.version, text: record.text, deleted: record.deleted,
             baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue)
     }
@@ -87,7 +87,7 @@ struct PullPlannerTests {
                 record: copy, local: nil,
                 outcome: PullPlanner.Outcome(
                     action: .insert(
-                        PullPlanner.NewNote(
+                        NewSyncedNote(
                             clientID: 1 << 40, origin: 42, state: pulled(copy),
                             createdAt: (try! FlakeID(validating: 1 << 40)).unixMilliseconds, updatedAt: recordMilliseconds)),
                     applied: true, matched: false, newConflictCopy: true)),

@@ -14,8 +14,9 @@ struct PushResultPlannerTests {
 
     static func entry(deleted: Bool = false, revision: Int64 = 3, text: String = "pushed") -> OutboxEntry {
         OutboxEntry(
-            noteID: 7, editID: try! FlakeID(validating: 900), text: deleted ? "" : text, deleted: deleted, baseVersion: 2,
-            baseText: "base", serverID: try! FlakeID(validating: serverID), revision: revision,
+            snapshot: OutboxPlanner.Snapshot(
+                noteID: 7, editID: try! FlakeID(validating: 900), text: deleted ? "" : text, deleted: deleted, baseVersion: 2,
+                baseText: "base", serverID: try! FlakeID(validating: serverID), revision: revision, editedAt: nil),
             clientID: try! FlakeID(validating: 1_000), origin: try! FlakeID(validating: origin), isConflict: false)
     }
 
@@ -136,9 +137,12 @@ struct PushResultPlannerTests {
         }
         #expect(
             acceptance.conflictCopy
-                == PushResultPlanner.ConflictCopyRow(
-                    clientID: copyClientID.rawValue, origin: Self.origin, serverID: 6_000, text: "my line",
-                    conflictOf: Self.serverID, createdAt: copyClientID.unixMilliseconds, updatedAt: Self.now + 5))
+                == NewSyncedNote(
+                    clientID: copyClientID.rawValue, origin: Self.origin,
+                    state: SyncedState(
+                        serverID: 6_000, version: 1, text: "my line", deleted: false, baseText: "my line", isConflict: true,
+                        conflictOf: Self.serverID),
+                    createdAt: copyClientID.unixMilliseconds, updatedAt: Self.now + 5, conflictHere: true))
         #expect(
             acceptance.update
                 == .settle(
@@ -212,7 +216,7 @@ struct PushResultPlannerTests {
             #expect(acceptance.releaseServerID == serverID, "\(context)")
             #expect((acceptance.conflictCopy != nil) == (status == .conflict && copy != nil && serverID != nil), "\(context)")
             if let row = acceptance.conflictCopy {
-                #expect(row.text == entry.text && row.conflictOf == serverID && row.origin == Self.origin, "\(context)")
+                #expect(row.state.text == entry.text && row.state.conflictOf == serverID && row.origin == Self.origin, "\(context)")
             }
             switch acceptance.update {
             case .settle(let settle):

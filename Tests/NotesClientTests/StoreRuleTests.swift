@@ -46,18 +46,54 @@ struct StoreRuleTests {
                     "text"
                 )
             }, into: store)
-        let (dirty, snapshotted) = try store.write { tx in
-            try tx.requeueUnmatchedNotes()
-            try tx.settleNeverSyncedTombstones()
+        let (dirty, snapshotted, pending) = try store.write { tx in
+            try tx.applyRequeues()
+            try tx.applySettles()
             let snapshotted = try tx.notesNeedingSnapshot().map(\.id)
-            return (Set(try Int64.fetchAll(tx.db, sql: "SELECT id FROM notes WHERE dirty")), snapshotted)
+            return (Set(try Int64.fetchAll(tx.db, sql: "SELECT id FROM notes WHERE dirty")), snapshotted, try tx.pendingCount())
         }
+        var expectedPending = 0
         for (id, state) in zip(ids, states) {
             let expected = OutboxPlanner.prepare(state)
             #expect(dirty.contains(id) == expected.isDirty, "\(state)")
             #expect(snapshotted.contains(id) == expected.needsSnapshot, "\(state)")
+            var after = state
+            after.isDirty = expected.isDirty
+            if OutboxPlanner.isPending(after) { expectedPending += 1 }
         }
         #expect(snapshotted == snapshotted.sorted(), "ascending local ID: the order edit IDs are minted in")
+        #expect(pending == expectedPending)
+    }
+
+    /// The statement a sync starts with clears the refusals ``OutboxPlanner/retriesAtEverySync(_:)`` retries, on the
+    /// notes on show only, and no other.
+    @Test func theRetryStatementFollowsTheOutboxPlanner() throws {
+        let store = try LocalStore.inMemory()
+        let codes: [String?] = [nil, "quota_exceeded", "note_too_large", "body_too_large", "rejected", "invalid_text"]
+        var expected: [Int64: String?] = [:]
+        try store.write { tx in
+            for (index, code) in codes.enumerated() {
+                for aside in [false, true] {
+                    try tx.db.execute(
+                        sql: """
+                            INSERT INTO notes (client_id, origin, text, revision, dirty, push_error, push_error_message, aside,
+                            created_at, updated_at) VALUES (?, ?, 'text', 1, 1, ?, ?, ?, 0, 0)
+                            """,
+                        arguments: [index + 1, aside ? 2 : 1, code, code.map { "refused: \($0)" }, aside])
+                    let retried = !aside && code.map(OutboxPlanner.retriesAtEverySync) == true
+                    expected[tx.db.lastInsertedRowID] = retried ? nil : code
+                }
+            }
+        }
+        let retried = try store.write { tx in try tx.applyRetriesAtEverySync() }
+        #expect(retried == 1)
+        let rows = try store.read { tx in try Row.fetchAll(tx.db, sql: "SELECT id, push_error, push_error_message FROM notes") }
+        for row in rows {
+            let id: Int64 = row[0]
+            let code: String? = row[1]
+            #expect(code == expected[id]!, "note \(id)")
+            #expect((row[2] as String?) == code.map { "refused: \($0)" }, "note \(id): the message goes with its code")
+        }
     }
 
     @Test func theSignInQueueReadsEachNoteAsThePlannerSeesIt() throws {

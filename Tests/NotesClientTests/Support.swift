@@ -52,8 +52,8 @@ extension NotesClient {
 }
 
 /// Signs `client` up (or in, when the account exists) and expects the first sync to succeed.
-@discardableResult
 /// Notes written while signed out join the account (`carry`), as a user who answers yes would have them.
+@discardableResult
 func signUp(
     _ client: NotesClient, _ username: String, password: String = "correct horse battery", unowned: UnownedNotes = .carry
 ) async throws -> SyncReport {
@@ -70,6 +70,27 @@ func signIn(
         server: TestServer.url, username: username, password: password, unowned: unowned, wipe: wipe)
     _ = try report.sync.get()
     return report
+}
+
+/// Alice's two devices on a fresh server: `a` signed up, then `b` signed in.
+func aliceOnTwoDevices() async throws -> (server: InProcessServer, a: NotesClient, b: NotesClient) {
+    let server = try TestServer.make()
+    let a = try makeDevice(server.transport, seed: 1)
+    let b = try makeDevice(server.transport, seed: 2)
+    try await signUp(a, "alice")
+    try await signIn(b, "alice")
+    return (server, a, b)
+}
+
+/// Alice's device on a fresh server, behind a transport that injects the faults a test plans, signed up.
+func aliceBehindFaults(retry: RetryPolicy = RetryPolicy(maxAttempts: 3)) async throws
+    -> (server: InProcessServer, transport: FaultInjectingTransport, a: NotesClient)
+{
+    let server = try TestServer.make()
+    let transport = FaultInjectingTransport(server.transport)
+    let a = try makeDevice(transport, seed: 1, retry: retry)
+    try await signUp(a, "alice")
+    return (server, transport, a)
 }
 
 /// What the server holds for an account, seen by a brand-new device that signs in and syncs.

@@ -12,11 +12,7 @@ import TestSupport
 @Suite("Sync with the server library")
 struct SyncTests {
     @Test func twoDevicesEditOfflineThenSync() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (server, a, b) = try await aliceOnTwoDevices()
 
         try a.add("from a 1")
         try a.add("from a 2")
@@ -49,11 +45,7 @@ struct SyncTests {
     }
 
     @Test func deletesSyncAndAnEditWinsOverAConcurrentDelete() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (server, a, b) = try await aliceOnTwoDevices()
         let doomed = try a.add("to delete")
         let contested = try a.add("contested")
         try await a.syncOK()
@@ -77,11 +69,7 @@ struct SyncTests {
     }
 
     @Test func overlappingEditsMakeAConflictCopyAndLoseNothing() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (_, a, b) = try await aliceOnTwoDevices()
         let note = try a.add("title\nbody")
         try await a.syncOK()
         try await b.syncOK()
@@ -153,11 +141,7 @@ struct SyncTests {
     }
 
     @Test func signOutThenSignInToTheSameAccountMakesNoDuplicates() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (server, a, b) = try await aliceOnTwoDevices()
         var notes: [LocalNote] = []
         for index in 0..<5 { notes.append(try a.add("note \(index)\nline two\nline three")) }
         try await a.syncOK()
@@ -254,11 +238,7 @@ struct SyncTests {
     /// Signed out, the device shows the last account's notes; an edit made then goes to that account at its next
     /// sign-in, never to another, and comes back there with its base (a merge, no conflict copy).
     @Test func anEditMadeWhileSignedOutWaitsForItsOwnAccount() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let other = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(other, "alice")
+        let (server, a, other) = try await aliceOnTwoDevices()
         let note = try a.add("one\ntwo\nthree")
         try await a.syncOK()
         try await other.syncOK()
@@ -337,11 +317,7 @@ struct SyncTests {
     /// (client ID, origin) and take the account's version, so nothing is pushed, and a note another device deleted
     /// meanwhile stays deleted (re-pushing it would have restored it).
     @Test func signingBackInPushesOnlyWhatChangedAndKeepsDeletesFromElsewhere() async throws {
-        let server = try TestServer.make()
-        let a = try makeDevice(server.transport, seed: 1)
-        let b = try makeDevice(server.transport, seed: 2)
-        try await signUp(a, "alice")
-        try await signIn(b, "alice")
+        let (server, a, b) = try await aliceOnTwoDevices()
         for index in 0..<3 { try a.add("note \(index)") }
         try await a.syncOK()
         try await b.syncOK()
@@ -392,10 +368,7 @@ struct SyncTests {
     }
 
     @Test func aLostAnswerAcrossSyncsWithAnEditInBetween() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1, retry: .none)
-        try await signUp(a, "alice")
+        let (server, transport, a) = try await aliceBehindFaults(retry: .none)
         let notes = try (0..<3).map { try a.add("note \($0)\nsecond line") }
         transport.setPlan { request, _ in request.path == Endpoint.push.path ? .dropAnswer : nil }
         await #expect { try await a.sync() } throws: { ($0 as? NotesError)?.code == .serverUnreachable }
@@ -507,10 +480,7 @@ struct SyncTests {
     }
 
     @Test func anUnknownCursorRestartsThePullFromTheStart() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        let (_, transport, a) = try await aliceBehindFaults()
         try a.add("x")
         try await a.syncOK()
         let body = try WireJSON.encoder().encode(APIErrorBody(code: .invalidCursor, message: "unknown cursor"))
@@ -525,10 +495,7 @@ struct SyncTests {
     }
 
     @Test func serverFailuresAndGarbageLoseNothing() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        let (server, transport, a) = try await aliceBehindFaults()
         try a.add("precious 1")
         try a.add("precious 2")
         let internalError = try WireJSON.encoder().encode(APIErrorBody(code: .internalError, message: "boom"))
@@ -566,10 +533,7 @@ struct SyncTests {
     }
 
     @Test func anUnreachableServerIsRetriedThenReported() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1, retry: RetryPolicy(maxAttempts: 5))
-        try await signUp(a, "alice")
+        let (_, transport, a) = try await aliceBehindFaults(retry: RetryPolicy(maxAttempts: 5))
         try a.add("offline")
         transport.setPlan { _, _ in .refuse }
         let before = transport.requests.count
@@ -579,10 +543,7 @@ struct SyncTests {
     }
 
     @Test func aRevokedSessionSignsOutAndKeepsEveryNote() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        let (server, transport, a) = try await aliceBehindFaults()
         try a.add("synced")
         try await a.syncOK()
         try a.add("pending")
@@ -600,10 +561,7 @@ struct SyncTests {
     }
 
     @Test func signOutRevokesTheTokenEvenOfflineItForgets() async throws {
-        let server = try TestServer.make()
-        let transport = FaultInjectingTransport(server.transport)
-        let a = try makeDevice(transport, seed: 1)
-        try await signUp(a, "alice")
+        let (server, transport, a) = try await aliceBehindFaults()
         try a.add("kept")
         try await a.syncOK()
         let report = try await a.signOut()

@@ -7,18 +7,25 @@ import NoteSyncProtocol
 extension LocalStore.Transaction {
     // MARK: - Local commands
 
-    /// Inserts a new dirty note (revision 1, never synced) and returns it.
+    /// Inserts a new dirty note (revision 1, never synced) created and edited at `now`, and returns it.
     func insertNote(clientID: FlakeID, origin: FlakeID, text: String, now: Int64) throws -> LocalNote {
-        try db.execute(
+        try insertNote(clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now)
+    }
+
+    /// Inserts a new dirty note (revision 1, never synced), and returns it: a note written here, or one from an
+    /// export with its own identity and times (a sign-in or push finds it on the server by client ID and origin).
+    @discardableResult
+    func insertNote(clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64) throws -> LocalNote {
+        try db.cachedStatement(
             sql: """
                 INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at)
                 VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?)
-                """,
-            arguments: [clientID.rawValue, origin.rawValue, text.stored, now, now])
+                """
+        ).execute(arguments: [clientID.rawValue, origin.rawValue, text.stored, createdAt, editedAt])
         return LocalNote(
             id: db.lastInsertedRowID, clientID: clientID, origin: origin, serverID: nil, serverVersion: nil,
             text: text, isDeleted: false, baseText: nil, revision: 1, isDirty: true, isConflict: false,
-            conflictOf: nil, pushError: nil, createdAt: now, updatedAt: now)
+            conflictOf: nil, pushError: nil, createdAt: createdAt, updatedAt: editedAt)
     }
 
     /// Gives a note new text, restores it when deleted, bumps its revision and marks it dirty; clears its push
@@ -43,27 +50,16 @@ extension LocalStore.Transaction {
             arguments: [syncs, now, id])
     }
 
-    /// Inserts a note from an export: its own identity and times, dirty and never synced (a sign-in or push
-    /// finds it on the server by client ID and origin).
-    func importNote(clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64) throws {
-        try db.cachedStatement(
-            sql: """
-                INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at)
-                VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?)
-                """
-        ).execute(arguments: [clientID.rawValue, origin.rawValue, text.stored, createdAt, editedAt])
-    }
-
     /// Whether a note with this identity is here (tombstones included).
     func hasNote(clientID: FlakeID, origin: FlakeID) throws -> Bool {
         try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notes WHERE client_id = ? AND origin = ? AND NOT aside)"),
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM notes WHERE client_id = ? AND origin = ? AND \(NoteFilter.onShow))"),
             arguments: [clientID.rawValue, origin.rawValue]) ?? false
     }
 
     /// Every live note's text without trailing newlines (what tells an imported plain text is already here).
     func liveTextKeys() throws -> [String] {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT text FROM notes WHERE NOT deleted AND NOT aside"))
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT text FROM notes WHERE NOT deleted AND \(NoteFilter.onShow)"))
         var keys: [String] = []
         while let row = try rows.next() { keys.append(NotesClient.importKey(row.text(at: 0))) }
         return keys
@@ -88,7 +84,7 @@ extension LocalStore.Transaction {
     ///
     /// - Throws: `note_not_found`.
     func note(_ id: LocalNote.ID) throws -> LocalNote {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(noteColumns) FROM notes WHERE id = ? AND NOT aside"), arguments: [id]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(noteColumns) FROM notes WHERE id = ? AND \(NoteFilter.onShow)"), arguments: [id]) else {
             throw NotesError(.noteNotFound, "No note has local ID \(id).")
         }
         return try LocalNote(row: row)
@@ -102,24 +98,24 @@ extension LocalStore.Transaction {
 
     /// Every note, newest change first; tombstones only when `includeDeleted`.
     func notes(includeDeleted: Bool) throws -> [LocalNote] {
-        let filter = includeDeleted ? "WHERE NOT aside" : "WHERE NOT deleted AND NOT aside"
+        let filter = includeDeleted ? "WHERE \(NoteFilter.onShow)" : "WHERE NOT deleted AND \(NoteFilter.onShow)"
         return try fetchNotes(sql: "SELECT \(noteColumns) FROM notes \(filter) ORDER BY updated_at DESC, id DESC")
     }
 
     /// Every note including tombstones, in local ID order.
     func allNotes() throws -> [LocalNote] {
-        try fetchNotes(sql: "SELECT \(noteColumns) FROM notes WHERE NOT aside ORDER BY id")
+        try fetchNotes(sql: "SELECT \(noteColumns) FROM notes WHERE \(NoteFilter.onShow) ORDER BY id")
     }
 
     /// Live conflict copies, newest change first.
     func conflicts() throws -> [LocalNote] {
-        try fetchNotes(sql: "SELECT \(noteColumns) FROM notes WHERE is_conflict AND NOT deleted AND NOT aside ORDER BY updated_at DESC, id DESC")
+        try fetchNotes(sql: "SELECT \(noteColumns) FROM notes WHERE is_conflict AND NOT deleted AND \(NoteFilter.onShow) ORDER BY updated_at DESC, id DESC")
     }
 
     /// Up to 64 notes whose client ID is in `range`, by client ID then origin.
     func notes(clientIDsIn range: ClosedRange<Int64>) throws -> [LocalNote] {
         try fetchNotes(
-            sql: "SELECT \(noteColumns) FROM notes WHERE client_id BETWEEN ? AND ? AND NOT aside ORDER BY client_id, origin LIMIT 64",
+            sql: "SELECT \(noteColumns) FROM notes WHERE client_id BETWEEN ? AND ? AND \(NoteFilter.onShow) ORDER BY client_id, origin LIMIT 64",
             arguments: [range.lowerBound, range.upperBound])
     }
 
@@ -137,7 +133,7 @@ extension LocalStore.Transaction {
             db,
             sql: """
                 SELECT id, client_id, origin, CASE WHEN deleted THEN NULL ELSE substr(text, 1, 400) END, deleted, dirty,
-                is_conflict, push_error, updated_at FROM notes WHERE NOT aside
+                is_conflict, push_error, updated_at FROM notes WHERE \(NoteFilter.onShow)
                 """)
         var keys: [(id: Int64, clientID: FlakeID, origin: FlakeID)] = []
         var summaries: [NoteSummary] = []
@@ -181,7 +177,7 @@ extension LocalStore.Transaction {
 
     /// Every note's key for ``ShortID/assign(_:)``, sorted by client ID.
     func displayKeys() throws -> [(id: Int64, clientID: FlakeID, origin: FlakeID)] {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT id, client_id, origin FROM notes WHERE NOT aside ORDER BY client_id"))
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: "SELECT id, client_id, origin FROM notes WHERE \(NoteFilter.onShow) ORDER BY client_id"))
         var keys: [(id: Int64, clientID: FlakeID, origin: FlakeID)] = []
         while let row = try rows.next() {
             keys.append((id: row[0], clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2])))
@@ -194,10 +190,10 @@ extension LocalStore.Transaction {
     func neighbours(ofClientID clientID: FlakeID) throws -> (before: FlakeID?, after: FlakeID?, twins: Int) {
         let raw = clientID.rawValue
         let before = try Int64.fetchOne(
-            db, sql: "SELECT client_id FROM notes WHERE client_id < ? AND NOT aside ORDER BY client_id DESC LIMIT 1", arguments: [raw])
+            db, sql: "SELECT client_id FROM notes WHERE client_id < ? AND \(NoteFilter.onShow) ORDER BY client_id DESC LIMIT 1", arguments: [raw])
         let after = try Int64.fetchOne(
-            db, sql: "SELECT client_id FROM notes WHERE client_id > ? AND NOT aside ORDER BY client_id LIMIT 1", arguments: [raw])
-        let twins = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE client_id = ? AND NOT aside"), arguments: [raw]) ?? 1
+            db, sql: "SELECT client_id FROM notes WHERE client_id > ? AND \(NoteFilter.onShow) ORDER BY client_id LIMIT 1", arguments: [raw])
+        let twins = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE client_id = ? AND \(NoteFilter.onShow)"), arguments: [raw]) ?? 1
         return (try FlakeID(storedIfPresent: before), try FlakeID(storedIfPresent: after), twins)
     }
 
@@ -210,7 +206,8 @@ extension LocalStore.Transaction {
             db,
             sql: """
                 SELECT COALESCE(SUM(NOT deleted), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(dirty), 0),
-                COALESCE(SUM(push_error IS NOT NULL), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0) FROM notes WHERE NOT aside
+                COALESCE(SUM(\(NoteFilter.isRefused)), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0),
+                COALESCE(SUM(\(NoteFilter.retriesAtEverySync)), 0) FROM notes WHERE \(NoteFilter.onShow)
                 """)!
         let inFlight = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox")) ?? 0
         let clientIDMark = try Int64.fetchOne(db.cachedStatement(sql: "SELECT client_id_high_water FROM settings WHERE id = 1"))
@@ -219,7 +216,7 @@ extension LocalStore.Transaction {
             clientIDHighWaterMark: try FlakeID(storedIfPresent: clientIDMark),
             serverURL: settings.serverURL, account: settings.account, cursor: settings.cursor,
             lastSyncAt: settings.lastSyncAt, notes: counts[0], deletedNotes: counts[1], pending: counts[2],
-            failed: counts[3], conflicts: counts[4], inFlight: inFlight, pullUnfinished: settings.pullUnfinished,
+            failed: counts[3], overQuota: counts[5], conflicts: counts[4], inFlight: inFlight, pullUnfinished: settings.pullUnfinished,
             maxNoteBytes: settings.maxNoteBytes)
     }
 }

@@ -2,7 +2,8 @@ import GRDB
 import MiniFlake
 import NoteSyncProtocol
 
-// Owners and the notes on show (see `OwnerPlanner`): every other query reads only the notes with `NOT aside`.
+// Owners and the notes on show (see `OwnerPlanner`): every other query reads only the notes on show
+// (`NoteFilter.onShow`).
 
 extension LocalStore.Transaction {
     /// The account whose notes are on show: the signed-in one, else the last one signed in to (nil: none yet).
@@ -43,7 +44,7 @@ extension LocalStore.Transaction {
 
     /// Live notes owned by `account`.
     func liveCount(ownedBy account: FlakeID, aside: Bool? = nil) throws -> Int {
-        let filter = aside.map { $0 ? " AND aside" : " AND NOT aside" } ?? ""
+        let filter = aside.map { $0 ? " AND \(NoteFilter.setAside)" : " AND \(NoteFilter.onShow)" } ?? ""
         return try Int.fetchOne(
             db, sql: "SELECT COUNT(*) FROM notes WHERE owner_account_id = ? AND NOT deleted\(filter)", arguments: [account.rawValue]) ?? 0
     }
@@ -51,12 +52,13 @@ extension LocalStore.Transaction {
     /// Notes on show owned by `account` with changes no server has (a wipe loses them).
     func unsyncedCount(ownedBy account: FlakeID) throws -> Int {
         try Int.fetchOne(
-            db, sql: "SELECT COUNT(*) FROM notes WHERE owner_account_id = ? AND dirty AND NOT aside", arguments: [account.rawValue]) ?? 0
+            db, sql: "SELECT COUNT(*) FROM notes WHERE owner_account_id = ? AND dirty AND \(NoteFilter.onShow)", arguments: [account.rawValue])
+            ?? 0
     }
 
     /// Live notes set aside: those of other accounts, and the unowned ones while an account is signed in.
     func asideCount() throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE aside AND NOT deleted")) ?? 0
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE \(NoteFilter.setAside) AND NOT deleted")) ?? 0
     }
 
     /// Executes a sign-in's ``OwnerPlanner/Plan`` and reports it (live notes counted).
@@ -65,14 +67,16 @@ extension LocalStore.Transaction {
         if let previous = plan.setAside ?? plan.wipe { report.previous = try knownAccount(previous) }
         if let previous = plan.setAside {
             report.setAside = try liveCount(ownedBy: previous, aside: false)
-            try db.execute(sql: "UPDATE notes SET aside = 1 WHERE owner_account_id = ? AND NOT aside", arguments: [previous.rawValue])
+            try db.execute(
+                sql: "UPDATE notes SET aside = 1 WHERE owner_account_id = ? AND \(NoteFilter.onShow)", arguments: [previous.rawValue])
         }
         if let previous = plan.wipe {
             report.wiped = try liveCount(ownedBy: previous)
             try db.execute(sql: "DELETE FROM notes WHERE owner_account_id = ?", arguments: [previous.rawValue])
         }
         report.restored = try liveCount(ownedBy: plan.restore, aside: true)
-        try db.execute(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id = ? AND aside", arguments: [plan.restore.rawValue])
+        try db.execute(
+            sql: "UPDATE notes SET aside = 0 WHERE owner_account_id = ? AND \(NoteFilter.setAside)", arguments: [plan.restore.rawValue])
         let unowned = try unownedCount()
         switch plan.unowned {
         case .carry:
@@ -81,7 +85,7 @@ extension LocalStore.Transaction {
                 sql: "UPDATE notes SET owner_account_id = ?, aside = 0 WHERE owner_account_id IS NULL", arguments: [plan.restore.rawValue])
         case .keepAside:
             report.keptAside = unowned
-            try db.execute(sql: "UPDATE notes SET aside = 1 WHERE owner_account_id IS NULL AND NOT aside")
+            try db.execute(sql: "UPDATE notes SET aside = 1 WHERE owner_account_id IS NULL AND \(NoteFilter.onShow)")
         }
         return report
     }
@@ -154,7 +158,7 @@ extension LocalStore.Transaction {
 
     /// What a sign-out does to the notes on show (``OwnerPlanner/afterSignOut``): the unowned ones come back.
     func showUnownedNotes() throws {
-        try db.cachedStatement(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id IS NULL AND aside").execute()
+        try db.cachedStatement(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id IS NULL AND \(NoteFilter.setAside)").execute()
     }
 
     /// Inserts a copy of a note's text as a new note owned by `account` (set aside unless it is on show): dirty and

@@ -17,7 +17,7 @@ extension LocalStore.Transaction {
             SELECT \(noteColumns.split(separator: ", ").map { "n.\($0)" }.joined(separator: ", ")),
             highlight(notes_search, 0, ?, ?)
             FROM notes_search JOIN notes n ON n.id = notes_search.rowid
-            WHERE notes_search MATCH ? AND NOT n.deleted AND NOT n.aside ORDER BY rank LIMIT ?
+            WHERE notes_search MATCH ? AND NOT n.deleted AND \(NoteFilter.onShow) ORDER BY rank LIMIT ?
             """
         do {
             let rows = try Row.fetchCursor(
@@ -38,7 +38,7 @@ extension LocalStore.Transaction {
             db.cachedStatement(
                 sql: """
                     SELECT COUNT(*) FROM notes_search JOIN notes n ON n.id = notes_search.rowid
-                    WHERE notes_search MATCH ? AND NOT n.deleted AND NOT n.aside
+                    WHERE notes_search MATCH ? AND NOT n.deleted AND \(NoteFilter.onShow)
                     """),
             arguments: [query]) ?? 0
     }
@@ -48,7 +48,7 @@ extension LocalStore.Transaction {
     /// The `limit` most recently edited notes (tombstones only when `includeDeleted`), newest first, read without
     /// their full texts: from the `(updated_at, id)` index, so a page costs the same with 200,000 notes as with 20.
     func recentSummaries(limit: Int, includeDeleted: Bool) throws -> [NoteSummary] {
-        let filter = includeDeleted ? "WHERE NOT aside" : "WHERE NOT deleted AND NOT aside"
+        let filter = includeDeleted ? "WHERE \(NoteFilter.onShow)" : "WHERE NOT deleted AND \(NoteFilter.onShow)"
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
@@ -70,7 +70,7 @@ extension LocalStore.Transaction {
 
     /// Live notes (and tombstones when `includeDeleted`).
     func noteCount(includeDeleted: Bool) throws -> Int {
-        try Int.fetchOne(db, sql: includeDeleted ? "SELECT COUNT(*) FROM notes WHERE NOT aside" : "SELECT COUNT(*) FROM notes WHERE NOT deleted AND NOT aside") ?? 0
+        try Int.fetchOne(db, sql: includeDeleted ? "SELECT COUNT(*) FROM notes WHERE \(NoteFilter.onShow)" : "SELECT COUNT(*) FROM notes WHERE NOT deleted AND \(NoteFilter.onShow)") ?? 0
     }
 
     // MARK: - Trash
@@ -81,7 +81,7 @@ extension LocalStore.Transaction {
             db.cachedStatement(
                 sql: """
                     SELECT \(noteColumns.split(separator: ", ").map { "n.\($0)" }.joined(separator: ", ")), t.text, t.deleted_at
-                    FROM trash t JOIN notes n ON n.id = t.note_id WHERE n.deleted AND NOT n.aside ORDER BY t.deleted_at DESC, n.id DESC
+                    FROM trash t JOIN notes n ON n.id = t.note_id WHERE n.deleted AND \(NoteFilter.onShow) ORDER BY t.deleted_at DESC, n.id DESC
                     """))
         var notes: [TrashedNote] = []
         while let row = try rows.next() {

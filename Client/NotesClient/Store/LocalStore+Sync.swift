@@ -7,35 +7,30 @@ import NoteSyncProtocol
 extension LocalStore.Transaction {
     // MARK: - Outbox
 
-    /// Marks dirty every note ``OutboxPlanner/requeues(_:)`` selects.
-    func requeueUnmatchedNotes() throws {
-        try db.cachedStatement(sql: "UPDATE notes SET dirty = 1 WHERE server_id IS NULL AND NOT dirty AND NOT deleted AND NOT aside").execute()
+    /// ``OutboxPlanner/requeues(_:)``: marks dirty every note on show the rule selects.
+    func applyRequeues() throws {
+        try db.cachedStatement(sql: "UPDATE notes SET dirty = 1 WHERE \(NoteFilter.requeues) AND \(NoteFilter.onShow)").execute()
     }
 
-    /// Marks clean every note ``OutboxPlanner/settles(_:)`` selects.
-    func settleNeverSyncedTombstones() throws {
-        try db.cachedStatement(
-            sql: """
-                UPDATE notes SET dirty = 0 WHERE dirty AND deleted AND base_text IS NULL AND server_id IS NULL AND NOT aside
-                AND id NOT IN (SELECT note_id FROM outbox)
-                """
-        ).execute()
+    /// ``OutboxPlanner/settles(_:)``: marks clean every note on show the rule selects.
+    func applySettles() throws {
+        try db.cachedStatement(sql: "UPDATE notes SET dirty = 0 WHERE \(NoteFilter.settles) AND \(NoteFilter.onShow)").execute()
     }
 
-    /// Every note ``OutboxPlanner/needsSnapshot(_:)`` selects, in ascending local ID order.
+    /// ``OutboxPlanner/needsSnapshot(_:)``: every note on show the rule selects, in ascending local ID order.
     func notesNeedingSnapshot() throws -> [OutboxPlanner.DirtyNote] {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
                     SELECT id, text, deleted, server_version, base_text, server_id, revision, updated_at FROM notes
-                    WHERE dirty AND push_error IS NULL AND NOT aside AND id NOT IN (SELECT note_id FROM outbox) ORDER BY id
+                    WHERE \(NoteFilter.needsSnapshot) AND \(NoteFilter.onShow) ORDER BY id
                     """))
         var notes: [OutboxPlanner.DirtyNote] = []
         while let row = try rows.next() {
             notes.append(
                 OutboxPlanner.DirtyNote(
-                    id: row[0], text: row.text(at: 1), isDeleted: row[2], serverVersion: row[3], baseText: row.textIfPresent(at: 4), serverID: row[5],
-                    revision: row[6], updatedAt: row[7]))
+                    id: row[0], text: row.text(at: 1), isDeleted: row[2], serverVersion: row[3], baseText: row.textIfPresent(at: 4),
+                    serverID: try FlakeID(storedIfPresent: row[5]), revision: row[6], updatedAt: row[7]))
         }
         return notes
     }
@@ -51,7 +46,7 @@ extension LocalStore.Transaction {
         for snapshot in snapshots {
             try insert.execute(arguments: [
                 snapshot.noteID, snapshot.editID.rawValue, snapshot.text.stored, snapshot.deleted, snapshot.baseVersion,
-                snapshot.baseText.stored, snapshot.serverID, snapshot.revision, snapshot.editedAt,
+                snapshot.baseText.stored, snapshot.serverID?.rawValue, snapshot.revision, snapshot.editedAt,
             ])
         }
     }
@@ -63,25 +58,30 @@ extension LocalStore.Transaction {
                 sql: """
                     SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
                     n.client_id, n.origin, n.is_conflict, o.edited_at
-                    FROM outbox o JOIN notes n ON n.id = o.note_id WHERE NOT n.aside
+                    FROM outbox o JOIN notes n ON n.id = o.note_id WHERE \(NoteFilter.onShow)
                     """))
         var entries: [OutboxEntry] = []
         while let row = try rows.next() {
             entries.append(
                 OutboxEntry(
-                    noteID: row[0], editID: try FlakeID(stored: row[1]), text: row.text(at: 2), deleted: row[3],
-                    baseVersion: row[4], baseText: row.textIfPresent(at: 5), serverID: try FlakeID(storedIfPresent: row[6]),
-                    revision: row[7], clientID: try FlakeID(stored: row[8]), origin: try FlakeID(stored: row[9]),
-                    isConflict: row[10], editedAt: row[11]))
+                    snapshot: OutboxPlanner.Snapshot(
+                        noteID: row[0], editID: try FlakeID(stored: row[1]), text: row.text(at: 2), deleted: row[3],
+                        baseVersion: row[4], baseText: row.textIfPresent(at: 5), serverID: try FlakeID(storedIfPresent: row[6]),
+                        revision: row[7], editedAt: row[11]),
+                    clientID: try FlakeID(stored: row[8]), origin: try FlakeID(stored: row[9]), isConflict: row[10]))
         }
         return entries
     }
 
-    /// Every note the server refused (its error kept until the note is edited), in local ID order.
+    /// Every note on show the server refused (its error kept until the note is edited, or refused for the quota,
+    /// until the next sync), in local ID order.
     func refusedNotes() throws -> [PushFailure] {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
-                sql: "SELECT id, client_id, origin, push_error, push_error_message FROM notes WHERE push_error IS NOT NULL AND NOT aside ORDER BY id"))
+                sql: """
+                    SELECT id, client_id, origin, push_error, push_error_message FROM notes
+                    WHERE \(NoteFilter.isRefused) AND \(NoteFilter.onShow) ORDER BY id
+                    """))
         var failures: [PushFailure] = []
         while let row = try rows.next() {
             let code: String = row[3]
@@ -104,20 +104,19 @@ extension LocalStore.Transaction {
         try db.cachedStatement(sql: "UPDATE settings SET pull_unfinished = ? WHERE id = 1").execute(arguments: [unfinished])
     }
 
-    /// Makes the notes refused for the account's quota (`quota_exceeded`) pushable again: space may have been freed
-    /// since (a note shortened or emptied, here or on another device) or the limit raised, so each sync tries them
-    /// once more; refused again, they keep their error until the next sync. Returns how many.
+    /// ``OutboxPlanner/retriesAtEverySync(_:)``: clears the refusal of every note on show the rule retries (refused
+    /// for the account's quota), which makes it pending again. Returns how many.
     @discardableResult
-    func retryQuotaRefusals() throws -> Int {
+    func applyRetriesAtEverySync() throws -> Int {
         try db.cachedStatement(
-            sql: "UPDATE notes SET push_error = NULL, push_error_message = NULL WHERE push_error = ? AND NOT aside"
-        ).execute(arguments: [APIErrorCode.quotaExceeded.rawValue])
+            sql: "UPDATE notes SET push_error = NULL, push_error_message = NULL WHERE \(NoteFilter.retriesAtEverySync) AND \(NoteFilter.onShow)"
+        ).execute()
         return db.changesCount
     }
 
-    /// Notes waiting to be pushed: dirty and not refused.
+    /// ``OutboxPlanner/isPending(_:)``: notes on show waiting to be pushed (dirty and not refused).
     func pendingCount() throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND push_error IS NULL AND NOT aside")) ?? 0
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE \(NoteFilter.isPending) AND \(NoteFilter.onShow)")) ?? 0
     }
 
     // MARK: - Push results
@@ -162,7 +161,7 @@ extension LocalStore.Transaction {
         private let settle: Statement
         private let rebase: Statement
         private let findCopy: Statement
-        private let insertCopy: Statement
+        private let insertCopy: SyncedNoteInsert
 
         fileprivate init(db: Database) throws {
             self.db = db
@@ -178,13 +177,9 @@ extension LocalStore.Transaction {
                     """)
             rebase = try db.cachedStatement(
                 sql: "UPDATE notes SET server_id = ?, server_version = NULL, base_text = ? WHERE id = ?")
-            findCopy = try db.cachedStatement(sql: "SELECT 1 FROM notes WHERE server_id = ? OR (client_id = ? AND origin = ? AND NOT aside)")
-            insertCopy = try db.cachedStatement(
-                sql: """
-                    INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
-                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here)
-                    VALUES (?, ?, ?, 1, ?, 0, ?, 0, 0, 1, ?, ?, ?, 1)
-                    """)
+            findCopy = try db.cachedStatement(
+                sql: "SELECT 1 FROM notes WHERE server_id = ? OR (client_id = ? AND origin = ? AND \(NoteFilter.onShow))")
+            insertCopy = try SyncedNoteInsert(db: db)
         }
 
         /// Removes the snapshot an answer is for and returns its note's revision; nil when the snapshot was gone
@@ -202,12 +197,9 @@ extension LocalStore.Transaction {
                 try releaseServerID.execute(arguments: [serverID, noteID])
             }
             if let copy = acceptance.conflictCopy,
-                try Row.fetchOne(findCopy, arguments: [copy.serverID, copy.clientID, copy.origin]) == nil
+                try Row.fetchOne(findCopy, arguments: [copy.state.serverID, copy.clientID, copy.origin]) == nil
             {
-                try insertCopy.execute(arguments: [
-                    copy.clientID, copy.origin, copy.serverID, copy.text.stored, copy.text.stored, copy.conflictOf, copy.createdAt,
-                    copy.updatedAt,
-                ])
+                try insertCopy.execute(copy)
             }
             switch acceptance.update {
             case .settle(let state):
@@ -250,7 +242,7 @@ extension LocalStore.Transaction {
         private let lookup: Statement
         private let take: Statement
         private let adopt: Statement
-        private let insert: Statement
+        private let insert: SyncedNoteInsert
 
         fileprivate init(db: Database) throws {
             // The local note with the record's server ID, else the one with its (client ID, origin): one statement,
@@ -258,7 +250,7 @@ extension LocalStore.Transaction {
             lookup = try db.cachedStatement(
                 sql: """
                     SELECT \(LookupRow.columns) FROM notes WHERE server_id = ?
-                    UNION ALL SELECT \(LookupRow.columns) FROM notes WHERE client_id = ? AND origin = ? AND NOT aside
+                    UNION ALL SELECT \(LookupRow.columns) FROM notes WHERE client_id = ? AND origin = ? AND \(NoteFilter.onShow)
                     LIMIT 1
                     """)
             take = try db.cachedStatement(
@@ -267,12 +259,7 @@ extension LocalStore.Transaction {
                     conflict_of_server_id = ?, push_error = NULL, push_error_message = NULL, updated_at = ? WHERE id = ?
                     """)
             adopt = try db.cachedStatement(sql: "UPDATE notes SET server_id = ? WHERE id = ?")
-            insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
-                    is_conflict, conflict_of_server_id, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)
-                    """)
+            insert = try SyncedNoteInsert(db: db)
         }
 
         /// Looks up the local note `record` names and hands it to `decide`, read in place from the statement:
@@ -287,11 +274,7 @@ extension LocalStore.Transaction {
         func perform(_ action: PullPlanner.Action) throws {
             switch action {
             case .insert(let new):
-                let state = new.state
-                try insert.execute(arguments: [
-                    new.clientID, new.origin, state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored,
-                    state.isConflict, state.conflictOf, new.createdAt, new.updatedAt,
-                ])
+                try insert.execute(new)
             case .adoptServerID(let noteID, let serverID):
                 try adopt.execute(arguments: [serverID, noteID])
             case .take(let noteID, let state, let updatedAt):
@@ -302,6 +285,29 @@ extension LocalStore.Transaction {
             case .none:
                 break
             }
+        }
+    }
+
+    /// The one statement that adds a note a sync brings (``NewSyncedNote``: a pulled note new here, or a push's
+    /// conflict copy): clean, revision 0, owned by the signed-in account (the `notes_owner` trigger).
+    struct SyncedNoteInsert {
+        private let statement: Statement
+
+        fileprivate init(db: Database) throws {
+            statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
+                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?)
+                    """)
+        }
+
+        func execute(_ note: NewSyncedNote) throws {
+            let state = note.state
+            try statement.execute(arguments: [
+                note.clientID, note.origin, state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored,
+                state.isConflict, state.conflictOf, note.createdAt, note.updatedAt, note.conflictHere,
+            ])
         }
     }
 
@@ -358,7 +364,7 @@ extension LocalStore.Transaction {
             db,
             sql: """
                 SELECT id, dirty, deleted, base_text IS NOT NULL, server_id IS NOT NULL, text IS NOT base_text,
-                id IN (SELECT note_id FROM outbox) FROM notes WHERE NOT aside
+                \(NoteFilter.hasSnapshot) FROM notes WHERE \(NoteFilter.onShow)
                 """)
         var states: [(id: Int64, state: SignInPlanner.NoteState)] = []
         while let row = try rows.next() {
@@ -385,16 +391,16 @@ extension LocalStore.Transaction {
         try db.cachedStatement(sql: "UPDATE settings SET last_sync_at = ? WHERE id = 1").execute(arguments: [now])
     }
 
-    /// Notes with unsynced changes (refused ones included).
+    /// Notes on show with unsynced changes (refused ones included).
     func dirtyCount() throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND NOT aside")) ?? 0
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM notes WHERE dirty AND \(NoteFilter.onShow)")) ?? 0
     }
 
     /// Deletes the notes on show (and their snapshots) from this device, keeping the ones set aside for other
     /// accounts; returns how many live ones there were.
     func deleteNotesOnShow() throws -> Int {
-        let live = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE NOT aside AND NOT deleted") ?? 0
-        try db.execute(sql: "DELETE FROM notes WHERE NOT aside")
+        let live = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE \(NoteFilter.onShow) AND NOT deleted") ?? 0
+        try db.execute(sql: "DELETE FROM notes WHERE \(NoteFilter.onShow)")
         return live
     }
 }

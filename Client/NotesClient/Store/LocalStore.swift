@@ -9,7 +9,9 @@ import SQLiteSupport
 /// The rest of the client runs one transaction with ``read(_:)`` or ``write(_:)`` and calls the intention-named
 /// methods of the ``Transaction`` it is handed; it never spells SQL. Only the files in `Store/` import GRDB:
 /// `LocalStore+Schema` (migrations), `LocalStore+Rows` (row decoding), `LocalStore+Notes` (local commands and
-/// reads), `LocalStore+Sync` (what the sync engine reads and writes).
+/// reads), `LocalStore+Search` (search, listing pages, the trash), `LocalStore+Sync` (what the sync engine reads
+/// and writes), `LocalStore+Owners` (owners and the notes on show). The planners' rules that statements run over
+/// many notes at once are SQL conditions named after their rules, each spelled once in ``NoteFilter``.
 ///
 /// Tables:
 /// - `settings`: one row (`id = 1`): installation origin and flake instance, the flake high-water mark, the

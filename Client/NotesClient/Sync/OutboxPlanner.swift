@@ -3,41 +3,43 @@ import MiniFlake
 import NoteSyncProtocol
 
 /// One outbox snapshot with its note's identity: a change ready to send. A snapshot is re-sent unchanged (same
-/// edit ID) until the server answers it, so a push whose answer was lost is answered `replayed`.
+/// edit ID) until the server answers it, so a push whose answer was lost is answered `replayed`. The snapshot's
+/// fields read through the entry (`entry.text`, `entry.editID`).
+@dynamicMemberLookup
 struct OutboxEntry: Sendable, Equatable {
-    var noteID: Int64
-    var editID: FlakeID
-    var text: String
-    var deleted: Bool
-    var baseVersion: Int64?
-    var baseText: String?
-    var serverID: FlakeID?
-    /// The note's revision when the snapshot was taken: an answer settles the note only if it was not edited since.
-    var revision: Int64
+    /// The outbox row.
+    var snapshot: OutboxPlanner.Snapshot
     var clientID: FlakeID
     var origin: FlakeID
     /// Whether the note is a conflict copy (see ``OutboxPlanner/pushOrder(_:)``).
     var isConflict: Bool
-    /// When the snapshotted edit was made (Unix milliseconds, this device's clock); nil for a snapshot taken before
-    /// edit times were kept (the server then stores its own time).
-    var editedAt: Int64? = nil
+
+    subscript<T>(dynamicMember field: WritableKeyPath<OutboxPlanner.Snapshot, T>) -> T {
+        get { snapshot[keyPath: field] }
+        set { snapshot[keyPath: field] = newValue }
+    }
 
     /// The change as the server reads it.
     var change: NoteChange {
         NoteChange(
-            clientID: clientID, origin: origin, serverID: serverID, editID: editID, text: text, deleted: deleted,
-            baseVersion: baseVersion, baseText: baseText, editedAt: editedAt.map { WireTime.format(unixMilliseconds: $0) })
+            clientID: clientID, origin: origin, serverID: snapshot.serverID, editID: snapshot.editID, text: snapshot.text,
+            deleted: snapshot.deleted, baseVersion: snapshot.baseVersion, baseText: snapshot.baseText,
+            editedAt: snapshot.editedAt.map { WireTime.format(unixMilliseconds: $0) })
     }
 }
 
 /// Decides what a push round sends: which notes are queued and snapshotted, in which order, in which batches, and
 /// which changes are refused locally because the server could never take them. Pure: a function of values.
 ///
+/// Once per sync, before its first round, a note refused for a reason every sync tries again (the account's quota)
+/// loses its refusal and is pending again (``retriesAtEverySync(_:)``).
+///
 /// A round, in the sync engine:
 /// 1. Queueing (``prepare(_:)``): a clean live note without a server ID is queued again (``requeues(_:)``); a
-///    dirty tombstone never synced anywhere is marked clean (``settles(_:)``); every dirty note without a snapshot
-///    and without a refusal gets one (``needsSnapshot(_:)``). The store runs each rule as one set-based statement
-///    over every note; its tests check the statements against these predicates.
+///    dirty tombstone never synced anywhere is marked clean (``settles(_:)``); every pending note (dirty, not
+///    refused: ``isPending(_:)``) without a snapshot gets one (``needsSnapshot(_:)``). The store runs each rule as
+///    one set-based statement over every note on show, its condition named after the rule (`NoteFilter`); its
+///    tests check the statements against these predicates.
 /// 2. Snapshots (``snapshots(of:editIDs:)``): the notes to snapshot in ascending local ID order, with one new edit
 ///    ID each, minted together in one call, so the IDs increase with the local ID.
 /// 3. Order (``pushOrder(_:)``): the whole outbox (older snapshots included), conflict copies first, then oldest
@@ -75,9 +77,15 @@ enum OutboxPlanner {
         note.isDirty && note.isDeleted && !note.hasBaseText && !note.hasServerID && !note.hasSnapshot
     }
 
-    /// A dirty note gets a snapshot (and a new edit ID) unless it has one in flight or its last push was refused.
+    /// A note is pending (waits to be pushed) when it is dirty and its last push was not refused; a refused note
+    /// waits for an edit, or, refused for the quota, for the next sync (``retriesAtEverySync(_:)``).
+    static func isPending(_ note: NoteState) -> Bool {
+        note.isDirty && !note.hasPushError
+    }
+
+    /// A pending note gets a snapshot (and a new edit ID) unless it has one in flight.
     static func needsSnapshot(_ note: NoteState) -> Bool {
-        note.isDirty && !note.hasPushError && !note.hasSnapshot
+        isPending(note) && !note.hasSnapshot
     }
 
     /// The three queueing rules in the order a round applies them: the note's dirty flag afterwards, and whether
@@ -89,6 +97,16 @@ enum OutboxPlanner {
         return (note.isDirty, needsSnapshot(note))
     }
 
+    /// The refusals every sync tries again: the account's quota (space may have been freed since, here or on
+    /// another device, or the limit raised). Any other refusal waits for an edit.
+    static let retriedAtEverySync: [APIErrorCode] = [.quotaExceeded]
+
+    /// Whether a note refused with `code` is tried again at the next sync without an edit: its refusal is cleared
+    /// at the start of the sync; refused again, the note keeps the new refusal until the sync after.
+    static func retriesAtEverySync(_ code: String) -> Bool {
+        retriedAtEverySync.contains { $0.rawValue == code }
+    }
+
     // MARK: - Snapshots
 
     /// A note that ``needsSnapshot(_:)``, as read to snapshot it.
@@ -98,13 +116,14 @@ enum OutboxPlanner {
         var isDeleted: Bool
         var serverVersion: Int64?
         var baseText: String?
-        var serverID: Int64?
+        var serverID: FlakeID?
         var revision: Int64
         /// The note's edit time (its `updatedAt`).
         var updatedAt: Int64 = 0
     }
 
-    /// An outbox row to insert.
+    /// An outbox row: a note's change as it was when snapshotted, sent (with the note's identity, ``OutboxEntry``)
+    /// until the server answers it.
     struct Snapshot: Sendable, Equatable {
         var noteID: Int64
         var editID: FlakeID
@@ -113,10 +132,13 @@ enum OutboxPlanner {
         var deleted: Bool
         var baseVersion: Int64?
         var baseText: String?
-        var serverID: Int64?
+        var serverID: FlakeID?
+        /// The note's revision when the snapshot was taken: an answer settles the note only if it was not edited
+        /// since.
         var revision: Int64
-        /// The edit's time, sent as the change's `editedAt`.
-        var editedAt: Int64 = 0
+        /// When the snapshotted edit was made (Unix milliseconds, this device's clock), sent as the change's
+        /// `editedAt`; nil for a snapshot taken before edit times were kept (the server then stores its own time).
+        var editedAt: Int64?
     }
 
     /// The snapshots of `notes` (ascending local ID), `editIDs[i]` for `notes[i]`; `editIDs` come from one mint of

@@ -40,35 +40,13 @@ enum PullPlanner {
     /// What a record does.
     enum Action: Sendable, Equatable {
         /// Insert a new clean note.
-        case insert(NewNote)
+        case insert(NewSyncedNote)
         /// Set the note's server ID, nothing else.
         case adoptServerID(noteID: Int64, serverID: Int64)
         /// Overwrite the note with the server's state.
-        case take(noteID: Int64, Pulled, updatedAt: Int64)
+        case take(noteID: Int64, SyncedState, updatedAt: Int64)
         /// Nothing to write.
         case none
-    }
-
-    /// The server's state of a note, as this device stores it.
-    struct Pulled: Sendable, Equatable {
-        var serverID: Int64
-        var version: Int64
-        var text: String
-        var deleted: Bool
-        /// The record's text: what was last synced.
-        var baseText: String
-        var isConflict: Bool
-        var conflictOf: Int64?
-    }
-
-    /// A note the pull adds.
-    struct NewNote: Sendable, Equatable {
-        var clientID: Int64
-        var origin: Int64
-        var state: Pulled
-        /// The time in the note's client ID.
-        var createdAt: Int64
-        var updatedAt: Int64
     }
 
     /// An action and how it counts in ``SyncReport/applied``, ``SyncReport/matched``,
@@ -88,7 +66,7 @@ enum PullPlanner {
     static func apply(_ record: NoteRecord, local: (some PullLocalNote)?, now: Int64) -> Outcome {
         let serverID = record.serverID.rawValue
         guard let local else {
-            let new = NewNote(
+            let new = NewSyncedNote(
                 clientID: record.clientID.rawValue, origin: record.origin.rawValue, state: pulled(record),
                 createdAt: record.clientID.unixMilliseconds, updatedAt: editedAt(record) ?? changedAt(record, now: now))
             return Outcome(action: .insert(new), applied: true, matched: false, newConflictCopy: record.conflictOf != nil && !record.deleted)
@@ -116,8 +94,8 @@ enum PullPlanner {
             undeleted: wasDeleted && !record.deleted)
     }
 
-    private static func pulled(_ record: NoteRecord) -> Pulled {
-        Pulled(
+    private static func pulled(_ record: NoteRecord) -> SyncedState {
+        SyncedState(
             serverID: record.serverID.rawValue, version: record.version, text: record.text, deleted: record.deleted,
             baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue)
     }

@@ -22,7 +22,7 @@ import NoteSyncProtocol
 ///   note's server ID, so the next round pushes it by client ID; `invalid_base` (the server's history is behind
 ///   ours, e.g. restored from a backup) forgets its server version, so the next round merges from the base text
 ///   alone. Any other error is recorded on the note, which is not pushed again until edited (`quota_exceeded`: until
-///   the next sync, which tries it once more, ``LocalStore/Transaction/retryQuotaRefusals()``); it is not recorded
+///   the next sync, which tries it once more, ``OutboxPlanner/retriesAtEverySync(_:)``); it is not recorded
 ///   when the note was edited since the snapshot.
 enum PushResultPlanner {
     /// What a result does.
@@ -35,23 +35,11 @@ enum PushResultPlanner {
     struct Acceptance: Sendable, Equatable {
         /// Take this server ID from any other local note that holds it.
         var releaseServerID: Int64?
-        /// Insert this conflict copy unless a local note already has its server ID or its (client ID, origin).
-        var conflictCopy: ConflictCopyRow?
+        /// Insert this conflict copy (what the server stored: the pushed text, version 1, clean, holding this
+        /// device's text) unless a local note already has its server ID or its (client ID, origin).
+        var conflictCopy: NewSyncedNote?
         /// What happens to the note itself; nil leaves it as it is.
         var update: NoteUpdate?
-    }
-
-    /// A conflict copy as this device stores it: what the server stored.
-    struct ConflictCopyRow: Sendable, Equatable {
-        var clientID: Int64
-        var origin: Int64
-        var serverID: Int64
-        /// The pushed text; also the copy's base text (server version 1, clean).
-        var text: String
-        /// The server ID of the note it was split from.
-        var conflictOf: Int64
-        var createdAt: Int64
-        var updatedAt: Int64
     }
 
     enum NoteUpdate: Sendable, Equatable {
@@ -96,10 +84,12 @@ enum PushResultPlanner {
         let serverID = result.serverID?.rawValue
         var acceptance = Acceptance(releaseServerID: serverID)
         if result.status == .conflict, let copy = result.conflict, let serverID {
-            acceptance.conflictCopy = ConflictCopyRow(
-                clientID: copy.clientID.rawValue, origin: entry.origin.rawValue, serverID: copy.serverID.rawValue,
-                text: entry.text, conflictOf: serverID, createdAt: copy.clientID.unixMilliseconds,
-                updatedAt: entry.editedAt ?? now)
+            acceptance.conflictCopy = NewSyncedNote(
+                clientID: copy.clientID.rawValue, origin: entry.origin.rawValue,
+                state: SyncedState(
+                    serverID: copy.serverID.rawValue, version: 1, text: entry.text, deleted: false, baseText: entry.text,
+                    isConflict: true, conflictOf: serverID),
+                createdAt: copy.clientID.unixMilliseconds, updatedAt: entry.editedAt ?? now, conflictHere: true)
         }
         if localRevision == entry.revision {
             let text = result.text ?? entry.text

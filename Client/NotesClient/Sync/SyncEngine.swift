@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// A sync (``sync(progress:pullFirst:)``):
 /// 1. Read the server's limits (`GET /v1/info`), once per sync, and remember them (local writes are checked
-///    against them).
+///    against them); the notes refused for a reason every sync retries are pending again
+///    (``OutboxPlanner``: `retriesAtEverySync`).
 /// 2. A sign-in's sync pulls first (step 4), so that the notes the account already has are matched and need no push.
 /// 3. Push rounds, at most ``maxPushRounds``, until no note waits:
 ///    1. one transaction: queue, snapshot and order the outbox (``OutboxPlanner``: `prepare`, `snapshots`,
@@ -110,7 +111,7 @@ final class SyncEngine: Sendable {
         let limits = Self.sanitized(info.limits)
         try store.write { tx in
             try tx.rememberLimits(limits)
-            try tx.retryQuotaRefusals()
+            try tx.applyRetriesAtEverySync()
         }
         let cursorBeforePull = pullFirst ? try store.read { tx in try tx.cursor() } : nil
         if pullFirst { try await pull(connection, limits: limits, report: &report, progress: progress) }
@@ -192,8 +193,8 @@ final class SyncEngine: Sendable {
 
     /// Queues and snapshots what a round pushes, and returns the whole outbox in push order (``OutboxPlanner``).
     private func prepareOutbox(_ tx: LocalStore.Transaction) throws -> [OutboxEntry] {
-        try tx.requeueUnmatchedNotes()
-        try tx.settleNeverSyncedTombstones()
+        try tx.applyRequeues()
+        try tx.applySettles()
         let notes = try tx.notesNeedingSnapshot()
         let editIDs = try tx.mintIDs(notes.count, with: minter)
         try tx.insertSnapshots(OutboxPlanner.snapshots(of: notes, editIDs: editIDs))

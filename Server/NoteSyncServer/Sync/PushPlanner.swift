@@ -1,4 +1,5 @@
 import MiniFlake
+import NoteMerge
 import NoteSyncProtocol
 
 /// Decides what a push does: pure, deterministic, shared by every ``NoteStore``.

@@ -3,7 +3,7 @@ import MiniFlake
 import Testing
 import TestSupport
 
-@testable import NoteSyncServer
+@testable import NoteMerge
 
 @Suite("ThreeWayMerge")
 struct ThreeWayMergeTests {

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import MiniFlake
 import NotesClient
 
@@ -35,13 +34,4 @@ struct Copy: AsyncParsableCommand {
         }
         Console.out("Copied \(shownID) into \(to)'s account as \(copyID); it is sent at \(to)'s next sync on this device.")
     }
-}
-
-/// The line a listing starts with while signed out: whose notes are on show (nil when signed in, or when no account
-/// was ever signed in to here and every note is unowned).
-func signedOutHeader(_ client: NotesClient) throws -> String? {
-    guard try client.account() == nil, let shown = try client.shownAccount() else { return nil }
-    let aside = try client.setAsideNoteCount()
-    let others = aside > 0 ? " (\(plural(aside, "note")) of other accounts set aside)" : ""
-    return "Signed out: showing \(shown.display)'s notes and those written while signed out\(others)."
 }

@@ -1,0 +1,67 @@
+import ArgumentParser
+import NotesClient
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List notes, most recently edited first.",
+        discussion: """
+            Each line: the note's ID, when it was last edited (on whichever device), and its title (first line). \
+            On a terminal, one screenful by default and through $PAGER (default less -FRX) when longer; piped, \
+            every note. --limit 0 lists every note.
+            """,
+        aliases: ["ls"])
+
+    @OptionGroup var options: GlobalOptions
+    @Flag(name: .shortAndLong, help: "Include deleted notes.") var all = false
+    @Option(name: .shortAndLong, help: "Show at most N notes (0: all; default: a screenful on a terminal, else all).")
+    var limit: Int?
+
+    func validate() throws {
+        if let limit, limit < 0 { throw ValidationError("--limit is 0 (all) or more.") }
+    }
+
+    /// The number of notes to show: `--limit`, else what fits the terminal, else all (nil).
+    var effectiveLimit: Int? {
+        if let limit { return limit == 0 ? nil : limit }
+        guard !options.json, let size = Screen.size else { return nil }
+        return max(10, size.rows - 3)
+    }
+
+    func run() async throws {
+        let client = try options.openClient()
+        if options.json {
+            var notes = try client.notes(includeDeleted: all)
+            if let limit = effectiveLimit { notes = Array(notes.prefix(limit)) }
+            try printNotes(notes, ids: try client.displayIDs(), json: true, empty: "")
+            return
+        }
+        let listing: Listing
+        var more = 0
+        if let limit = effectiveLimit {
+            let page = try client.recent(limit: limit, includeDeleted: all)
+            listing = page.listing
+            more = page.total - page.listing.notes.count
+        } else {
+            listing = try client.listing(includeDeleted: all)
+        }
+        if let header = try signedOutHeader(client) { Console.out(header) }
+        if listing.notes.isEmpty {
+            Console.out("No notes yet. Add one with `notes add TEXT`.")
+            return
+        }
+        var output = NotesCommand.listing(listing.notes, ids: listing.displayIDs, now: nowMilliseconds)
+        if more > 0 {
+            output += Array("\n\(Screen.styled("… and \(more) more (notes list --limit 0 shows all)", Screen.dim))".utf8)
+        }
+        Pager.show(output)
+    }
+}
+
+/// The line a listing starts with while signed out: whose notes are on show (nil when signed in, or when no account
+/// was ever signed in to here and every note is unowned).
+func signedOutHeader(_ client: NotesClient) throws -> String? {
+    guard try client.account() == nil, let shown = try client.shownAccount() else { return nil }
+    let aside = try client.setAsideNoteCount()
+    let others = aside > 0 ? " (\(plural(aside, "note")) of other accounts set aside)" : ""
+    return "Signed out: showing \(shown.display)'s notes and those written while signed out\(others)."
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import MiniFlake
+import NotesClient
+
+/// A note as `--json` prints it.
+struct NoteOutput: Encodable {
+    /// The short ID people type.
+    var id: String
+    /// The full client ID, decimal (the wire form) and base32.
+    var clientID: String
+    var clientIDBase32: String
+    var origin: String
+    var serverID: String?
+    var text: String
+    var deleted: Bool
+    /// Has changes not yet acknowledged by a server.
+    var pending: Bool
+    var conflict: Bool
+    /// For a conflict copy: the short ID of the note it was split from, when that note is on this device.
+    var conflictOf: String?
+    var error: PushError?
+    var createdAt: String
+    /// When the note was last edited (by the editing device's clock; the same on every device).
+    var editedAt: String
+    /// The same time as `editedAt` (kept for scripts written before `editedAt`).
+    var updatedAt: String
+    /// For a conflict copy: whose text it holds (`this device`, `another device`).
+    var conflictFrom: String?
+
+    init(_ note: LocalNote, id: String, conflictOf: String? = nil) {
+        self.id = id
+        clientID = note.clientID.description
+        clientIDBase32 = note.clientID.base32
+        origin = note.origin.description
+        serverID = note.serverID?.description
+        text = note.text
+        deleted = note.isDeleted
+        pending = note.isDirty
+        conflict = note.isConflict
+        self.conflictOf = conflictOf
+        error = note.pushError
+        createdAt = NotesTime.iso8601(unixMilliseconds: note.createdAt)
+        editedAt = NotesTime.iso8601(unixMilliseconds: note.updatedAt)
+        updatedAt = editedAt
+        if note.isConflict { conflictFrom = note.isConflictFromThisDevice ? "this device" : "another device" }
+    }
+}
+
+/// A listing, one line a note: `ID  2 hours ago  first line  [tags]`, built as one UTF-8 buffer (no newline at
+/// the end).
+///
+/// - Parameters:
+///   - suffixes: text added to the end of a note's line, keyed by local ID.
+///   - now: show times relative to this (Unix milliseconds) when given, else as dates.
+func listing(_ notes: [NoteSummary], ids: [Int64: String], suffixes: [Int64: String] = [:], now: Int64? = nil) -> [UInt8] {
+    let width = notes.reduce(ShortID.minimumLength) { max($0, ids[$1.id]?.utf8.count ?? 13) }
+    var times = LocalTime.Cache()
+    let shownTimes = notes.map { note in now.map { LocalTime.relative(note.updatedAt, now: $0) } ?? times.format(note.updatedAt) }
+    let timeWidth = shownTimes.reduce(0) { max($0, $1.count) }
+    var output: [UInt8] = []
+    output.reserveCapacity(notes.count * 72)
+    let space = UInt8(ascii: " ")
+    for (index, note) in notes.enumerated() {
+        if index > 0 { output.append(UInt8(ascii: "\n")) }
+        let id = ids[note.id] ?? note.clientID.base32
+        output.append(contentsOf: id.utf8)
+        output.append(contentsOf: repeatElement(space, count: width - id.utf8.count + 2))
+        output.append(contentsOf: shownTimes[index].utf8)
+        output.append(contentsOf: repeatElement(space, count: timeWidth - shownTimes[index].count + 2))
+        if note.isDeleted {
+            output.append(contentsOf: "(deleted)".utf8)
+        } else {
+            output.append(contentsOf: note.title.utf8)
+            if note.isConflict { output.append(contentsOf: "  [conflict copy]".utf8) }
+        }
+        if let code = note.pushErrorCode { output.append(contentsOf: "  [not synced: \(code)]".utf8) }
+        if let suffix = suffixes[note.id] { output.append(contentsOf: suffix.utf8) }
+    }
+    return output
+}
+
+/// Now, in Unix milliseconds (for relative times on screen; the library's clock stamps notes).
+var nowMilliseconds: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+/// Prints notes as a listing or JSON.
+func printNotes(_ notes: [LocalNote], ids: [Int64: String], json: Bool, empty: String) throws {
+    if json {
+        try Console.json(notes.map { NoteOutput($0, id: ids[$0.id] ?? $0.clientID.base32) })
+    } else if notes.isEmpty {
+        Console.out(empty)
+    } else {
+        Console.out(bytes: listing(notes.map(NoteSummary.init), ids: ids))
+    }
+}

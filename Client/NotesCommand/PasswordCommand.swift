@@ -1,0 +1,45 @@
+import ArgumentParser
+import NotesClient
+
+/// `notes password`: talks to the signed-in account's server; a revoked session signs this device out like a sync
+/// would (its notes stay).
+struct Password: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Change this account's password; every other device is signed out.",
+        discussion: """
+            Asks for the current password, then the new one twice, with echo off. With --password-stdin, reads the \
+            current password from the first line of standard input and the new one from the second.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @Flag(name: .long, help: "Read the current and the new password from the first two lines of standard input.")
+    var passwordStdin = false
+
+    func run() async throws {
+        let client = try options.openClient()
+        guard let account = try client.account() else {
+            throw CommandFailure(message: "not signed in; sign in to the account first (`notes login`)", status: .authentication)
+        }
+        let current: String
+        let new: String
+        if passwordStdin {
+            current = try Terminal.readPasswordFromStdin()
+            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                throw CommandFailure(message: "--password-stdin: no new password on the second line of standard input", status: .usage)
+            }
+            new = line.hasSuffix("\r") ? String(line.dropLast()) : line
+        } else {
+            current = try Terminal.readSecret(prompt: "Current password for \(account.username): ")
+            new = try Terminal.readSecret(prompt: "New password: ")
+            guard try Terminal.readSecret(prompt: "Repeat the new password: ") == new else {
+                throw CommandFailure(message: "the new passwords differ; the password was not changed")
+            }
+        }
+        let revoked = try await client.changePassword(current: current, new: new)
+        if options.json {
+            try Console.json(["revokedDevices": revoked])
+        } else {
+            Console.out("Password changed for \(account.username); \(plural(revoked, "other device")) signed out.")
+        }
+    }
+}
