@@ -278,26 +278,26 @@ public struct NoteSimCommand: AsyncParsableCommand {
                 }
                 link = URL(fileURLWithPath: timeline).lastPathComponent
             }
-            rows.append(.init(seed: seed, outcome: outcome, link: link, command: reproduceCommand(seed: seed) + " --report seed-\(seed).html"))
+            rows.append(.init(seed: seed, outcome: outcome, link: link))
         }
         var note: String?
         if let lowestFailure, lowestFailure < range.upperBound {
             let skipped = range.upperBound - lowestFailure - UInt64(finished.keys.filter { $0 > lowestFailure }.count)
-            note = "A sweep stops at its lowest failing seed (\(lowestFailure)): \(skipped) higher seed\(skipped == 1 ? " was" : "s were") not run; those listed above it were already running."
+            note = "A sweep stops at its lowest failing seed (\(lowestFailure)): the higher seeds listed were already running; \(skipped) other\(skipped == 1 ? " was" : "s were") not run."
         }
         let html = SweepReport.render(
             title: "notes-sim sweep, seeds \(range.lowerBound)...\(range.upperBound)",
             shape: TimelineReport.shape(
                 SimParameters(seed: range.lowerBound, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers),
                 steps: steps),
-            seconds: seconds, rows: rows, note: note)
+            seconds: seconds, rows: rows, command: reproduceCommand(seed: nil) + " --report seed-{seed}.html", note: note)
         try html.write(toFile: path, atomically: true, encoding: .utf8)
     }
 
-    /// The command line that runs `seed` again with this run's options.
-    func reproduceCommand(seed: UInt64) -> String {
+    /// The command line that runs `seed` again with this run's options (nil: `{seed}` in its place).
+    func reproduceCommand(seed: UInt64?) -> String {
         var parts = ["notes-sim"]
-        if let replay { parts += ["--replay", replay] } else { parts += ["--seed", "\(seed)", "--steps", "\(steps)"] }
+        if let replay { parts += ["--replay", replay] } else { parts += ["--seed", seed.map { "\($0)" } ?? "{seed}", "--steps", "\(steps)"] }
         parts += ["--accounts", "\(accounts)", "--devices", "\(devices)", "--faults", "\(faults)", "--watchers", "\(watchers)"]
         if let idScheme { parts += ["--id-scheme", idScheme.rawValue] }
         if let server { parts += ["--server", server] }

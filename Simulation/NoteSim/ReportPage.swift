@@ -103,7 +103,7 @@ table.side td.differs { background: #fff7ed; border-color: #fdba74; }
   border: 1px solid var(--line); border-top: 0; border-radius: 0 0 6px 6px; position: relative; }
 #tl { display: block; }
 #tl text { font-family: "DejaVu Sans", Arial, sans-serif; }
-#tl .dim { opacity: .28; }
+#tl .dim { opacity: .35; }
 #overview { display: block; width: 100%; cursor: pointer; }
 aside.side { position: sticky; top: 8px; max-height: calc(100vh - 16px); overflow-y: auto; display: flex; flex-direction: column; gap: 10px; }
 .stephead { display: flex; align-items: center; gap: 6px; }
@@ -120,6 +120,7 @@ ul.plain li:first-child { border-top: 0; }
 .hist tr.trace td:first-child { background: var(--trace); }
 .hist tr.sel { outline: 2px solid #1f2430; }
 .muted { color: var(--muted); }
+.notehead { font-weight: bold; font-size: 14px; margin-top: 8px; }
 .error { background: #fee2e2; color: #991b1b; padding: 8px 12px; font-weight: bold; }
 /* Sweep index */
 table.seeds { width: 100%; border-collapse: collapse; }
@@ -703,16 +704,16 @@ tr.fail .bar { background: var(--bad); }
       if (state.notes.size) {
         for (const n of state.notes) {
           const info = D.notes[n];
-          h += "<h3>" + esc(noteLabel(n)) + "</h3><div class=muted>client ID <span class=mono>" + esc(info.c) + "</span>" + (info.o >= 0 ? ", created on device " + info.o : "") +
+          h += "<div class=notehead>" + esc(noteLabel(n)) + "</div><div class=muted>client ID <span class=mono>" + esc(info.c) + "</span>" + (info.o >= 0 ? ", created on device " + info.o : "") +
             (info.f >= 0 ? ", a conflict copy of <span class='chip note' data-note=" + info.f + ">" + esc(noteLabel(info.f)) + "</span>" : "") + "</div>";
-          h += "<table class=hist><colgroup><col style='width:40px'><col style='width:70px'><col style='width:100px'><col></colgroup>";
+          h += "<table class=hist><colgroup><col style='width:34px'><col style='width:64px'><col style='width:104px'><col></colgroup>";
           const previous = {};
           for (const i of byNote[n] || []) {
             const t = touch(i);
             if (t.s > last) continue;
             const text = D.texts[t.text];
             h += "<tr data-step=" + t.s + " class='" + (trace.has(t.s) ? "trace " : "") + (t.s === state.step ? "sel" : "") + "'><td>" + t.s + "</td><td class=lane-name>" + laneName(t.lane) +
-              (t.account >= 0 ? " <span style='color:" + accountColor(t.account) + "'>" + esc(D.accounts[t.account] || "") + "</span>" : "") + "</td><td>" + esc(kindNames(t.kinds).join(", ")) + stateTags(t) +
+              (t.account >= 0 ? "<br><span style='color:" + accountColor(t.account) + "'>" + esc(D.accounts[t.account] || "") + "</span>" : "") + "</td><td>" + esc(kindNames(t.kinds).join(", ")) + stateTags(t) +
               "</td><td class=tok>" + (t.state & 17 ? "" : tokenHTML(text, previous[t.lane])) + "</td></tr>";
             previous[t.lane] = t.state & 17 ? "" : text;
           }
@@ -750,14 +751,23 @@ tr.fail .bar { background: var(--bad); }
       refresh();
     }
     function refresh() {
+      remember();
       draw();
       drawViolationNotes();
       drawStep();
       drawFollow();
       drawCharts();
     }
+    // The address keeps what is shown, so a link (or a reload) opens on it.
+    function remember() {
+      const parts = ["step=" + state.step];
+      if (state.notes.size === 1) parts.push("note=" + encodeURIComponent(noteLabel([...state.notes][0])));
+      if (state.account >= 0) parts.push("account=" + state.account);
+      try { history.replaceState(null, "", "#" + parts.join("&")); } catch (e) { /* a browser that refuses it for files */ }
+    }
     function select(s, scroll) {
       state.step = Math.max(0, Math.min(last, s));
+      remember();
       placeCursor();
       drawStep();
       drawCharts();
@@ -800,22 +810,31 @@ tr.fail .bar { background: var(--bad); }
     const maxSeconds = Math.max(0.001, ...rows.map((r) => r.seconds));
     let h = "<div class=top><h1>" + esc(D.title) + "</h1>" + (failed.length ? "<span class='badge fail'>" + plural(failed.length, "seed") + " FAILED</span>" : "<span class='badge pass'>PASSED</span>") +
       "<span class=shape>" + esc(D.shape) + "</span></div><div class=wrap>";
-    h += "<div class='card stats'><div><b>" + rows.length + "</b>seeds run</div><div><b>" + failed.length + "</b>with a violation</div><div><b>" + seconds(D.seconds) + "</b>wall time</div>" +
+    h += "<div class='card stats'><div><b>" + rows.length + "</b>seeds run</div><div><b>" + failed.length + "</b>with a violation</div><div><b>" + seconds(D.seconds) + "</b>sweep time</div>" +
       "<div><b>" + seconds(rows.reduce((a, r) => a + r.seconds, 0) / Math.max(1, rows.length)) + "</b>per seed (mean)</div>" +
       D.totals.map((t) => "<div><b>" + esc(t[1]) + "</b>" + esc(t[0]) + "</div>").join("") + "</div>";
     if (D.note) h += "<div class='card muted'>" + esc(D.note) + "</div>";
     // Duration per seed, failing seeds in red: slow seeds stand out.
     h += "<div class=card><div class=chart-title><span>Duration per seed (seed order; red: a violation). Click a bar to find its row.</span><span>max " + seconds(maxSeconds) + "</span></div><svg id=durations class=chart></svg></div>";
-    h += "<div class=card><table class=seeds id=seeds><tr><th>seed</th><th>outcome</th><th>duration</th><th>syncs</th><th>faults</th><th>conflict copies</th><th>notes</th><th>timeline</th></tr>";
-    for (const r of rows) {
-      h += "<tr id=seed-" + r.seed + " class=" + (r.passed ? "pass" : "fail") + "><td class=num>" + r.seed + "</td><td>" +
+    h += "<div class=card><table class=seeds id=seeds><tr><th>seed</th><th>outcome</th><th>duration</th><th>syncs</th><th>faults</th><th>conflict copies</th><th>notes</th><th>timeline</th></tr></table>" +
+      "<div id=more></div><p class=muted>A passing seed's timeline is written on demand: <code>" + esc(D.command) + "</code> with the seed in place of {seed}.</p></div></div>";
+    app.innerHTML = h;
+    const table = document.getElementById("seeds");
+    function row(r) {
+      return "<tr id=seed-" + r.seed + " class=" + (r.passed ? "pass" : "fail") + "><td class=num>" + r.seed + "</td><td>" +
         (r.passed ? "no violation" : "<b>" + esc(r.invariant) + "</b> at step " + r.step + "<div class=muted>" + esc(r.detail) + "</div>") + "</td>" +
         "<td class=num><span class=bar style='width:" + Math.max(1, Math.round((r.seconds / maxSeconds) * 80)) + "px'></span>" + seconds(r.seconds) + "</td>" +
         "<td class=num>" + r.syncs + "</td><td class=num>" + r.faults + "</td><td class=num>" + r.conflicts + "</td><td class=num>" + r.notes + "</td><td>" +
-        (r.link ? "<a href='" + esc(r.link) + "'>open the timeline</a>" : "<span class=muted>on demand:</span> <code>" + esc(r.command) + "</code>") + "</td></tr>";
+        (r.link ? "<a href='" + esc(r.link) + "'>open the timeline</a>" : "<code>" + esc(D.command.replace(/\{seed\}/g, r.seed)) + "</code>") + "</td></tr>";
     }
-    h += "</table></div></div>";
-    app.innerHTML = h;
+    // Long sweeps: the failing seeds and the first 500 others, the rest on request.
+    const shown = 500 + failed.length;
+    table.insertAdjacentHTML("beforeend", rows.slice(0, shown).map(row).join(""));
+    if (rows.length > shown) {
+      const more = document.getElementById("more");
+      more.innerHTML = "<button>show the other " + (rows.length - shown) + " seeds</button>";
+      more.firstChild.onclick = () => { table.insertAdjacentHTML("beforeend", rows.slice(shown).map(row).join("")); more.innerHTML = ""; };
+    }
     const s = document.getElementById("durations"), W = Math.max(200, s.parentNode.clientWidth - 24), H = 54;
     const ordered = D.seeds.slice().sort((a, b) => a.seed - b.seed), w = W / Math.max(1, ordered.length);
     let p = "<rect width=" + W + " height=" + H + " fill='#f8fafc'/>";
@@ -829,8 +848,8 @@ tr.fail .bar { background: var(--bad); }
     s.innerHTML = p;
     s.onclick = (ev) => {
       const seed = ev.target.getAttribute("data-seed");
-      const row = seed && document.getElementById("seed-" + seed);
-      if (row) row.scrollIntoView({ block: "center" });
+      const found = seed && document.getElementById("seed-" + seed);
+      if (found) found.scrollIntoView({ block: "center" });
     };
   }
 })();

@@ -10,26 +10,24 @@ public enum SweepReport {
         public var outcome: SimOutcome
         /// The timeline's file name, relative to the index, when one was written.
         public var link: String?
-        /// The command that reproduces the seed (and writes its timeline).
-        public var command: String
 
-        public init(seed: UInt64, outcome: SimOutcome, link: String?, command: String) {
+        public init(seed: UInt64, outcome: SimOutcome, link: String?) {
             self.seed = seed
             self.outcome = outcome
             self.link = link
-            self.command = command
         }
     }
 
     /// - Parameters:
     ///   - shape: the runs' parameters in words.
     ///   - seconds: the sweep's wall time.
+    ///   - command: the command that writes a seed's timeline, with `{seed}` where the seed goes.
     ///   - note: a line for the reader (seeds not run after a failure), if any.
-    public static func render(title: String, shape: String, seconds: Double, rows: [Row], note: String?) -> String {
+    public static func render(title: String, shape: String, seconds: Double, rows: [Row], command: String, note: String?) -> String {
         var total = SimSummary()
         for row in rows { total.add(row.outcome.summary) }
         let model = Model(
-            title: title, shape: shape, seconds: seconds, note: note,
+            title: title, shape: shape, seconds: seconds, command: command, note: note,
             totals: [
                 ["steps", "\(total.steps)"], ["syncs", "\(total.syncs)"], ["faults injected", "\(total.faults)"],
                 ["conflict copies", "\(total.conflicts)"], ["server restarts", "\(total.restarts)"],
@@ -41,7 +39,7 @@ public enum SweepReport {
                     step: row.outcome.violation?.step, detail: row.outcome.violation?.detail,
                     seconds: Double(row.outcome.duration.components.seconds) + Double(row.outcome.duration.components.attoseconds) / 1e18,
                     syncs: summary.syncs, faults: summary.faults, conflicts: summary.conflicts, notes: summary.notes,
-                    link: row.link, command: row.command)
+                    link: row.link)
             })
         return ReportPage.html(title: title, kind: "sweep", data: TimelineReport.encode(model))
     }
@@ -59,11 +57,12 @@ public enum SweepReport {
             var conflicts: Int
             var notes: Int
             var link: String?
-            var command: String
         }
         var title: String
         var shape: String
         var seconds: Double
+        /// What writes a seed's timeline on demand, `{seed}` standing for the seed.
+        var command: String
         var note: String?
         var totals: [[String]]
         var seeds: [Seed]

@@ -127,10 +127,9 @@ struct ReportBrowserTests {
         let index = SweepReport.render(
             title: "sweep", shape: "shape", seconds: 2,
             rows: [
-                .init(seed: 1, outcome: outcome, link: nil, command: "notes-sim --seed 1 --report seed-1.html"),
-                .init(seed: 2, outcome: failing, link: "sweep-seed-2.html", command: "notes-sim --seed 2"),
-                .init(seed: 3, outcome: outcome, link: nil, command: "notes-sim --seed 3 --report seed-3.html"),
-            ], note: nil)
+                .init(seed: 1, outcome: outcome, link: nil), .init(seed: 2, outcome: failing, link: "sweep-seed-2.html"),
+                .init(seed: 3, outcome: outcome, link: nil),
+            ], command: "notes-sim --seed {seed} --report seed-{seed}.html", note: nil)
         let sweep = try await Browser.measure(index)
         #expect(sweep["error"] is NSNull, "\(sweep)")
         #expect(sweep["seedRows"] as? [String] == ["seed-2", "seed-1", "seed-3"])

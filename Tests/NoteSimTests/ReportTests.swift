@@ -70,14 +70,14 @@ import Testing
         let html = SweepReport.render(
             title: "sweep", shape: "2 accounts", seconds: 3,
             rows: [
-                .init(seed: 1, outcome: SimOutcome(summary: SimSummary(), violation: nil, events: []), link: nil, command: "notes-sim --seed 1"),
-                .init(seed: 2, outcome: failing, link: "sweep-seed-2.html", command: "notes-sim --seed 2"),
-            ], note: nil)
+                .init(seed: 1, outcome: SimOutcome(summary: SimSummary(), violation: nil, events: []), link: nil),
+                .init(seed: 2, outcome: failing, link: "sweep-seed-2.html"),
+            ], command: "notes-sim --seed {seed} --report seed-{seed}.html", note: nil)
         let data = try #require(Self.data(of: html))
         let seeds = try #require(data["seeds"] as? [[String: Any]])
         #expect(seeds.map { $0["passed"] as? Bool } == [true, false])
         #expect(seeds[1]["link"] as? String == "sweep-seed-2.html" && seeds[1]["seconds"] as? Double == 1.5)
-        #expect(seeds[0]["command"] as? String == "notes-sim --seed 1")
+        #expect(seeds[0]["link"] == nil && data["command"] as? String == "notes-sim --seed {seed} --report seed-{seed}.html")
         #expect(SweepReport.timelinePath(forSeed: 17, besideIndex: "/tmp/out/sweep.html") == "/tmp/out/sweep-seed-17.html")
         #expect(SweepReport.timelinePath(forSeed: 3, besideIndex: "/tmp/index") == "/tmp/index-seed-3.html")
     }
