@@ -422,7 +422,7 @@ tr.fail .bar { background: var(--bad); }
         const list = exByStep[s] || [];
         list.forEach((e, j) => {
           const y = rowY[s] + j * RH + RH / 2, dx = L.cx(e.d), sx = L.stepW + L.serverW - 3;
-          const dimmed = following && !(state.account >= 0 && e.account === state.account);
+          const dimmed = following && !(state.account >= 0 && e.account === state.account) && !(V && s === V.step);
           let a = "<g" + (dimmed ? " class=dim" : "") + "><title>step " + s + ": device " + e.d + " pushed " + plural(e.pushed, "change") + " in " + plural(e.pushReq, "request") + ", pulled " + plural(e.pulled, "record") + " in " + plural(e.pullReq, "page") + "</title>";
           if (e.pushReq > 0) a += "<path d='M" + (dx - 4) + " " + (y - 3) + "H" + sx + "' stroke='#2563eb' stroke-width=1.6 stroke-opacity=.8 marker-end='url(#tl-push)' />";
           if (e.pulled > 0) a += "<path d='M" + sx + " " + (y + 3) + "H" + (dx - 4) + "' stroke='#0f9488' stroke-width=1.6 stroke-opacity=.8 marker-end='url(#tl-pull)' />";
@@ -447,7 +447,7 @@ tr.fail .bar { background: var(--bad); }
           const j = Math.max(0, (exByStep[s] || []).findIndex((x) => x.d === lane));
           const x = (lane < 0 ? L.stepW + 10 : L.cx(lane) + 5 + (labelWidth[s + ":" + lane] || 0)) + (n - 1) * 13, y = rowY[s] + j * RH + RH / 2;
           if (lane >= 0 && x > L.x(lane) + L.laneW - 4) continue;
-          base.push("<g" + (following ? " class=dim" : "") + ">" + glyph(e.k, x, y, "step " + s + ", " + laneName(lane) + ": " + e.k + " " + e.d) + "</g>");
+          base.push("<g" + (following && !(V && s === V.step) ? " class=dim" : "") + ">" + glyph(e.k, x, y, "step " + s + ", " + laneName(lane) + ": " + e.k + " " + e.d) + "</g>");
         }
         // The server lane: what the checks found changed there.
         const changed = { stored: 0, changed: 0, deleted: 0 };
@@ -456,7 +456,7 @@ tr.fail .bar { background: var(--bad); }
           if (k & (1 << 2)) changed.deleted++; else if (k & (1 << 17)) changed.stored++; else changed.changed++;
         }
         const txt = (changed.stored ? "+" + changed.stored + " " : "") + (changed.changed ? "~" + changed.changed + " " : "") + (changed.deleted ? "−" + changed.deleted : "");
-        if (txt) base.push("<text x=" + (L.stepW + L.serverW / 2 - 6) + " y=" + (rowY[s] + 13) + " font-size=10 text-anchor=end fill='#4b5563'" + (following ? " class=dim" : "") + "><title>server notes at step " + s + ": " + changed.stored + " new, " + changed.changed + " changed, " + changed.deleted + " deleted</title>" + txt.trim() + "</text>");
+        if (txt) base.push("<text x=" + (L.stepW + L.serverW / 2 + 6) + " y=" + (rowY[s] + 13) + " font-size=10 text-anchor=middle fill='#4b5563'" + (following && !(V && s === V.step) ? " class=dim" : "") + "><title>server notes at step " + s + ": " + changed.stored + " new, " + changed.changed + " changed, " + changed.deleted + " deleted</title>" + txt.trim() + "</text>");
       }
       p.push(base.join(""));
       // The followed notes: a ring wherever they were touched.
@@ -565,7 +565,7 @@ tr.fail .bar { background: var(--bad); }
         for (const s of V.trace) h += "<span class='chip trace' data-step=" + s + " title='" + esc(D.steps[s] || "") + "'>" + (V.trace.length <= 12 ? s + ": " + esc(short(D.steps[s] || "", 40)) : s) + "</span>";
         h += "</div>";
       }
-      h += "<h3>Notes involved (followed in the timeline)</h3><div class=chips id=involved></div><div id=sidebyside></div>";
+      h += "<h3>Notes involved" + (V.notesFound > V.notes.length ? " (the first " + V.notes.length + " of " + V.notesFound + ")" : "") + ", followed in the timeline</h3><div class=chips id=involved></div><div id=sidebyside></div>";
       card.innerHTML = h;
       return card;
     }
@@ -599,7 +599,7 @@ tr.fail .bar { background: var(--bad); }
           if (!c) { h += "<td class=muted>—</td>"; return; }
           const differs = lanes[i] >= 0 && server && (c.text !== server.text || (c.state & 17) !== (server.state & 17));
           h += "<td" + (differs ? " class=differs" : "") + "><span class=tok>" + (c.state & 17 ? "" : tokenHTML(D.texts[c.text], null, odd)) + "</span>" + stateTags(c) +
-            (lanes[i] < 0 && c.account >= 0 ? "<span class=tag>" + esc(D.accounts[c.account] || "") + "</span>" : "") + "</td>";
+            (lanes[i] < 0 && c.account >= 0 && V.account < 0 ? "<span class=tag>" + esc(D.accounts[c.account] || "") + "</span>" : "") + "</td>";
         });
         h += "</tr>";
       }

@@ -37,7 +37,7 @@ public enum SweepReport {
                 return Model.Seed(
                     seed: row.seed, passed: row.outcome.violation == nil, invariant: row.outcome.violation?.invariant.rawValue,
                     step: row.outcome.violation?.step, detail: row.outcome.violation?.detail,
-                    seconds: Double(row.outcome.duration.components.seconds) + Double(row.outcome.duration.components.attoseconds) / 1e18,
+                    seconds: SweepProgress.seconds(row.outcome.duration),
                     syncs: summary.syncs, faults: summary.faults, conflicts: summary.conflicts, notes: summary.notes,
                     link: row.link)
             })

@@ -65,7 +65,8 @@ public enum TimelineReport {
             let involved = Involvement.find(violation, in: recording)
             model.violation = .init(
                 step: violation.step, invariant: violation.invariant.rawValue, meaning: violation.invariant.meaning,
-                detail: violation.detail, trace: run.trace, notes: involved.notes, lanes: involved.lanes, account: involved.account)
+                detail: violation.detail, trace: run.trace, notes: involved.notes, notesFound: involved.found, lanes: involved.lanes,
+                account: involved.account)
         }
         return ReportPage.html(title: model.title, kind: "timeline", data: encode(model))
     }
@@ -149,6 +150,8 @@ struct PageModel: Encodable {
         var detail: String
         var trace: [Int]?
         var notes: [Int]
+        /// How many notes the violation involves (``notes`` holds the first few).
+        var notesFound: Int
         var lanes: [Int]
         /// The account the message names: the server column shows the notes there (-1: wherever they are).
         var account: Int
@@ -192,9 +195,9 @@ enum Involvement {
     /// At most this many notes are pre-selected.
     static let limit = 6
 
-    /// - Returns: the notes (at most ``limit``), the lanes to show them on (the server first), and the account the
-    ///   message names (-1: none).
-    static func find(_ violation: Violation, in recording: RunRecording) -> (notes: [Int], lanes: [Int], account: Int) {
+    /// - Returns: the notes (at most ``limit``) and how many were found, the lanes to show them on (the server first),
+    ///   and the account the message names (-1: none).
+    static func find(_ violation: Violation, in recording: RunRecording) -> (notes: [Int], found: Int, lanes: [Int], account: Int) {
         let detail = violation.detail
         let step = violation.step
         // The state of every note on every device, and in every account on the server, at the failing step: the
@@ -205,7 +208,11 @@ enum Involvement {
             if touch.lane < 0 { server[touch.account, default: [:]][touch.note] = touch } else { last[touch.lane, default: [:]][touch.note] = touch }
         }
         var notes: [Int] = []
-        func add(_ note: Int) { if !notes.contains(note) && notes.count < limit { notes.append(note) } }
+        var found = Set<Int>()
+        func add(_ note: Int) {
+            found.insert(note)
+            if !notes.contains(note) && notes.count < limit { notes.append(note) }
+        }
         var lanes = numbers(after: "device ", in: detail).map { Int($0) }.filter { $0 < recording.pending.count }
         let accounts = numbers(after: "account ", in: detail).map { Int($0) }
 
@@ -234,7 +241,7 @@ enum Involvement {
             for touch in recording.touches where touch.step == step { add(touch.note) }
         }
         if lanes.isEmpty { lanes = Array(Set(recording.touches.filter { $0.step == step && $0.lane >= 0 }.map(\.lane))).sorted() }
-        return (notes, [-1] + lanes, accounts.first ?? -1)
+        return (notes, found.count, [-1] + lanes, accounts.first ?? -1)
     }
 
     /// The integers that follow `prefix` in `text` (every integer when the prefix is empty).
