@@ -301,8 +301,12 @@ tr.fail .bar { background: var(--bad); }
     for (const e of exchanges) if (e.s <= last) rows[e.s] = Math.max(rows[e.s], (exByStep[e.s] || []).length);
     const rowY = new Float64Array(last + 2);
     for (let s = 0, y = 0; s <= last; s++) { rowY[s] = y; y += rows[s] * RH; rowY[s + 1] = y; }
-    // Room after the last step, so that even the last steps can be scrolled near the top (a violation at the end).
+    // Room after the last step, so that even the last steps can be shown with the steps before them (a violation at
+    // the end).
     let height = rowY[last + 1] + 8;
+    // How much of the timeline the window shows as the page opens (its top may be lower than the window's bottom
+    // minus its height).
+    const visibleHeight = () => Math.max(6 * RH, Math.min(scroller.clientHeight, window.innerHeight - scroller.getBoundingClientRect().top - 8));
     function stepAtY(y) {
       let lo = 0, hi = last;
       while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (rowY[mid] <= y) lo = mid; else hi = mid - 1; }
@@ -371,7 +375,7 @@ tr.fail .bar { background: var(--bad); }
     // ── The swimlanes
     function draw() {
       layout();
-      height = rowY[last + 1] + Math.max(8, scroller.clientHeight - 12 * RH);
+      height = rowY[last + 1] + Math.max(8, scroller.clientHeight - 0.6 * visibleHeight());
       const W = L.W, p = [markers("tl")];
       const following = state.notes.size > 0 || state.account >= 0;
       // Row backgrounds: trace steps, the failing step, ten-step rules.
@@ -795,7 +799,8 @@ tr.fail .bar { background: var(--bad); }
     window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(refresh, 100); });
 
     refresh();
-    scroller.scrollTop = Math.max(0, rowY[state.step] - 8 * RH);
+    // The selected step (a failing run's failing step) opens in view, below the steps that led to it.
+    scroller.scrollTop = Math.max(0, rowY[state.step] - Math.max(8 * RH, 0.6 * visibleHeight()));
     drawOverview();
     if (V) {
       document.body.setAttribute("data-focused-step", state.step);
