@@ -725,13 +725,17 @@ tr.fail .bar { background: var(--bad); }
         }
       } else if (state.account >= 0) {
         const k = state.account;
-        h += "<h3>" + esc(D.accounts[k]) + "</h3><ul class=plain>";
+        h += "<div class=notehead>" + esc(D.accounts[k]) + "</div><ul class=plain>";
+        const spells = [];
         for (let d = 0; d < devices; d++) for (let i = 0; i < spans[d].length; i++) {
           const sp = spans[d][i];
-          if (sp.account !== k) continue;
-          const end = i + 1 < spans[d].length ? spans[d][i + 1].from : null;
-          h += "<li><a href='#' data-step=" + sp.from + ">device " + d + "</a> signed in at step " + sp.from + (end !== null ? ", until step " + end : ", to the end") + "</li>";
+          if (sp.account === k) spells.push({ d: d, from: sp.from, end: i + 1 < spans[d].length ? spans[d][i + 1].from : null, generation: sp.generation });
         }
+        spells.sort((a, b) => a.from - b.from || a.d - b.d);
+        for (const sp of spells) {
+          h += "<li><a href='#' data-step=" + sp.from + ">step " + sp.from + "</a>: device " + sp.d + " signs in to " + esc(accountName(k, sp.generation)) + (sp.end !== null ? ", until step " + sp.end : ", to the end") + "</li>";
+        }
+        if (!spells.length) h += "<li class=muted>no device signed in to it</li>";
         h += "</ul>";
         const onServer = [];
         for (let n = 0; n < D.notes.length; n++) {
