@@ -426,7 +426,8 @@ extension Simulation {
         recorder.sample(step: step, summary: summary)
     }
 
-    /// At quiescence or a violation: every device, and every account the checks have not read since it changed.
+    /// At quiescence or a violation: every device, and every account read whole (a violation may have stopped the
+    /// checks before they read it).
     func recordEverything() async {
         guard let recorder else { return }
         recorder.learn(accounts: accounts)

@@ -146,7 +146,9 @@ public final class Simulation {
         recorder = recordEvents ? RunRecorder(devices: max(1, parameters.devices)) : nil
     }
 
-    /// Runs a schedule and returns what happened. Never throws for a violation: it is in the outcome.
+    /// Runs a schedule and returns what happened. Never throws for a violation: it is in the outcome. With
+    /// `recordEvents` the outcome also carries the run's events and its ``RunRecording`` (for `--report`); recording
+    /// only reads, so the run is the same.
     public static func run(
         _ steps: [SimAction], parameters: SimParameters, target: SimTarget = .inProcess, recordEvents: Bool = false,
         runTag: String = ""
