@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages FlakeNotes needs to build, test and run, if any are missing: sqlite3 (Docs/OPERATIONS.md),
 # postgresql-client for `notesyncd backup` on PostgreSQL (pg_dump, pg_restore), tmux and vim-tiny for the tests that
-# drive `notes` and a real editor in a terminal. systemd-analyze (package systemd) checks deploy/'s units when present.
+# drive `notes` and a real editor in a terminal, chromium (headless, with fonts-dejavu-core) for the tests that open
+# notes-sim's reports in a browser. systemd-analyze (package systemd) checks deploy/'s units when present.
 set -euo pipefail
-packages=(libsqlite3-dev libcurl4-openssl-dev postgresql postgresql-client python3 sqlite3 tmux vim-tiny)
+packages=(libsqlite3-dev libcurl4-openssl-dev postgresql postgresql-client python3 sqlite3 tmux vim-tiny chromium fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

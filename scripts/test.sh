@@ -12,8 +12,9 @@ if [ -z "${FLAKENOTES_POSTGRES_URL:-}" ]; then
   export FLAKENOTES_POSTGRES_URL
 fi
 echo "PostgreSQL for the tests: ${FLAKENOTES_POSTGRES_URL%%\?*}" >&2
-# The PostgreSQL tests fail (rather than skip) if the URL is missing.
+# The PostgreSQL tests fail (rather than skip) if the URL is missing, and the report tests if chromium is.
 export FLAKENOTES_REQUIRE_POSTGRES=1
+export FLAKENOTES_REQUIRE_CHROMIUM=1
 
 # The same build arguments every run (see scripts/start.sh): otherwise a random trait-flag order rebuilds Hummingbird.
 export SWIFT_DETERMINISTIC_HASHING=1

@@ -51,10 +51,10 @@ final class SimDevice {
     /// Whether a local command wrote since its last successful sync (what a watch's local-store trigger sees).
     var wroteSinceSync = false
 
-    init(index: Int, now: Int64, server: any SimServer, seed: UInt64, idScheme: IDScheme = .miniflake) throws {
+    init(index: Int, now: Int64, server: any SimServer, seed: UInt64, idScheme: IDScheme = .miniflake, recordsExchanges: Bool = false) throws {
         self.index = index
         clock = ManualFlakeClock(unixMilliseconds: now)
-        transport = FaultyTransport(base: server.transport(forDevice: index))
+        transport = FaultyTransport(base: server.transport(forDevice: index), recordsExchanges: recordsExchanges)
         let environment = NotesEnvironment(
             clock: clock, random: SplitMix64(seed: seed), transport: NotesEnvironment.fixed(transport),
             sleep: { _ in }, retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, maxDelay: .zero),

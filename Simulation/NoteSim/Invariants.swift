@@ -82,6 +82,7 @@ extension Simulation {
     func readChanges(account k: Int) async throws -> [NoteRecord] {
         let account = accounts[k]
         let (records, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: views[k].cursor)
+        recorder?.serverRead(account: k, accountID: account.accountID, records: records, step: step)
         views[k].cursor = cursor
         if !records.isEmpty { try checkServer(account: k, changed: records) }
         return records
@@ -93,6 +94,7 @@ extension Simulation {
         _ = try await readChanges(account: k)
         let account = accounts[k]
         let (all, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: .start)
+        recorder?.serverRead(account: k, accountID: account.accountID, records: all, step: step)
         let whole = Dictionary(all.map { ($0.serverID, $0) }, uniquingKeysWith: { _, last in last })
         if whole != views[k].byServerID {
             let missing = views[k].byServerID.keys.filter { whole[$0] == nil }.count

@@ -61,7 +61,10 @@ public struct NoteSimCommand: AsyncParsableCommand {
     @Option(help: "With --server: a shell command that restarts the daemon (for restart steps).")
     var restartCommand: String?
 
-    @Option(help: "Write a self-contained HTML timeline of the run (of the first failing run in a sweep, else the last run).")
+    @Option(
+        help: ArgumentHelp(
+            "Write a self-contained HTML report: for one run, its timeline (a failing run opens on its failing step); for a sweep, an index of every seed run (outcome, duration; failing seeds first) with the timeline of each failing seed beside it (FILE-seed-N.html). A passing seed's timeline is written on demand: the index shows the command.",
+            valueName: "file"))
     var report: String?
 
     @Option(help: "Where to write the shortened failing trace (JSON).")
@@ -128,23 +131,32 @@ public struct NoteSimCommand: AsyncParsableCommand {
         let started = Date()
         let replayed: [SimAction]? = try replay.map(Self.readTrace)
         let seeds = replayed == nil ? range : range.lowerBound...range.lowerBound
-        let (accounts, devices, steps, faults, server, report) = (accounts, devices, steps, faults, server, report)
+        // A single run (or a replay) records itself for its timeline; a sweep's report is an index, and only its
+        // failing seeds are run again, recorded.
+        let isSweep = seeds.count > 1
+        let (accounts, devices, steps, faults, server) = (accounts, devices, steps, faults, server)
         let (idScheme, watchers) = (idScheme, watchers)
+        let recordsRuns = report != nil && !isSweep
         let results: [(seed: UInt64, outcome: SimOutcome)]
         var progress = SweepProgress(total: seeds.count, started: .now)
+        var finished: [UInt64: SimOutcome] = [:]
         do {
             results = try await Sweep.run(
                 seeds, jobs: resolvedJobs,
-                finished: { _, outcome in
+                finished: { seed, outcome in
+                    finished[seed] = outcome
                     if let line = progress.finished(outcome, at: .now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
                 }
             ) { seed in
                 let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers)
                 let schedule = replayed ?? ScheduleGenerator.generate(parameters)
                 let tag = server == nil ? "" : "\(seed)-\(UInt32.random(in: 0...UInt32.max))"
-                let wantEvents = report != nil && (seed == range.upperBound || replayed != nil)
+                let clock = ContinuousClock()
+                let start = clock.now
                 do {
-                    return try await Simulation.run(schedule, parameters: parameters, target: target, recordEvents: wantEvents, runTag: tag)
+                    var outcome = try await Simulation.run(schedule, parameters: parameters, target: target, recordEvents: recordsRuns, runTag: tag)
+                    outcome.duration = clock.now - start
+                    return outcome
                 } catch {
                     throw SweepSetupError(seed: seed, error: "\(error)")
                 }
@@ -153,20 +165,33 @@ public struct NoteSimCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("notes-sim: seed \(error.seed): setup failed: \(error.error)\n".utf8))
             throw ExitCode(2)
         }
+        let seconds = Date().timeIntervalSince(started)
         for (seed, outcome) in results {
             runs += 1
             total.add(outcome.summary)
             let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers)
+            let schedule = replayed ?? ScheduleGenerator.generate(parameters)
             if let violation = outcome.violation {
-                let schedule = replayed ?? ScheduleGenerator.generate(parameters)
-                try await reportViolation(violation, seed: seed, parameters: parameters, schedule: schedule, target: target)
+                let trace = try await reportViolation(violation, seed: seed, parameters: parameters, schedule: schedule, target: target)
+                if let report {
+                    let timeline = isSweep ? SweepReport.timelinePath(forSeed: seed, besideIndex: report) : report
+                    try await writeTimeline(
+                        timeline, seed: seed, parameters: parameters, schedule: schedule, target: target,
+                        recorded: recordsRuns ? outcome : nil, violation: violation, trace: trace)
+                    if isSweep {
+                        try await writeIndex(
+                            report, finished: finished, lowestFailure: seed, range: seeds, seconds: seconds, target: target)
+                    }
+                }
                 throw ExitCode(1)
             }
-            if let report, seed == range.upperBound || replayed != nil {
-                try writeReport(report, seed: seed, summary: outcome.summary, events: outcome.events, steps: replayed?.count ?? steps)
+            if let report, !isSweep {
+                try await writeTimeline(report, seed: seed, parameters: parameters, schedule: schedule, target: target, recorded: outcome)
             }
         }
-        let seconds = Date().timeIntervalSince(started)
+        if let report, isSweep {
+            try await writeIndex(report, finished: finished, lowestFailure: nil, range: seeds, seconds: seconds, target: target)
+        }
         if json {
             var object: [String: Any] = ["runs": runs, "seconds": (seconds * 100).rounded() / 100, "violations": 0]
             for (key, value) in total.fields { object[key] = Int(value) ?? value }
@@ -178,24 +203,28 @@ public struct NoteSimCommand: AsyncParsableCommand {
         }
     }
 
+    /// Prints the violation and its shortened trace (written to --trace-out); returns the steps of the shortened
+    /// trace as indices into `schedule` (nil with --no-shrink).
     func reportViolation(
         _ violation: Violation, seed: UInt64, parameters: SimParameters, schedule: [SimAction], target: SimTarget
-    ) async throws {
+    ) async throws -> [Int]? {
         var stderr = FileHandle.standardError
         print("notes-sim: VIOLATION with seed \(seed): \(violation)", to: &stderr)
-        var trace = Array(schedule.prefix(violation.step + 1))
+        var kept = Array(0..<min(violation.step + 1, schedule.count))
         if !noShrink {
             let invariant = violation.invariant
-            let shrunk = await Shrinker.shrink(trace) { candidate in
+            // Shrunk as indices into the schedule, so the report can mark which of the run's steps remain.
+            let shrunk = await Shrinker.shrink(kept) { candidate in
                 let tag = server == nil ? "" : "shrink-\(UInt32.random(in: 0...UInt32.max))"
-                guard let outcome = try? await Simulation.run(candidate, parameters: parameters, target: target, runTag: tag)
+                guard let outcome = try? await Simulation.run(candidate.map { schedule[$0] }, parameters: parameters, target: target, runTag: tag)
                 else { return false }
                 return outcome.violation?.invariant == invariant
             }
-            trace = shrunk.steps
-            print("notes-sim: shortened the trace from \(violation.step + 1) to \(trace.count) steps in \(shrunk.runs) re-runs", to: &stderr)
+            kept = shrunk.steps
+            print("notes-sim: shortened the trace from \(violation.step + 1) to \(kept.count) steps in \(shrunk.runs) re-runs", to: &stderr)
         }
-        let final = try await Simulation.run(trace, parameters: parameters, target: target, recordEvents: true,
+        let trace = kept.map { schedule[$0] }
+        let final = try await Simulation.run(trace, parameters: parameters, target: target,
                                              runTag: server == nil ? "" : "final-\(UInt32.random(in: 0...UInt32.max))")
         let schemeArgument = parameters.idScheme.map { " --id-scheme \($0.rawValue)" } ?? ""
         print("notes-sim: trace (replay with --replay \(traceOut ?? "<--trace-out FILE>") --accounts \(parameters.accounts) --devices \(parameters.devices)\(schemeArgument)):", to: &stderr)
@@ -205,17 +234,75 @@ public struct NoteSimCommand: AsyncParsableCommand {
             let data = try JSONEncoder().encode(Trace(seed: seed, parameters: parameters, violation: violation.description, steps: trace))
             try data.write(to: URL(fileURLWithPath: traceOut))
         }
-        if let report {
-            try writeReport(report, seed: seed, summary: final.summary, events: final.events, steps: trace.count,
-                            violation: final.violation ?? violation)
-        }
+        return noShrink ? nil : kept
     }
 
-    func writeReport(_ path: String, seed: UInt64, summary: SimSummary, events: [SimEvent], steps: Int, violation: Violation? = nil) throws {
-        var fields = [("seed", "\(seed)")] + summary.fields
-        if let violation { fields.insert(("VIOLATION", violation.description), at: 0) }
-        let html = HTMLReport.render(title: "notes-sim seed \(seed)", summary: fields, devices: devices, steps: steps, events: events)
+    /// Writes the timeline of one run. A failing run's timeline is of the run as it went up to its violation (run
+    /// again, recorded, unless `recorded` holds it), with the shortened trace's steps marked.
+    func writeTimeline(
+        _ path: String, seed: UInt64, parameters: SimParameters, schedule: [SimAction], target: SimTarget, recorded: SimOutcome?,
+        violation: Violation? = nil, trace: [Int]? = nil
+    ) async throws {
+        var outcome: SimOutcome
+        if let recorded, recorded.recording != nil {
+            outcome = recorded
+        } else {
+            let steps = violation.map { Array(schedule.prefix($0.step + 1)) } ?? schedule
+            let tag = server == nil ? "" : "report-\(UInt32.random(in: 0...UInt32.max))"
+            outcome = try await Simulation.run(steps, parameters: parameters, target: target, recordEvents: true, runTag: tag)
+            // Over HTTP a second run may go otherwise; the page still names the violation found first.
+            if outcome.violation == nil { outcome.violation = violation }
+        }
+        let run = TimelineReport.Run(
+            seed: seed, parameters: parameters, steps: schedule, outcome: outcome, trace: trace, command: reproduceCommand(seed: seed))
+        try TimelineReport.render(run).write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    /// Writes a sweep's index, and a timeline beside it for each failing seed other than `lowestFailure` (whose
+    /// timeline, with its shortened trace, the caller wrote).
+    func writeIndex(
+        _ path: String, finished: [UInt64: SimOutcome], lowestFailure: UInt64?, range: ClosedRange<UInt64>, seconds: Double,
+        target: SimTarget
+    ) async throws {
+        var rows: [SweepReport.Row] = []
+        for (seed, outcome) in finished.sorted(by: { $0.key < $1.key }) {
+            var link: String?
+            if let violation = outcome.violation {
+                let timeline = SweepReport.timelinePath(forSeed: seed, besideIndex: path)
+                if seed != lowestFailure {
+                    let parameters = SimParameters(
+                        seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers)
+                    try await writeTimeline(
+                        timeline, seed: seed, parameters: parameters, schedule: ScheduleGenerator.generate(parameters), target: target,
+                        recorded: nil, violation: violation)
+                }
+                link = URL(fileURLWithPath: timeline).lastPathComponent
+            }
+            rows.append(.init(seed: seed, outcome: outcome, link: link))
+        }
+        var note: String?
+        if let lowestFailure, lowestFailure < range.upperBound {
+            let skipped = range.upperBound - lowestFailure - UInt64(finished.keys.filter { $0 > lowestFailure }.count)
+            note = "A sweep stops at its lowest failing seed (\(lowestFailure)): the higher seeds listed were already running; \(skipped) other\(skipped == 1 ? " was" : "s were") not run."
+        }
+        let html = SweepReport.render(
+            title: "notes-sim sweep, seeds \(range.lowerBound)...\(range.upperBound)",
+            shape: TimelineReport.shape(
+                SimParameters(seed: range.lowerBound, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers),
+                steps: steps),
+            seconds: seconds, rows: rows, command: reproduceCommand(seed: nil) + " --report seed-{seed}.html", note: note)
         try html.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    /// The command line that runs `seed` again with this run's options (nil: `{seed}` in its place).
+    func reproduceCommand(seed: UInt64?) -> String {
+        var parts = ["notes-sim"]
+        if let replay { parts += ["--replay", replay] } else { parts += ["--seed", seed.map { "\($0)" } ?? "{seed}", "--steps", "\(steps)"] }
+        parts += ["--accounts", "\(accounts)", "--devices", "\(devices)", "--faults", "\(faults)", "--watchers", "\(watchers)"]
+        if let idScheme { parts += ["--id-scheme", idScheme.rawValue] }
+        if let server { parts += ["--server", server] }
+        if let restartCommand { parts += ["--restart-command", restartCommand] }
+        return parts.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
     }
 }
 

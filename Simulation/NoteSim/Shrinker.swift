@@ -2,13 +2,14 @@
 /// that drops single steps), re-running the simulation from scratch for every candidate.
 public enum Shrinker {
     /// - Parameters:
-    ///   - steps: a schedule for which `stillFails` is true.
+    ///   - steps: a schedule for which `stillFails` is true (its steps, or their indices in a longer schedule, so that
+    ///     the caller learns which of the original steps remain).
     ///   - maxRuns: a bound on re-runs, so shrinking always ends.
     ///   - stillFails: runs a candidate schedule and tells whether it fails the same way.
     /// - Returns: the smallest failing schedule found (at worst `steps` itself) and the number of runs it took.
-    public static func shrink(
-        _ steps: [SimAction], maxRuns: Int = 400, stillFails: ([SimAction]) async -> Bool
-    ) async -> (steps: [SimAction], runs: Int) {
+    public static func shrink<Step>(
+        _ steps: [Step], maxRuns: Int = 400, stillFails: ([Step]) async -> Bool
+    ) async -> (steps: [Step], runs: Int) {
         var current = steps
         var runs = 0
         var granularity = 2

@@ -91,6 +91,10 @@ public struct SimOutcome: Sendable {
     public var summary: SimSummary
     public var violation: Violation?
     public var events: [SimEvent]
+    /// What the report shows, when the run was recorded (`recordEvents`).
+    public var recording: RunRecording? = nil
+    /// How long the run took (set by the sweep's caller, for the sweep report).
+    public var duration: Duration = .zero
 }
 
 /// Where the server runs.
@@ -117,6 +121,8 @@ public final class Simulation {
     var views: [AccountView] = []
     var summary = SimSummary()
     var events: [SimEvent] = []
+    /// Records the run for its report; nil unless `recordEvents`.
+    let recorder: RunRecorder?
     var step = 0
     /// The simulated wall time: every step advances it by one second. Device clocks are this plus their skew.
     var now: Int64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
@@ -137,9 +143,12 @@ public final class Simulation {
         self.target = target
         self.recordEvents = recordEvents
         self.runTag = runTag
+        recorder = recordEvents ? RunRecorder(devices: max(1, parameters.devices)) : nil
     }
 
-    /// Runs a schedule and returns what happened. Never throws for a violation: it is in the outcome.
+    /// Runs a schedule and returns what happened. Never throws for a violation: it is in the outcome. With
+    /// `recordEvents` the outcome also carries the run's events and its ``RunRecording`` (for `--report`); recording
+    /// only reads, so the run is the same.
     public static func run(
         _ steps: [SimAction], parameters: SimParameters, target: SimTarget = .inProcess, recordEvents: Bool = false,
         runTag: String = ""
@@ -152,12 +161,15 @@ public final class Simulation {
                 simulation.step = index
                 try await simulation.execute(action)
                 try await simulation.checkAfterStep(action)
+                simulation.recordStep(action)
             }
             simulation.step = steps.count
             try await simulation.quiesceAndCheck()
+            await simulation.recordEverything()
         } catch let found as Violation {
             violation = found
             simulation.note(nil, .violation, found.description)
+            await simulation.recordEverything()
         } catch {
             simulation.dropHeldPulls()
             await simulation.server.shutdown()
@@ -167,7 +179,8 @@ public final class Simulation {
         await simulation.server.shutdown()
         simulation.summary.steps = steps.count
         simulation.summary.reportsClientIDCollisions = parameters.idScheme != nil
-        return SimOutcome(summary: simulation.summary, violation: violation, events: simulation.events)
+        return SimOutcome(
+            summary: simulation.summary, violation: violation, events: simulation.events, recording: simulation.recorder?.finish())
     }
 
     // MARK: - Setup
@@ -186,8 +199,11 @@ public final class Simulation {
         }
         var seeds = SplitMix64(seed: parameters.seed ^ 0xD1CE_5EED)
         for d in 0..<max(1, parameters.devices) {
-            devices.append(try SimDevice(index: d, now: now, server: server, seed: seeds.next(), idScheme: idScheme))
+            devices.append(
+                try SimDevice(index: d, now: now, server: server, seed: seeds.next(), idScheme: idScheme, recordsExchanges: recorder != nil))
+            if let recorder { recorder.learn(origin: try devices[d].client.status().origin, of: d) }
         }
+        recorder?.learn(accounts: accounts)
         views = Array(repeating: AccountView(), count: accounts.count)
         for device in devices { device.liveIDs = try device.client.identities().notes.filter { !$0.isDeleted && !$0.isSetAside }.map(\.id) }
     }

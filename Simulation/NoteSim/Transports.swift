@@ -14,6 +14,9 @@ public final class FaultyTransport: SyncTransport {
     private let sent = Locked(0)
     /// What runs just before the request of that index (since ``arm(_:)``), once.
     private let hook = Locked<(index: Int, action: @Sendable () async -> Void)?>(nil)
+    /// The requests answered since the last ``takeExchanges()``, with the answers the client saw, when recording for
+    /// a report; nil otherwise.
+    private let exchanges: Locked<[(request: WireRequest, response: WireResponse)]>?
 
     /// Runs `action` just before the `index`-th request sent after the next ``arm(_:)`` (0: the first), once.
     public func before(request index: Int, run action: @escaping @Sendable () async -> Void) {
@@ -28,7 +31,21 @@ public final class FaultyTransport: SyncTransport {
         }
     }
 
-    public init(base: any SyncTransport) { injector = FaultInjectingTransport(base, recordsRequests: false) }
+    /// - Parameter recordsExchanges: keep every answered request and its answer for ``takeExchanges()`` (the
+    ///   report's sync arrows and per-note push outcomes).
+    public init(base: any SyncTransport, recordsExchanges: Bool = false) {
+        injector = FaultInjectingTransport(base, recordsRequests: false)
+        exchanges = recordsExchanges ? Locked([]) : nil
+    }
+
+    /// The requests answered since the last call, oldest first, with the answers the client saw (a request lost to a
+    /// fault is not among them); empty unless recording.
+    public func takeExchanges() -> [(request: WireRequest, response: WireResponse)] {
+        exchanges?.withLock { taken in
+            defer { taken = [] }
+            return taken
+        } ?? []
+    }
 
     /// Arms the faults of one step; request indices count from here.
     public func arm(_ plans: [FaultPlan]) {
@@ -71,7 +88,9 @@ public final class FaultyTransport: SyncTransport {
             return pending.action
         }
         if let due { await due() }
-        return try await injector.send(request)
+        let response = try await injector.send(request)
+        exchanges?.withLock { $0.append((request, response)) }
+        return response
     }
 
     /// A push delivered twice must be answered the same both times: the second delivery replays the stored outcome

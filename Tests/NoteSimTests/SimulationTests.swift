@@ -234,19 +234,6 @@ import Glibc
     }
 }
 
-@Suite struct ReportTests {
-    @Test func htmlIsSelfContainedAndEscaped() {
-        let html = HTMLReport.render(
-            title: "run <1>", summary: [("seed", "1")], devices: 2, steps: 3,
-            events: [SimEvent(step: 0, device: 1, kind: .signIn, detail: "a&b \"x\""), SimEvent(step: 2, device: nil, kind: .restart, detail: "r")])
-        #expect(html.contains("run &lt;1&gt;"))
-        #expect(html.contains("a&amp;b &quot;x&quot;"))
-        #expect(!html.contains("<script"))
-        #expect(!html.contains("http://") && !html.contains("https://"))
-        #expect(html.contains("device 1"))
-    }
-}
-
 @Suite struct SweepTests {
     static func outcome(failing: Bool, seed: UInt64) -> SimOutcome {
         var summary = SimSummary()

@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// The real `notes-sim` binary's `--report`: one run writes its timeline; a sweep writes an index and, with every seed
+/// passing, no timeline (a passing seed's is written on demand, with the command the index shows).
+@Suite(
+    "notes-sim --report", .enabled(if: FileManager.default.isExecutableFile(atPath: NotesE2E.simBinary.path), "build notes-sim first (swift build)"))
+struct NoteSimReportEndToEndTests {
+    @Test func aRunWritesItsTimelineAndASweepItsIndex() async throws {
+        let directory = try NotesE2E.temporaryDirectory("sim-report")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let timeline = directory.appendingPathComponent("run.html")
+        let one = try await Subprocess.run(
+            NotesE2E.simBinary.path, ["--seed", "2", "--steps", "60", "--devices", "4", "--report", timeline.path], timeLimit: .seconds(300))
+        try #require(one.status == .exited(0), "\(one.output)")
+        let page = try String(contentsOf: timeline, encoding: .utf8)
+        #expect(page.contains(#"<body data-kind="timeline">"#))
+        let run = try #require(Self.data(of: page))
+        #expect(run["devices"] as? Int == 4)
+        #expect((run["command"] as? String)?.hasPrefix("notes-sim --seed 2 --steps 60 ") == true)
+        #expect((run["steps"] as? [String])?.count == 61, "60 steps and the end")
+
+        let index = directory.appendingPathComponent("sweep.html")
+        let sweep = try await Subprocess.run(
+            NotesE2E.simBinary.path, ["--seeds", "1..3", "--steps", "40", "--jobs", "2", "--report", index.path], timeLimit: .seconds(300))
+        try #require(sweep.status == .exited(0), "\(sweep.output)")
+        let indexPage = try String(contentsOf: index, encoding: .utf8)
+        #expect(indexPage.contains(#"<body data-kind="sweep">"#))
+        let sweepData = try #require(Self.data(of: indexPage))
+        let seeds = try #require(sweepData["seeds"] as? [[String: Any]])
+        #expect(seeds.map { $0["seed"] as? Int } == [1, 2, 3] && seeds.allSatisfy { $0["passed"] as? Bool == true && $0["link"] == nil })
+        let command = try #require(sweepData["command"] as? String)
+        #expect(command.hasPrefix("notes-sim --seed {seed} --steps 40 ") && command.hasSuffix(" --report seed-{seed}.html"))
+        let written = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        #expect(written == ["run.html", "sweep.html"], "no timeline for a passing seed")
+    }
+
+    /// The JSON a report page carries.
+    static func data(of html: String) -> [String: Any]? {
+        guard let start = html.range(of: #"<script type="application/json" id="data">"#),
+            let end = html.range(of: "</script>", range: start.upperBound..<html.endIndex)
+        else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(html[start.upperBound..<end.lowerBound].utf8)) as? [String: Any]
+    }
+}
