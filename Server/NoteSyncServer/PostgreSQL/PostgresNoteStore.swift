@@ -71,16 +71,24 @@ public final class PostgresNoteStore: NoteStore {
     // MARK: - Accounts and sessions
 
     public func createAccount(_ account: AccountRecord) async throws {
+        let logger = self.logger
+        try await run { client in
+            try await client.withConnection { connection in try await Self.insertAccount(account, on: connection, logger: logger) }
+        }
+    }
+
+    /// Inserts `account` (its change sequence starts at 0) on `connection`, in its transaction if it is in one.
+    ///
+    /// - Throws: ``NoteStoreError/usernameTaken`` when another account has the username.
+    static func insertAccount(_ account: AccountRecord, on connection: PostgresConnection, logger: Logger) async throws {
         do {
-            try await run { client in
-                try await client.execute(
-                    """
-                    INSERT INTO accounts (id, username, password_hash, change_seq, created_at)
-                    VALUES (\(account.id.rawValue), \(account.username), \(account.passwordHash), 0, \(account.createdAt))
-                    """,
-                    logger: self.logger
-                )
-            }
+            try await connection.execute(
+                """
+                INSERT INTO accounts (id, username, password_hash, change_seq, created_at)
+                VALUES (\(account.id.rawValue), \(account.username), \(account.passwordHash), 0, \(account.createdAt))
+                """,
+                logger: logger
+            )
         } catch where PostgresDatabase.sqlState(error) == "23505" {
             throw NoteStoreError.usernameTaken
         }

@@ -139,15 +139,20 @@ public final class SQLiteNoteStore: NoteStore {
     // MARK: - Accounts and sessions
 
     public func createAccount(_ account: AccountRecord) async throws {
-        try await write { db in
-            do {
-                try db.execute(
-                    sql: "INSERT INTO accounts (id, username, password_hash, change_seq, created_at) VALUES (?, ?, ?, 0, ?)",
-                    arguments: [account.id.rawValue, account.username, account.passwordHash, account.createdAt]
-                )
-            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                throw NoteStoreError.usernameTaken
-            }
+        try await write { db in try Self.insertAccount(account, db) }
+    }
+
+    /// Inserts `account` (its change sequence starts at 0) in the caller's transaction.
+    ///
+    /// - Throws: ``NoteStoreError/usernameTaken`` when another account has the username.
+    static func insertAccount(_ account: AccountRecord, _ db: Database) throws {
+        do {
+            try db.execute(
+                sql: "INSERT INTO accounts (id, username, password_hash, change_seq, created_at) VALUES (?, ?, ?, 0, ?)",
+                arguments: [account.id.rawValue, account.username, account.passwordHash, account.createdAt]
+            )
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw NoteStoreError.usernameTaken
         }
     }
 
