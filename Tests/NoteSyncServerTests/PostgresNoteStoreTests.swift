@@ -122,6 +122,23 @@ struct PostgresNoteStoreTests {
         for store in stores { try await store.close() }
     }
 
+    /// The shared throttle keeps an address's failures through a success that keeps them (an invite sign-up), and
+    /// does not count that success.
+    @Test func theSharedThrottleKeepsFailuresThroughAnInviteSuccess() async throws {
+        let store = try await TestPostgres.store()
+        let throttle = PostgresSignInThrottle(database: store.database, maxFailures: 3, windowMilliseconds: 60_000)
+        for time in [0, 1] as [Int64] {
+            #expect(try await throttle.begin(username: "invite@a", now: time) == nil)
+            try await throttle.finish(username: "invite@a", outcome: .failure, now: time)
+        }
+        #expect(try await throttle.begin(username: "invite@a", now: 2) == nil)
+        try await throttle.finish(username: "invite@a", outcome: .successKeepingFailures, now: 2)
+        #expect(try await throttle.begin(username: "invite@a", now: 3) == nil)
+        try await throttle.finish(username: "invite@a", outcome: .failure, now: 3)
+        #expect(try await throttle.begin(username: "invite@a", now: 4) == 60)
+        try await store.close()
+    }
+
     /// Pushes through two daemons while a reader follows the change cursor: the reader never skips a change (a
     /// change committed later never carries a smaller number than one the reader already passed), and its cursor
     /// never moves back.

@@ -46,6 +46,21 @@ struct SyncServiceTests {
         #expect(throttle.trackedCount == 0)
     }
 
+    /// A success that keeps the failures (an invite sign-up) ends its attempt without counting it and without
+    /// clearing the failures before it.
+    @Test func aSuccessKeepingFailuresLeavesThemCounting() {
+        let throttle = SignInThrottle(maxFailures: 3, windowMilliseconds: 60_000)
+        for time in [0, 1] as [Int64] {
+            #expect(throttle.begin(username: "invite@a", now: time) == nil)
+            throttle.finish(username: "invite@a", outcome: .failure, now: time)
+        }
+        #expect(throttle.begin(username: "invite@a", now: 2) == nil)
+        throttle.finish(username: "invite@a", outcome: .successKeepingFailures, now: 2)
+        #expect(throttle.begin(username: "invite@a", now: 3) == nil)
+        throttle.finish(username: "invite@a", outcome: .failure, now: 3)
+        #expect(throttle.begin(username: "invite@a", now: 4) == 60)
+    }
+
     @Test func concurrentAttemptsCountWhileInFlight() {
         let throttle = SignInThrottle(maxFailures: 5, windowMilliseconds: 60_000)
         for _ in 0..<5 { #expect(throttle.begin(username: "burst", now: 0) == nil) }

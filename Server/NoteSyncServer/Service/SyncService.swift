@@ -151,7 +151,8 @@ public final class SyncService: Sendable {
     /// Order: no code → `invite_required`; a code that is not of the form → `invalid_invite` without a lookup; then
     /// the attempt is counted by the sign-in throttle under the key `invite@ADDRESS` (the peer's address; usernames
     /// hold no `@`): each sign-up that does not create an account is a failure, five in fifteen minutes refuse the
-    /// next (`too_many_attempts`), so a client cannot try codes at full speed. Only then is the code looked up: an
+    /// next (`too_many_attempts`), so a client cannot try codes at full speed. A sign-up that creates an account does
+    /// not count, and does not clear the address's earlier failures either (``AttemptOutcome/successKeepingFailures``). Only then is the code looked up: an
     /// unknown, used-up, expired or revoked one is `invalid_invite` (one answer for all four). The username and the
     /// password are checked only with a usable code, so a request without one learns nothing about usernames.
     private func signUpWithInvite(_ request: SignUpRequest, peer: Peer) async throws -> AccountResponse {
@@ -184,7 +185,9 @@ public final class SyncService: Sendable {
                 throw Self.invalidInvite
             }
             let response = try await createAccount(request, consuming: (invites, codeHash, invite.id))
-            try await throttle.finish(username: key, succeeded: true, now: clock.unixMilliseconds())
+            // A success does not clear the address's failures: a code good for several sign-ups must not let its
+            // holder guess between them without end.
+            try await throttle.finish(username: key, outcome: .successKeepingFailures, now: clock.unixMilliseconds())
             return response
         } catch {
             try? await throttle.finish(username: key, succeeded: false, now: clock.unixMilliseconds())
