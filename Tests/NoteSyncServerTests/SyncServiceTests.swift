@@ -127,9 +127,10 @@ struct PullPageTests {
                 deleted: index % 7 == 0, conflictOf: index % 5 == 0 ? id(3) : nil, changeSeq: Int64(index), createdAt: 0,
                 updatedAt: testEpoch + Int64(index / 100))
         }
-        let result = SyncService.PullResult(notes: notes, cursor: SyncCursor(sequence: 600), hasMore: false)
-        let written = result.encodedJSON()
-        #expect(try JSONDecoder().decode(PullResponse.self, from: written) == result.response)
-        #expect(written.count == (try WireJSON.encoder().encode(result.response)).count, "the same escapes")
+        let page = try PullPlanner.page(PullPage(notes: notes, currentSequence: 600), after: .start, pageSize: 1000)
+        #expect(page.changes == notes.map(\.record))
+        let written = page.encodedJSON()
+        #expect(try JSONDecoder().decode(PullResponse.self, from: written) == page)
+        #expect(written.count == (try WireJSON.encoder().encode(page)).count, "the same escapes")
     }
 }

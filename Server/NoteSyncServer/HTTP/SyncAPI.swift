@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ServiceLifecycle
 import NoteSyncProtocol
 import Synchronization
 
@@ -139,15 +140,15 @@ public final class SyncAPI: Sendable {
 
     // MARK: - Held waiting pulls
 
-    /// A waiting pull the HTTP server holds with no task running for it (``WaitingPullHandler``): the service's
-    /// ``SyncService/HeldPull`` plus what its answer needs.
+    /// A waiting pull the HTTP server holds with no task running for it (``WaitingPullHandler``): the driver's
+    /// ``HeldPull`` plus what its answer needs.
     final class HeldRequest: Sendable {
-        let pull: SyncService.HeldPull
+        let pull: HeldPull
         let requestID: String
         let start: ContinuousClock.Instant
         let connection: ClientConnection
 
-        init(pull: SyncService.HeldPull, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection) {
+        init(pull: HeldPull, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection) {
             self.pull = pull
             self.requestID = requestID
             self.start = start
@@ -159,18 +160,19 @@ public final class SyncAPI: Sendable {
     enum WaitingPullStep: Sendable {
         /// Write this.
         case answer(WireResponse)
-        /// Park it (``ChangeFeed/park(_:onWake:)``) and continue with the wake-up (``continueWaitingPull(_:after:)``).
+        /// Park it (``HeldPull/park(_:)``) and continue with the wake-up (``continueWaitingPull(_:after:)``).
         case waiting(HeldRequest)
     }
 
-    /// The first step of a waiting pull (`GET /v1/notes/changes` with `wait`): the same authentication, rules,
-    /// errors, log lines and metrics as ``respond(_:to:requestID:contentType:)``, but a pull that must wait comes
-    /// back registered with the feed instead of waiting in this task.
+    /// The first step of a waiting pull (`GET /v1/notes/changes` with `wait`), the driver's
+    /// (``PullDriver/begin(since:limit:wait:session:connection:)``) with the same authentication, errors, log lines
+    /// and metrics as ``respond(_:to:requestID:contentType:)``: a pull that must wait comes back registered with the
+    /// feed instead of waiting in this task.
     func beginWaitingPull(_ request: WireRequest, requestID: String, connection: ClientConnection) async -> WaitingPullStep {
         let start = ContinuousClock.now
         do {
             let session = try await service.authenticate(bearerToken: request.bearerToken)
-            let step = try await service.beginPull(
+            let step = try await service.pulls.begin(
                 since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
                 wait: request.queryValue(PullQuery.wait), session: session, connection: connection
             )
@@ -180,27 +182,44 @@ public final class SyncAPI: Sendable {
         }
     }
 
-    /// The next step of a held waiting pull after its wait ended with `wake`.
+    /// The next step of a held waiting pull after its wait ended with `wake` (``PullDriver/resume(_:after:connection:)``).
     func continueWaitingPull(_ held: HeldRequest, after wake: ChangeFeed.Wake) async -> WaitingPullStep {
         do {
-            let step = try await service.continuePull(held.pull, after: wake, connection: held.connection)
+            let step = try await service.pulls.resume(held.pull, after: wake, connection: held.connection)
             return settled(step, requestID: held.requestID, start: held.start, connection: held.connection)
         } catch {
             return .answer(failed(error, endpoint: .pull, requestID: held.requestID, since: held.start))
         }
     }
 
-    private func settled(
-        _ step: SyncService.PullStep, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection
-    ) -> WaitingPullStep {
+    private func settled(_ step: PullStep, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection) -> WaitingPullStep {
         switch step {
-        case .answered(let result):
-            metrics?.pulled(result.notes.count)
-            let response = WireResponse(status: Endpoint.pull.successStatus, body: result.encodedJSON())
+        case .answered(let page):
+            metrics?.pulled(page.changes.count)
+            let response = WireResponse(status: Endpoint.pull.successStatus, body: page.encodedJSON())
             return .answer(answered(response, endpoint: .pull, requestID: requestID, since: start))
         case .waiting(let pull):
             return .waiting(HeldRequest(pull: pull, requestID: requestID, start: start, connection: connection))
         }
+    }
+
+    /// A pull answered in the task that asked (in process, and through Hummingbird): the driver's steps, each wait
+    /// awaited here under a graceful-shutdown handler, so the HTTP server's shutdown answers it at once.
+    static func pull(_ request: WireRequest, session: SessionRecord, pulls: PullDriver, connection: ClientConnection?) async throws -> PullResponse {
+        var step = try await pulls.begin(
+            since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
+            wait: request.queryValue(PullQuery.wait), session: session, connection: connection
+        )
+        while case .waiting(let held) = step {
+            let wake = await withGracefulShutdownHandler {
+                await held.wait()
+            } onGracefulShutdown: {
+                held.end(.shutdown)
+            }
+            step = try await pulls.resume(held, after: wake, connection: connection)
+        }
+        guard case .answered(let page) = step else { preconditionFailure("the loop ends only on an answer") }
+        return page
     }
 
     /// The answer for a method and path no endpoint has: 405 (with `Allow`) when the path exists with another
@@ -265,12 +284,9 @@ public final class SyncAPI: Sendable {
             }
         case .pull:
             .authenticated { request, session in
-                let result = try await service.pull(
-                    since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
-                    wait: request.queryValue(PullQuery.wait), session: session, connection: ClientConnection.current
-                )
-                metrics?.pulled(result.notes.count)
-                return WireResponse(status: endpoint.successStatus, body: result.encodedJSON())
+                let page = try await pull(request, session: session, pulls: service.pulls, connection: ClientConnection.current)
+                metrics?.pulled(page.changes.count)
+                return WireResponse(status: endpoint.successStatus, body: page.encodedJSON())
             }
         case .sessions:
             .authenticated { _, session in try encode(try await service.sessions(session), endpoint) }

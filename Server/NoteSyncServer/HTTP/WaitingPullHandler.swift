@@ -14,8 +14,8 @@ import NoteSyncProtocol
 /// every async frame of it alive: 17 KiB per waiting client on top of the idle connection's 12.3 (PERFORMANCE.md).
 /// Here the request never reaches Hummingbird, whose connection task stays where an idle connection's is (waiting for
 /// a request head). Each step runs in a short task of its own (``SyncAPI/beginWaitingPull(_:requestID:connection:)``,
-/// then ``SyncAPI/continueWaitingPull(_:after:)`` after each wake-up), and between steps the pull is parked with the
-/// feed (``ChangeFeed/park(_:onWake:)``): a callback and a ``SyncAPI/HeldRequest`` are all it holds. The rules,
+/// then ``SyncAPI/continueWaitingPull(_:after:)`` after each wake-up: ``PullDriver``'s steps), and between steps the
+/// pull is parked with the feed (``HeldPull/park(_:)``): a callback and a ``SyncAPI/HeldRequest`` are all it holds. The rules,
 /// errors, log lines and metrics are the ones every other request gets from ``SyncAPI``.
 ///
 /// Sits after ``ConnectionGuard/PartHandler`` (whose timeouts and answer tracking see this handler's answers as any
@@ -206,7 +206,7 @@ final class WaitingPullHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .answer(let response):
             handler.eventLoop.execute { handler.value.answer(response) }
         case .waiting(let held):
-            held.pull.feed.park(held.pull.ticket) { wake in
+            held.pull.park { wake in
                 Task { next(await api.continueWaitingPull(held, after: wake), api: api, handler: handler) }
             }
         }

@@ -8,8 +8,8 @@ import ServiceLifecycle
 /// waiter that is left with an empty page.
 ///
 /// Registered after the HTTP server's dependencies and before nothing that needs it: the HTTP server itself answers
-/// its waiters on its own graceful shutdown (``SyncService/pull(since:limit:wait:session:connection:)`` waits under a graceful
-/// shutdown handler), so draining never waits for a long-poll.
+/// its waiters on its own graceful shutdown (the quiesce event reaches each connection's `WaitingPullHandler`, and a pull
+/// waiting in a task waits under a graceful shutdown handler), so draining never waits for a long-poll.
 public struct ChangeFeedService: Service {
     public let feed: ChangeFeed
     /// How often deadlines are checked: a wait ends at most this much after its deadline.

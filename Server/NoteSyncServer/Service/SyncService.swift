@@ -41,6 +41,8 @@ public final class SyncService: Sendable {
     let logger: Logger
     /// The waiting pulls; nil when pulls are never held open (`wait` is then accepted and ignored).
     public let changeFeed: ChangeFeed?
+    /// Runs pulls (`GET /v1/notes/changes`), waiting ones included.
+    public let pulls: PullDriver
 
     /// A service over `store`.
     ///
@@ -69,6 +71,7 @@ public final class SyncService: Sendable {
         self.signUpPolicy = signUpPolicy
         self.sessionIdleLimit = sessionIdleDays.flatMap { $0 > 0 ? Int64($0) * 86_400_000 : nil }
         self.changeFeed = changeFeed
+        self.pulls = PullDriver(store: store, limits: limits, feed: changeFeed, logger: logger)
         self.store = store
         self.limits = limits
         self.quota = quota
@@ -448,7 +451,7 @@ public final class SyncService: Sendable {
     /// account's waiting pulls on this daemon, so that each re-checks its own session and a device signed out learns it
     /// at once (401) instead of when its wait ends. Other daemons on PostgreSQL hear the store's NOTIFY; the operator's
     /// commands on SQLite run in another process, and their waiters learn it on their next wake-up or deadline (never
-    /// with a change: ``pull(since:limit:wait:session:connection:)`` re-checks the session before each re-read).
+    /// with a change: ``PullDriver`` re-checks the session before each re-read).
     func sessionsEnded(accountID: FlakeID) {
         changeFeed?.signal(account: accountID)
     }
@@ -523,218 +526,6 @@ public final class SyncService: Sendable {
         case .unchanged, .rejected: return false
         default: return true
         }
-    }
-
-    /// One page of a pull.
-    public struct PullResult: Sendable {
-        /// Oldest change first.
-        public var notes: [StoredNote]
-        public var cursor: SyncCursor
-        public var hasMore: Bool
-
-        /// The wire form.
-        public var response: PullResponse {
-            PullResponse(changes: notes.map(\.record), cursor: cursor, hasMore: hasMore)
-        }
-
-        /// The JSON of ``response``, written straight from the stored notes (``PullResponse/Writer``).
-        public func encodedJSON() -> Data {
-            var writer = PullResponse.Writer(count: notes.count, textBytes: notes.reduce(0) { $0 + $1.text.utf8.count })
-            for note in notes {
-                writer.note(
-                    serverID: note.serverID, clientID: note.clientID, origin: note.origin, version: note.version,
-                    text: note.text, deleted: note.deleted, conflictOf: note.conflictOf, updatedAt: note.updatedAt,
-                    editedAt: note.editedAt ?? note.updatedAt)
-            }
-            return writer.finish(cursor: cursor, hasMore: hasMore)
-        }
-    }
-
-    /// The account's changes after a cursor (`GET /v1/notes/changes?since=&limit=&wait=`), as the query gave them.
-    ///
-    /// Cost is proportional to the changes returned (an index on `(account_id, change_seq)`), never to the account's
-    /// size.
-    ///
-    /// With `wait` (seconds, clamped to ``LiveLimits/maxWaitSeconds``) and no change after the cursor, the pull is
-    /// held: it registers a waiter with the ``changeFeed``, re-reads the account's change sequence (a commit between
-    /// the first read and the registration is seen here; one after it signals the registered waiter) and only then
-    /// waits. A wake-up first checks that the session still stands (a device signed out while it waited gets 401, and
-    /// no change committed after), then re-reads and answers with the changes, or waits again if nothing moved; the
-    /// deadline, the HTTP server's graceful shutdown or the feed closing answer an empty page at the same cursor at
-    /// once, and so does `connection` closing (the client hung up: nobody reads the answer, but the waiter is gone).
-    ///
-    /// - Throws: `invalid_cursor` (not a cursor, or beyond the account's change sequence, e.g. another account's),
-    ///   `invalid_limit` (not a positive integer), `invalid_wait` (not a non-negative integer), `too_many_waiters`
-    ///   (429 with `Retry-After`: the account or the daemon holds as many waiting pulls as allowed), `unauthorized`
-    ///   (the session ended while the pull waited).
-    public func pull(
-        since: String?, limit: String?, wait: String? = nil, session: SessionRecord, connection: ClientConnection? = nil
-    ) async throws -> PullResult {
-        var step = try await beginPull(since: since, limit: limit, wait: wait, session: session, connection: connection)
-        while case .waiting(let held) = step {
-            let wake = await withGracefulShutdownHandler {
-                await held.feed.wait(held.ticket)
-            } onGracefulShutdown: {
-                held.feed.fire(held.ticket, .shutdown)
-            }
-            step = try await continuePull(held, after: wake, connection: connection)
-        }
-        guard case .answered(let result) = step else { preconditionFailure("the loop ends only on an answer") }
-        return result
-    }
-
-    /// Where a pull stands between its steps (``beginPull(since:limit:wait:session:connection:)``,
-    /// ``continuePull(_:after:connection:)``).
-    public enum PullStep: Sendable {
-        /// The answer.
-        case answered(PullResult)
-        /// Registered with the feed and nothing moved since: wait for `ticket` (``ChangeFeed/wait(_:)`` or
-        /// ``ChangeFeed/park(_:onWake:)``), then continue with the wake-up.
-        case waiting(HeldPull)
-    }
-
-    /// A pull held until its account changes: what its next step needs, and nothing more (the HTTP server keeps one
-    /// per waiting client while no task runs for it).
-    public final class HeldPull: Sendable {
-        let feed: ChangeFeed
-        /// The waiter to wait for.
-        public let ticket: ChangeFeed.Ticket
-        let session: SessionRecord
-        let deadline: UInt64
-        let pageSize: Int
-        /// The answer when the wait ends without a change: an empty page at the pull's cursor.
-        let first: PullResult
-
-        init(feed: ChangeFeed, ticket: ChangeFeed.Ticket, session: SessionRecord, deadline: UInt64, pageSize: Int, first: PullResult) {
-            self.feed = feed
-            self.ticket = ticket
-            self.session = session
-            self.deadline = deadline
-            self.pageSize = pageSize
-            self.first = first
-        }
-    }
-
-    /// A pull's first step: validates the query and reads the first page; with `wait`, no change after the cursor and
-    /// a feed, registers the waiter (``waitStep(feed:first:deadline:pageSize:session:connection:)``).
-    ///
-    /// - Throws: As ``pull(since:limit:wait:session:connection:)``.
-    public func beginPull(
-        since: String?, limit: String?, wait: String?, session: SessionRecord, connection: ClientConnection?
-    ) async throws -> PullStep {
-        var cursor = SyncCursor.start
-        if let since {
-            guard let parsed = SyncCursor(text: since) else {
-                throw SyncError(.invalidCursor, "The cursor is not one this server issued.", field: PullQuery.since)
-            }
-            cursor = parsed
-        }
-        var pageSize = limits.defaultPageSize
-        if let limit {
-            guard let value = Self.positiveLimit(limit) else {
-                throw SyncError(.invalidLimit, "The limit must be a positive integer.", field: PullQuery.limit)
-            }
-            pageSize = min(value, limits.maxPageSize)
-        }
-        var waitSeconds = 0
-        if let wait {
-            guard let value = (changeFeed?.limits ?? .default).waitSeconds(wait) else {
-                throw SyncError(.invalidWait, "The wait must be a non-negative integer of seconds.", field: PullQuery.wait)
-            }
-            waitSeconds = value
-        }
-        let first = try await pullPage(after: cursor, pageSize: pageSize, session: session)
-        guard waitSeconds > 0, first.notes.isEmpty, let feed = changeFeed else { return .answered(first) }
-        return try await waitStep(
-            feed: feed, first: first, deadline: feed.deadline(afterSeconds: waitSeconds), pageSize: pageSize, session: session,
-            connection: connection
-        )
-    }
-
-    /// A held pull's next step after its wait ended with `wake`: the empty page unless the account changed; after a
-    /// change, 401 if the session ended meanwhile, else the new page, or another wait if nothing moved after all.
-    ///
-    /// - Throws: As ``pull(since:limit:wait:session:connection:)``.
-    public func continuePull(_ held: HeldPull, after wake: ChangeFeed.Wake, connection: ClientConnection?) async throws -> PullStep {
-        connection?.clearOnClose()
-        guard wake == .changed else { return .answered(held.first) }
-        // The wake-up may be this device's own sign-out (revoked, password changed, account deleted or disabled):
-        // a session that ended is told so, and gets no change committed after it ended.
-        guard try await store.session(byTokenHash: held.session.tokenHash)?.id == held.session.id else {
-            throw SyncError(
-                .unauthorized,
-                "This device was signed out while its pull waited (revoked, password changed, account deleted or disabled); sign in again (nothing on the device is lost)."
-            )
-        }
-        return try await waitStep(
-            feed: held.feed, first: held.first, deadline: held.deadline, pageSize: held.pageSize, session: held.session,
-            connection: connection
-        )
-    }
-
-    /// Registers a waiter, then re-reads the account's change sequence: a commit between the page read and the
-    /// registration is seen here (the page after it is the answer), one after the registration signals the waiter.
-    private func waitStep(
-        feed: ChangeFeed, first: PullResult, deadline: UInt64, pageSize: Int, session: SessionRecord, connection: ClientConnection?
-    ) async throws -> PullStep {
-        let account = session.accountID
-        let ticket: ChangeFeed.Ticket
-        do {
-            ticket = try feed.register(account: account, deadline: deadline)
-        } catch .closed {
-            return .answered(first)
-        } catch .account(let limit) {
-            throw SyncError(
-                .tooManyWaiters, "This account already has \(limit) waiting pulls on this server; retry later or pull without wait.",
-                headers: [SyncError.retryAfterHeader: "5"]
-            )
-        } catch .daemon(let limit) {
-            logger.warning("waiting pull refused: the daemon holds its most waiters", metadata: ["max_waiters": "\(limit)"])
-            throw SyncError(
-                .tooManyWaiters, "This server already holds \(limit) waiting pulls; retry later or pull without wait.",
-                headers: [SyncError.retryAfterHeader: "5"]
-            )
-        }
-        let current: Int64
-        do {
-            current = try await store.currentChangeSequence(accountID: account)
-        } catch {
-            feed.cancel(ticket)
-            throw error
-        }
-        if current > first.cursor.sequence {
-            feed.cancel(ticket)
-            return .answered(try await pullPage(after: first.cursor, pageSize: pageSize, session: session))
-        }
-        // A client that hangs up stops waiting at once: its waiter leaves the limits (see ClientConnection).
-        if let connection, !connection.onClose({ feed.fire(ticket, .expired) }) {
-            feed.cancel(ticket)
-            return .answered(first)
-        }
-        return .waiting(HeldPull(feed: feed, ticket: ticket, session: session, deadline: deadline, pageSize: pageSize, first: first))
-    }
-
-    /// One page after `cursor`, without waiting.
-    private func pullPage(after cursor: SyncCursor, pageSize: Int, session: SessionRecord) async throws -> PullResult {
-        let page = try await store.pull(accountID: session.accountID, after: cursor.sequence, limit: pageSize)
-        guard cursor.sequence <= page.currentSequence else {
-            throw SyncError(.invalidCursor, "The cursor is not one this server issued for this account.", field: PullQuery.since)
-        }
-        let last = page.notes.last?.changeSeq
-        return PullResult(
-            notes: page.notes,
-            cursor: last.map { SyncCursor(sequence: $0) } ?? cursor,
-            hasMore: page.notes.count == pageSize && (last ?? page.currentSequence) < page.currentSequence
-        )
-    }
-
-    /// A pull limit: ASCII digits (no sign, no space) of a positive integer, any size; a value beyond `Int` is
-    /// `Int.max` (clamped to `maxPageSize` like any other large limit). Nil for anything else, `0` included.
-    static func positiveLimit(_ text: String) -> Int? {
-        let digits = text.utf8
-        guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
-        guard digits.contains(where: { $0 != UInt8(ascii: "0") }) else { return nil }
-        return Int(text) ?? Int.max
     }
 
     // MARK: - Server
