@@ -14,15 +14,16 @@ struct InviteTests {
     struct Fixture {
         let store: SQLiteNoteStore
         let clock = ManualFlakeClock(unixMilliseconds: testEpoch)
-        let service: SyncService
+        let services: ServerServices
         let api: SyncAPI
 
         init(_ policy: SignUpPolicy = .invite) throws {
             store = try SQLiteNoteStore.inMemory()
             let minter = CountingMinter()
-            service = SyncService(
-                store: store, bcryptCost: 4, clock: clock, mintID: { minter.mint() }, signUpPolicy: policy, logger: testLogger)
-            api = SyncAPI(service: service, logger: testLogger)
+            services = ServerServices(
+                ServiceContext(store: store, clock: clock, mintID: { minter.mint() }, logger: testLogger),
+                configuration: ServiceConfiguration(passwords: .bcrypt(cost: 4), signUpPolicy: policy))
+            api = SyncAPI(services: services, logger: testLogger)
         }
 
         /// A fresh code stored as an invite; returns it as the operator would show it.

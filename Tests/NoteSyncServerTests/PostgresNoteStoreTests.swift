@@ -84,25 +84,25 @@ struct PostgresNoteStoreTests {
     @Test func twoDaemonsShareOneSignInThrottle() async throws {
         let schema = try await TestPostgres.freshSchema()
         let clock = ManualFlakeClock(unixMilliseconds: testEpoch)
-        var daemons: [SyncService] = []
+        var daemons: [ServerServices] = []
         var stores: [PostgresNoteStore] = []
         for instance in 0..<2 {
             let store = try await TestPostgres.store(schema: schema)
             stores.append(store)
             let generator = try FlakeGenerator(instance: instance, clock: clock)
             daemons.append(
-                SyncService(
-                    store: store, bcryptCost: 4, clock: clock, mintID: { try generator.next() },
-                    throttle: PostgresSignInThrottle(database: store.database), logger: testLogger))
+                ServerServices(
+                    ServiceContext(store: store, clock: clock, mintID: { try generator.next() }, logger: testLogger),
+                    configuration: ServiceConfiguration(passwords: .bcrypt(cost: 4), throttle: PostgresSignInThrottle(database: store.database))))
         }
-        _ = try await daemons[0].signUp(SignUpRequest(username: "alice", password: "correct horse"))
+        _ = try await daemons[0].accounts.signUp(SignUpRequest(username: "alice", password: "correct horse"))
         let wrong = SignInRequest(username: "alice", password: "wrong password")
         for attempt in 0..<5 {
-            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].signIn(wrong) }
+            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].sessions.signIn(wrong) }
         }
         for daemon in daemons {
             do {
-                _ = try await daemon.signIn(SignInRequest(username: "alice", password: "correct horse"))
+                _ = try await daemon.sessions.signIn(SignInRequest(username: "alice", password: "correct horse"))
                 Issue.record("the sixth attempt must be refused on every daemon")
             } catch let error as SyncError {
                 #expect(error.code == .tooManyAttempts)
@@ -111,14 +111,14 @@ struct PostgresNoteStoreTests {
         }
         // Fifteen minutes later the failures have aged out everywhere, and a success clears them.
         clock.advance(milliseconds: 15 * 60 * 1000 + 1)
-        _ = try await daemons[1].signIn(SignInRequest(username: "alice", password: "correct horse"))
+        _ = try await daemons[1].sessions.signIn(SignInRequest(username: "alice", password: "correct horse"))
         for attempt in 0..<4 {
-            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].signIn(wrong) }
+            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].sessions.signIn(wrong) }
         }
-        _ = try await daemons[0].signIn(SignInRequest(username: "alice", password: "correct horse"))
+        _ = try await daemons[0].sessions.signIn(SignInRequest(username: "alice", password: "correct horse"))
         // Another username is counted apart.
-        _ = try await daemons[0].signUp(SignUpRequest(username: "bob", password: "correct horse"))
-        _ = try await daemons[1].signIn(SignInRequest(username: "bob", password: "correct horse"))
+        _ = try await daemons[0].accounts.signUp(SignUpRequest(username: "bob", password: "correct horse"))
+        _ = try await daemons[1].sessions.signIn(SignInRequest(username: "bob", password: "correct horse"))
         for store in stores { try await store.close() }
     }
 

@@ -6,7 +6,7 @@ import TestSupport
 
 @testable import NoteSyncServer
 
-@Suite("SyncService pieces")
+@Suite("Service pieces")
 struct SyncServiceTests {
     @Test func tokensAreBase64URLWithPrefixAndStoredHashed() {
         let random = RandomBytes.using(SplitMix64(seed: 1))
@@ -80,16 +80,16 @@ struct SyncServiceTests {
 
     @Test func signUpAndSignInRules() async throws {
         let server = try TestServer.make()
-        let account = try await server.service.signUp(SignUpRequest(username: "Mixed.Case_1", password: "12345678"))
+        let account = try await server.services.accounts.signUp(SignUpRequest(username: "Mixed.Case_1", password: "12345678"))
         #expect(account.username == "mixed.case_1")
-        let signedIn = try await server.service.signIn(SignInRequest(username: "MIXED.case_1", password: "12345678"))
+        let signedIn = try await server.services.sessions.signIn(SignInRequest(username: "MIXED.case_1", password: "12345678"))
         #expect(signedIn.accountID == account.accountID)
         let stored = try #require(try await server.store.account(byID: account.accountID))
         #expect(stored.passwordHash.hasPrefix("$2"))
         #expect(!stored.passwordHash.contains("12345678"))
         // A password over 72 bytes is refused at sign-up, never truncated.
         await #expect(throws: SyncError.self) {
-            _ = try await server.service.signUp(SignUpRequest(username: "long", password: String(repeating: "p", count: 73)))
+            _ = try await server.services.accounts.signUp(SignUpRequest(username: "long", password: String(repeating: "p", count: 73)))
         }
     }
 

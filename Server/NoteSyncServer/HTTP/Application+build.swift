@@ -112,14 +112,15 @@ public func buildApplication(
     if let postgres = store as? PostgresNoteStore {
         listener = PostgresChangeListener(database: postgres.database, feed: feed, logger: logger)
     }
-    let service = SyncService(
-        store: store, limits: configuration.limits, quota: configuration.quota, bcryptCost: configuration.bcryptCost,
-        clock: SystemFlakeClock.coarse, mintID: mintID, randomBytes: .system, throttle: throttle,
-        signUpPolicy: configuration.signUp, sessionIdleDays: configuration.sessionIdleDays, logger: logger, changeFeed: feed
+    let serverServices = ServerServices(
+        ServiceContext(store: store, clock: SystemFlakeClock.coarse, mintID: mintID, logger: logger, changeFeed: feed),
+        configuration: ServiceConfiguration(
+            limits: configuration.limits, quota: configuration.quota, passwords: .bcrypt(cost: configuration.bcryptCost),
+            throttle: throttle, randomBytes: .system, signUpPolicy: configuration.signUp, sessionIdleDays: configuration.sessionIdleDays)
     )
     logger.info("sign-up policy", metadata: ["sign_up": "\(configuration.signUp.rawValue)"])
     let metrics = configuration.metricsAddress.map { _ in SyncMetrics() }
-    let api = SyncAPI(service: service, logger: logger, metrics: metrics)
+    let api = SyncAPI(services: serverServices, logger: logger, metrics: metrics)
     let host = configuration.host
     let serverName = "notesyncd"
     var app = Application(

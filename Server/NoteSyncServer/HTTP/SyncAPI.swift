@@ -4,7 +4,7 @@ import ServiceLifecycle
 import NoteSyncProtocol
 import Synchronization
 
-/// The protocol's endpoints over a ``SyncService``: one handler per ``Endpoint``, built once, each turning a
+/// The protocol's endpoints over the ``ServerServices``: one handler per ``Endpoint``, built once, each turning a
 /// ``WireRequest`` into a ``WireResponse``.
 ///
 /// Two adapters reach the same handlers, and each matches an endpoint once and checks the body size once (413
@@ -18,25 +18,25 @@ import Synchronization
 /// and path with no endpoint are answered by ``routeMiss(method:path:requestID:)`` (404 `not_found`, 405
 /// `method_not_allowed`).
 ///
-/// A class for the same reason as ``SyncService``: request frames hold a reference, not a copy.
+/// A class for the same reason as the services: request frames hold a reference, not a copy.
 public final class SyncAPI: Sendable {
     /// The rules behind the endpoints.
-    public let service: SyncService
+    public let services: ServerServices
     let logger: Logger
     /// One route per endpoint, in `Endpoint.allCases` order.
     let routes: [Route]
     /// What is counted for the metrics endpoint; nil measures nothing (the daemon without `--metrics-address`).
     let metrics: SyncMetrics?
 
-    public init(service: SyncService, logger: Logger, metrics: SyncMetrics? = nil) {
-        self.service = service
+    public init(services: ServerServices, logger: Logger, metrics: SyncMetrics? = nil) {
+        self.services = services
         self.logger = logger
         self.metrics = metrics
-        self.routes = Endpoint.allCases.map { Route(endpoint: $0, handler: Self.handler(for: $0, service: service, metrics: metrics)) }
+        self.routes = Endpoint.allCases.map { Route(endpoint: $0, handler: Self.handler(for: $0, services: services, metrics: metrics)) }
     }
 
     /// The limits the API enforces.
-    public var limits: SyncLimits { service.limits }
+    public var limits: SyncLimits { services.sync.limits }
 
     /// An endpoint and what answers it.
     struct Route: Sendable {
@@ -98,7 +98,7 @@ public final class SyncAPI: Sendable {
             case .public(let handle):
                 response = try await handle(request)
             case .authenticated(let handle):
-                response = try await handle(request, try await service.authenticate(bearerToken: request.bearerToken))
+                response = try await handle(request, try await services.sessions.authenticate(bearerToken: request.bearerToken))
             }
             return answered(response, endpoint: endpoint, requestID: requestID, since: start)
         } catch {
@@ -171,8 +171,8 @@ public final class SyncAPI: Sendable {
     func beginWaitingPull(_ request: WireRequest, requestID: String, connection: ClientConnection) async -> WaitingPullStep {
         let start = ContinuousClock.now
         do {
-            let session = try await service.authenticate(bearerToken: request.bearerToken)
-            let step = try await service.pulls.begin(
+            let session = try await services.sessions.authenticate(bearerToken: request.bearerToken)
+            let step = try await services.sync.pulls.begin(
                 since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
                 wait: request.queryValue(PullQuery.wait), session: session, connection: connection
             )
@@ -185,7 +185,7 @@ public final class SyncAPI: Sendable {
     /// The next step of a held waiting pull after its wait ended with `wake` (``PullDriver/resume(_:after:connection:)``).
     func continueWaitingPull(_ held: HeldRequest, after wake: ChangeFeed.Wake) async -> WaitingPullStep {
         do {
-            let step = try await service.pulls.resume(held.pull, after: wake, connection: held.connection)
+            let step = try await services.sync.pulls.resume(held.pull, after: wake, connection: held.connection)
             return settled(step, requestID: held.requestID, start: held.start, connection: held.connection)
         } catch {
             return .answer(failed(error, endpoint: .pull, requestID: held.requestID, since: held.start))
@@ -243,24 +243,25 @@ public final class SyncAPI: Sendable {
     // MARK: - Handlers
 
     /// The handler of `endpoint`: decodes the request, calls the service, encodes the answer.
-    private static func handler(for endpoint: Endpoint, service: SyncService, metrics: SyncMetrics?) -> Handler {
-        switch endpoint {
+    private static func handler(for endpoint: Endpoint, services: ServerServices, metrics: SyncMetrics?) -> Handler {
+        let (accounts, sessions, sync) = (services.accounts, services.sessions, services.sync)
+        return switch endpoint {
         case .health:
-            .public { _ in try encode(try await service.health(), endpoint) }
+            .public { _ in try encode(try await sync.health(), endpoint) }
         case .info:
-            .public { _ in try encode(service.info, endpoint) }
+            .public { _ in try encode(sync.info, endpoint) }
         case .signUp:
             .public { request in
                 let decoded = try WireJSON.decodeRequest(SignUpRequest.self, from: request.body ?? Data())
-                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
-                return try encode(try await service.signUp(decoded, peer: peer), endpoint)
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await accounts.signUp(decoded, peer: peer), endpoint)
             }
         case .signIn:
             .public { request in
                 let decoded = try WireJSON.decodeRequest(SignInRequest.self, from: request.body ?? Data())
-                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
                 do {
-                    let response = try encode(try await service.signIn(decoded, peer: peer), endpoint)
+                    let response = try encode(try await sessions.signIn(decoded, peer: peer), endpoint)
                     metrics?.signIn(failure: nil)
                     return response
                 } catch {
@@ -270,45 +271,45 @@ public final class SyncAPI: Sendable {
             }
         case .signOut:
             .authenticated { _, session in
-                try await service.signOut(session)
+                try await sessions.signOut(session)
                 return WireResponse(status: endpoint.successStatus)
             }
         case .account:
-            .authenticated { _, session in try encode(try await service.account(session), endpoint) }
+            .authenticated { _, session in try encode(try await accounts.account(session), endpoint) }
         case .push:
             .authenticated { request, session in
                 let decoded = try PushRequest.decodeBody(request.body ?? Data())
-                let response = try await service.push(decoded, session: session)
+                let response = try await sync.push(decoded, session: session)
                 metrics?.push(response.results)
                 return WireResponse(status: endpoint.successStatus, body: response.encodedJSON())
             }
         case .pull:
             .authenticated { request, session in
-                let page = try await pull(request, session: session, pulls: service.pulls, connection: ClientConnection.current)
+                let page = try await pull(request, session: session, pulls: sync.pulls, connection: ClientConnection.current)
                 metrics?.pulled(page.changes.count)
                 return WireResponse(status: endpoint.successStatus, body: page.encodedJSON())
             }
         case .sessions:
-            .authenticated { _, session in try encode(try await service.sessions(session), endpoint) }
+            .authenticated { _, session in try encode(try await sessions.sessions(session), endpoint) }
         case .revokeSession:
             .authenticated { request, session in
                 let decoded = try WireJSON.decodeRequest(RevokeSessionRequest.self, from: request.body ?? Data())
-                try await service.revokeSession(decoded, session: session)
+                try await sessions.revokeSession(decoded, session: session)
                 return WireResponse(status: endpoint.successStatus)
             }
         case .revokeOtherSessions:
-            .authenticated { _, session in try encode(try await service.revokeOtherSessions(session), endpoint) }
+            .authenticated { _, session in try encode(try await sessions.revokeOtherSessions(session), endpoint) }
         case .changePassword:
             .authenticated { request, session in
                 let decoded = try WireJSON.decodeRequest(ChangePasswordRequest.self, from: request.body ?? Data())
-                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
-                return try encode(try await service.changePassword(decoded, session: session, peer: peer), endpoint)
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await sessions.changePassword(decoded, session: session, peer: peer), endpoint)
             }
         case .deleteAccount:
             .authenticated { request, session in
                 let decoded = try WireJSON.decodeRequest(DeleteAccountRequest.self, from: request.body ?? Data())
-                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
-                try await service.deleteAccount(decoded, session: session, peer: peer)
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                try await sessions.deleteAccount(decoded, session: session, peer: peer)
                 return WireResponse(status: endpoint.successStatus)
             }
         }
