@@ -73,13 +73,16 @@ struct PullRulesTests {
         #expect(PullPlanner.afterRegistering(currentSequence: 5, cursor: SyncCursor(sequence: 4)) == .read)
     }
 
-    /// Rule 4: the deadline, shutdown and a client gone answer without a read; a change checks the session first.
-    @Test func aWakeUpChecksTheSessionBeforeItReads() {
-        for wake in [ChangeFeed.Wake.expired, .shutdown, .gone] {
-            #expect(PullPlanner.afterWake(wake, sessionStands: nil) == .answerEmpty)
+    /// Rule 4: shutdown and a client gone answer without a read; a change and the deadline check the session first,
+    /// and an ended session is 401 either way (issue 28, item 1: the deadline answered 200 without the check).
+    @Test func aWakeUpChecksTheSessionUnlessNobodyWaitsOrTheDaemonStops() {
+        #expect(PullPlanner.afterWake(.shutdown, sessionStands: nil) == .answerEmpty)
+        #expect(PullPlanner.afterWake(.gone, sessionStands: nil) == .answerEmpty)
+        for wake in [ChangeFeed.Wake.changed, .expired] {
+            #expect(PullPlanner.afterWake(wake, sessionStands: nil) == .checkSession)
+            #expect(PullPlanner.afterWake(wake, sessionStands: false) == .unauthorized)
         }
-        #expect(PullPlanner.afterWake(.changed, sessionStands: nil) == .checkSession)
-        #expect(PullPlanner.afterWake(.changed, sessionStands: false) == .unauthorized)
         #expect(PullPlanner.afterWake(.changed, sessionStands: true) == .register)
+        #expect(PullPlanner.afterWake(.expired, sessionStands: true) == .answerEmpty)
     }
 }

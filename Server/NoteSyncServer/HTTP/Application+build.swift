@@ -109,8 +109,12 @@ public func buildApplication(
     // Waiting pulls: woken by this daemon's pushes and, on PostgreSQL, by every daemon's (LISTEN/NOTIFY).
     let feed = changeFeed ?? ChangeFeed(limits: configuration.live, maxWaiters: configuration.effectiveMaxWaiters)
     var listener: PostgresChangeListener?
+    var externalCommits: ExternalCommitWatch?
     if let postgres = store as? PostgresNoteStore {
         listener = PostgresChangeListener(database: postgres.database, feed: feed, logger: logger)
+    } else if let sqlite = store as? SQLiteNoteStore {
+        // The operator's commands end sessions from processes of their own: heard on the feed's sweep.
+        externalCommits = ExternalCommitWatch(store: sqlite, feed: feed, logger: logger)
     }
     let serverServices = ServerServices(
         ServiceContext(store: store, clock: SystemFlakeClock.coarse, mintID: mintID, logger: logger, changeFeed: feed),
@@ -145,7 +149,7 @@ public func buildApplication(
     }
     app.addServices(StoreService(store: store, logger: logger))
     // After the store (it stops before the store closes); the HTTP server answers its own waiters as it drains.
-    app.addServices(ChangeFeedService(feed: feed, listener: listener, logger: logger))
+    app.addServices(ChangeFeedService(feed: feed, listener: listener, externalCommits: externalCommits, logger: logger))
     if configuration.editRetentionDays > 0 {
         app.addServices(
             PruneService(

@@ -246,8 +246,9 @@ public final class SessionService: Sendable {
     /// Sessions of the account ended (a sign-out, a revocation, a password change, the account's deletion): wakes the
     /// account's waiting pulls on this daemon, so that each re-checks its own session and a device signed out learns it
     /// at once (401) instead of when its wait ends. Other daemons on PostgreSQL hear the store's NOTIFY; the operator's
-    /// commands on SQLite run in another process, and their waiters learn it on their next wake-up or deadline (never
-    /// with a change: ``PullDriver`` re-checks the session before each re-read).
+    /// commands on SQLite run in another process, which the daemon notices on its feed's next sweep
+    /// (``ExternalCommitWatch``). Never with a change: ``PullDriver`` re-checks the session before each re-read, and at
+    /// the wait's deadline.
     func sessionsEnded(accountID: FlakeID) {
         changeFeed?.signal(account: accountID)
     }

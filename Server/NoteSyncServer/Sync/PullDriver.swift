@@ -56,7 +56,8 @@ public struct PullDriver: Sendable {
                 return .answered(held.plan.first)
             case .checkSession:
                 // The wake-up may be this device's own sign-out (revoked, password changed, account deleted or
-                // disabled): a session that ended is told so, and gets no change committed after it ended.
+                // disabled), or the deadline of a wait whose sign-out nobody heard: a session that ended is told so,
+                // and gets no change committed after it ended.
                 sessionStands = try await store.session(byTokenHash: held.plan.session.tokenHash)?.id == held.plan.session.id
             case .unauthorized:
                 throw SyncError(

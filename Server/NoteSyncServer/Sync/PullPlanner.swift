@@ -17,10 +17,12 @@ import NoteSyncProtocol
 ///    account's change sequence: past the cursor (a commit between the page and the registration, whose signal found
 ///    nobody), the page after the cursor is the answer; else the pull waits. A commit after the registration signals
 ///    the waiter, so no change is ever missed.
-/// 4. Wake-up: the deadline, the daemon shutting down, or the client gone, answers the empty page at once, without
-///    reading. A change first checks the session: ended (revoked, every other device signed out, the password
-///    changed, the account deleted or disabled) → 401 `unauthorized`, and nothing committed after it ended. Still
-///    standing: step 3 again (usually the page).
+/// 4. Wake-up: the daemon shutting down, or the client gone, answers the empty page at once, without reading. A
+///    change or the deadline first checks the session: ended (revoked, every other device signed out, the password
+///    changed, the account deleted or disabled, by the user or by the operator) → 401 `unauthorized`, and nothing
+///    committed after it ended. Still standing: after a change, step 3 again (usually the page); at the deadline,
+///    the empty page at the request's cursor. (A sign-out nobody heard, such as an operator's command on SQLite
+///    before the daemon noticed it, is thus told at the deadline at the latest, never with an empty page.)
 public enum PullPlanner {
     /// A pull's query, parsed (rule 1).
     public struct Query: Sendable, Equatable {
@@ -123,11 +125,12 @@ public enum PullPlanner {
     /// Rule 4: `sessionStands` is nil until the session was checked after this wake-up.
     public static func afterWake(_ wake: ChangeFeed.Wake, sessionStands: Bool?) -> AfterWake {
         switch wake {
-        case .expired, .shutdown, .gone:
+        case .shutdown, .gone:
             return .answerEmpty
-        case .changed:
+        case .changed, .expired:
             guard let sessionStands else { return .checkSession }
-            return sessionStands ? .register : .unauthorized
+            guard sessionStands else { return .unauthorized }
+            return wake == .changed ? .register : .answerEmpty
         }
     }
 }
