@@ -61,6 +61,12 @@ struct PullRulesTests {
         }
     }
 
+    @Test func aTransportHoldsEveryPullThatMayWait() {
+        #expect(!PullPlanner.mayWait(nil))
+        #expect(!PullPlanner.mayWait("0"))
+        for wait in ["1", "55", "00", "abc", ""] as [Substring] { #expect(PullPlanner.mayWait(wait), "\(wait)") }
+    }
+
     @Test func onlyAnEmptyPageOfAPullThatAskedWaits() {
         let empty = PullResponse(changes: [], cursor: .start, hasMore: false)
         let waiting = PullPlanner.Query(pageSize: 20, waitSeconds: 30)

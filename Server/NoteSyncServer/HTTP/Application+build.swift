@@ -265,7 +265,7 @@ enum HTTPBridge {
         case .forward(let wire, let contentType):
             let requestID = wire.requestID ?? context.id
             // A pull that may wait hears its connection close (a client that hangs up leaves no waiter behind).
-            if route.endpoint == .pull, let wait = wire.queryValue(PullQuery.wait), wait != "0" {
+            if route.endpoint == .pull, PullPlanner.mayWait(wire.queryValue(PullQuery.wait).map { $0[...] }) {
                 return await ClientConnection.$current.withValue(ConnectionGuard.watch(context.channel)) {
                     response(from: await api.respond(route, to: wire, requestID: requestID, contentType: contentType))
                 }

@@ -123,15 +123,14 @@ final class WaitingPullHandler: ChannelDuplexHandler, RemovableChannelHandler {
         held.append(part)
     }
 
-    /// Whether Hummingbird would route `head` to the pull endpoint with a `wait` other than `0` (an invalid one
-    /// included: the service refuses it) and no body.
+    /// Whether Hummingbird would route `head` to the pull endpoint with a `wait` that may make it wait
+    /// (``PullPlanner/mayWait(_:)``) and no body.
     static func isWaitingPull(_ head: HTTPRequest) -> Bool {
         guard head.method == .get, let target = head.path, target.utf8.starts(with: Endpoint.pull.path.utf8) else { return false }
         guard head.headerFields[.contentLength].map({ $0 == "0" }) ?? true, head.headerFields[.transferEncoding] == nil else { return false }
         let uri = URI(target)
         guard uri.path == Endpoint.pull.path else { return false }
-        guard let wait = uri.queryParameters[PullQuery.wait[...]] else { return false }
-        return wait != "0"
+        return PullPlanner.mayWait(uri.queryParameters[PullQuery.wait[...]])
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

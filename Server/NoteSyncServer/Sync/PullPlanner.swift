@@ -91,6 +91,13 @@ public enum PullPlanner {
         )
     }
 
+    /// Whether a transport must be ready for a pull with this `wait` parameter to wait (hold its connection, hear the
+    /// client hang up): any value but none and `0`, an invalid one included (rule 1 refuses it, and the answer is the
+    /// same whichever way it goes).
+    public static func mayWait(_ wait: Substring?) -> Bool {
+        wait.map { $0 != "0" } ?? false
+    }
+
     /// Whether a pull whose first page is `first` waits for a change (rule 3): it asked to, a feed holds waiters,
     /// and the page is empty.
     public static func waits(_ query: Query, first: PullResponse, feedAvailable: Bool) -> Bool {
