@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import ServiceLifecycle
 import NoteSyncProtocol
+import ServiceLifecycle
 import Synchronization
 
 /// The protocol's endpoints over the ``ServerServices``: one handler per ``Endpoint``, built once, each turning a
