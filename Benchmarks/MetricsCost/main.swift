@@ -27,11 +27,10 @@ struct Side {
     static func make(metrics: SyncMetrics?, instance: Int) async throws -> Side {
         let store = try SQLiteNoteStore.inMemory()
         let generator = try FlakeGenerator(instance: instance, clock: SystemFlakeClock.coarse)
-        let service = SyncService(
-            store: store, clock: SystemFlakeClock.coarse, mintID: { try generator.next() },
-            passwordHashing: PasswordHashing(hash: { $0 }, verify: { $0 == $1 }, isSlow: false), signUpPolicy: .open,
-            logger: logger)
-        let api = SyncAPI(service: service, logger: logger, metrics: metrics)
+        let services = ServerServices(
+            ServiceContext(store: store, clock: SystemFlakeClock.coarse, mintID: { try generator.next() }, logger: logger),
+            configuration: ServiceConfiguration(passwords: PasswordHashing(hash: { $0 }, verify: { $0 == $1 }, isSlow: false), signUpPolicy: .open))
+        let api = SyncAPI(services: services, logger: logger, metrics: metrics)
         let encoder = WireJSON.encoder()
         _ = await api.handle(WireRequest(.signUp, body: try encoder.encode(SignUpRequest(username: "bench", password: "bench-password"))))
         let origin = try FlakeID(validating: 77)

@@ -93,3 +93,22 @@ public enum WireTime {
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 }
+
+extension WireTime {
+    /// Formats times as ``WireTime/format(unixMilliseconds:)`` does, keeping the last one: the notes one push wrote
+    /// share their times, so a pull page formats each time once (and the page writer, seeing the same string again,
+    /// writes the bytes it kept).
+    public struct Cache: Sendable {
+        private var last: (unixMilliseconds: Int64, text: String)?
+
+        public init() {}
+
+        /// The wire form of `unixMilliseconds`.
+        public mutating func format(unixMilliseconds: Int64) -> String {
+            if let last, last.unixMilliseconds == unixMilliseconds { return last.text }
+            let text = WireTime.format(unixMilliseconds: unixMilliseconds)
+            last = (unixMilliseconds, text)
+            return text
+        }
+    }
+}

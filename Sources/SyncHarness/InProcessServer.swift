@@ -18,11 +18,11 @@ public final class InProcessServer: Sendable {
     /// Requests sent here reach the current ``api`` (a ``restart()`` replaces it).
     public let transport: InProcessTransport
     private let parts: Mutex<Parts>
-    private let makeService: @Sendable (_ mintID: @escaping @Sendable () throws -> FlakeID) -> SyncService
+    private let makeServices: @Sendable (_ mintID: @escaping @Sendable () throws -> FlakeID) -> ServerServices
     private let logger: Logger
 
     private struct Parts {
-        var service: SyncService
+        var services: ServerServices
         var api: SyncAPI
     }
 
@@ -51,21 +51,21 @@ public final class InProcessServer: Sendable {
         self.logger = logger
         // One token source for the server's whole life: a restart continues its sequence, never repeats a token.
         let randomBytes = RandomBytes.using(SplitMix64(seed: tokenSeed))
-        makeService = { mintID in
-            SyncService(
-                store: store, limits: limits, quota: quota, bcryptCost: bcryptCost, clock: clock, mintID: mintID,
-                randomBytes: randomBytes, throttle: throttle, passwordHashing: passwords, sessionIdleDays: sessionIdleDays,
-                logger: logger, changeFeed: changeFeed)
+        let configuration = ServiceConfiguration(
+            limits: limits, quota: quota, passwords: passwords ?? .bcrypt(cost: bcryptCost), throttle: throttle, randomBytes: randomBytes,
+            sessionIdleDays: sessionIdleDays)
+        makeServices = { mintID in
+            ServerServices(ServiceContext(store: store, clock: clock, mintID: mintID, logger: logger, changeFeed: changeFeed), configuration: configuration)
         }
         let generator = try FlakeGenerator(instance: instance, clock: clock, after: after)
-        let service = makeService({ try generator.next() })
-        let api = SyncAPI(service: service, logger: logger)
-        parts = Mutex(Parts(service: service, api: api))
+        let services = makeServices({ try generator.next() })
+        let api = SyncAPI(services: services, logger: logger)
+        parts = Mutex(Parts(services: services, api: api))
         transport = InProcessTransport(api: api)
     }
 
     /// The rules behind the current dispatcher.
-    public var service: SyncService { parts.withLock { $0.service } }
+    public var services: ServerServices { parts.withLock { $0.services } }
     /// The current dispatcher.
     public var api: SyncAPI { parts.withLock { $0.api } }
 
@@ -73,9 +73,9 @@ public final class InProcessServer: Sendable {
     /// generator starts after the largest ID the store holds (so a restart never reissues one).
     public func restart() async throws {
         let generator = try FlakeGenerator(instance: instance, clock: clock, after: try await store.largestIssuedID())
-        let service = makeService({ try generator.next() })
-        let api = SyncAPI(service: service, logger: logger)
-        parts.withLock { $0 = Parts(service: service, api: api) }
+        let services = makeServices({ try generator.next() })
+        let api = SyncAPI(services: services, logger: logger)
+        parts.withLock { $0 = Parts(services: services, api: api) }
         transport.replace(with: api)
     }
 

@@ -30,12 +30,7 @@ struct PullCodecTests {
 
     static func write(_ response: PullResponse) -> Data {
         var writer = PullResponse.Writer(count: response.changes.count, textBytes: 0)
-        for record in response.changes {
-            writer.note(
-                serverID: record.serverID, clientID: record.clientID, origin: record.origin, version: record.version,
-                text: record.text, deleted: record.deleted, conflictOf: record.conflictOf,
-                updatedAt: WireTime.parse(record.updatedAt)!, editedAt: record.editedAt.map { WireTime.parse($0)! })
-        }
+        for record in response.changes { writer.note(record) }
         return writer.finish(cursor: response.cursor, hasMore: response.hasMore)
     }
 
@@ -73,6 +68,24 @@ struct PullCodecTests {
             let fastObject = try JSONSerialization.jsonObject(with: fast) as? NSDictionary
             let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
             #expect(fastObject == referenceObject, "seed \(seed)")
+        }
+    }
+
+    /// The page writer keeps the bytes of the last time it wrote: any time string, repeated or not, escaped or not, is
+    /// still written as `JSONEncoder` writes it.
+    @Test func timesAreWrittenAsJSONEncoderWritesThemWhateverTheyHold() throws {
+        let times = ["2026-11-22T10:15:30.123Z", "2026-11-22T10:15:30.123Z", "a \"quoted\"\n time", "a \"quoted\"\n time", "", "2026-11-22T10:15:30.123Z"]
+        let records = times.enumerated().map { index, time in
+            NoteRecord(
+                serverID: id(Int64(index + 1)), clientID: id(5), origin: id(6), version: 1, text: "t", deleted: false, updatedAt: time,
+                editedAt: index % 2 == 0 ? time : times[(index + 3) % times.count])
+        }
+        let response = PullResponse(changes: records, cursor: SyncCursor(sequence: 9), hasMore: false)
+        let reference = try WireJSON.encoder().encode(response)
+        for written in [Self.write(response), response.encodedJSON()] {
+            #expect(try JSONDecoder().decode(PullResponse.self, from: written) == response)
+            #expect(written.count == reference.count, "the same escapes")
+            #expect(try JSONSerialization.jsonObject(with: written) as? NSDictionary == JSONSerialization.jsonObject(with: reference) as? NSDictionary)
         }
     }
 

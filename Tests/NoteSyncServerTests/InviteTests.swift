@@ -14,15 +14,16 @@ struct InviteTests {
     struct Fixture {
         let store: SQLiteNoteStore
         let clock = ManualFlakeClock(unixMilliseconds: testEpoch)
-        let service: SyncService
+        let services: ServerServices
         let api: SyncAPI
 
         init(_ policy: SignUpPolicy = .invite) throws {
             store = try SQLiteNoteStore.inMemory()
             let minter = CountingMinter()
-            service = SyncService(
-                store: store, bcryptCost: 4, clock: clock, mintID: { minter.mint() }, signUpPolicy: policy, logger: testLogger)
-            api = SyncAPI(service: service, logger: testLogger)
+            services = ServerServices(
+                ServiceContext(store: store, clock: clock, mintID: { minter.mint() }, logger: testLogger),
+                configuration: ServiceConfiguration(passwords: .bcrypt(cost: 4), signUpPolicy: policy))
+            api = SyncAPI(services: services, logger: testLogger)
         }
 
         /// A fresh code stored as an invite; returns it as the operator would show it.
@@ -174,6 +175,28 @@ struct InviteTests {
         #expect(try await fixture.signUp("alice", invite: code, from: "192.0.2.2").status == 201)
         fixture.clock.advance(milliseconds: 15 * 60_000)
         #expect(try await fixture.signUp("eve", invite: code).status == 201)
+    }
+
+    /// Issue 28, item 9: a sign-up that creates an account does not clear its address's failures, so a holder of a
+    /// code good for several sign-ups cannot guess between them without end: 3 failures, 1 success and 2 more
+    /// failures make five, and the next attempt is refused. Failed before: the success cleared the count, and only
+    /// the fifth failure after it led to a 429.
+    @Test func aSuccessfulSignUpDoesNotClearTheAddressesFailures() async throws {
+        let fixture = try Fixture()
+        let (code, _) = try await fixture.invite(uses: 10)
+        func guess(_ attempt: Int) async throws {
+            let response = try await fixture.signUp("guess\(attempt)", invite: InviteCode.display(InviteCodes.make(randomBytes: .system)))
+            #expect(try Self.error(response).code == .invalidInvite)
+        }
+        for attempt in 0..<3 { try await guess(attempt) }
+        #expect(try await fixture.signUp("alice", invite: code).status == 201)
+        for attempt in 3..<5 { try await guess(attempt) }
+        let refused = try await fixture.signUp("bob", invite: code)
+        #expect(refused.status == 429)
+        #expect(try Self.error(refused).code == .tooManyAttempts)
+        // The success itself was not a failure: once the first failure ages out, one attempt is allowed again.
+        fixture.clock.advance(milliseconds: 15 * 60_000)
+        #expect(try await fixture.signUp("bob", invite: code).status == 201)
     }
 
     @Test func aMalformedCodeIsRefusedBeforeTheThrottleAndTheLookup() async throws {

@@ -311,6 +311,90 @@ struct LiveSyncTests {
     }
 }
 
+extension LiveSyncTests {
+    /// Issue 28, item 1: a session that ended without waking anyone (the operator's commands on SQLite run in another
+    /// process) is told at the wait's deadline: 401 `unauthorized`, not an empty page. Failed before: the deadline
+    /// answered 200 with an empty page, and only the next request learnt of the sign-out. A session that still stands
+    /// gets the empty page at the deadline, as before.
+    @Test(.timeLimit(.minutes(1))) func aSessionEndedUnheardIsToldAtTheDeadline() async throws {
+        let fixture = try Fixture()
+        let (phone, laptop) = try await fixture.phoneAndLaptop()
+        var registered = fixture.registrations.makeAsyncIterator()
+
+        async let phoneWait = fixture.api.call(.pull, token: phone.token, query: [(PullQuery.wait, "55")])
+        async let laptopWait = fixture.api.call(.pull, token: laptop.token, query: [(PullQuery.wait, "55")])
+        _ = await registered.next()
+        _ = await registered.next()
+        #expect(try await fixture.server.store.deleteSession(id: phone.sessionID, accountID: phone.accountID))
+        #expect(fixture.feed.count == 2, "deleting the row straight in the store woke a waiter")
+        fixture.feed.expire(now: .max)
+        let phoneAnswer = try await phoneWait
+        #expect(phoneAnswer.status == 401, "\(phoneAnswer.status): \(String(decoding: phoneAnswer.body, as: UTF8.self))")
+        #expect(phoneAnswer.errorCode == .unauthorized)
+        let laptopAnswer = try await laptopWait
+        #expect(laptopAnswer.status == 200)
+        #expect(try fixture.api.decode(PullResponse.self, laptopAnswer).changes.isEmpty)
+        #expect(fixture.feed.count == 0)
+    }
+}
+
+extension LiveSyncTests {
+    /// Issue 28, item 1: on SQLite the daemon hears another process's commits (the operator's commands) on its feed's
+    /// sweep. Its own commits do not count; another connection's do, once each; then every waiter is woken to re-check
+    /// its session. (The live daemon with the real commands is `OperatorSignOutEndToEndTests`.)
+    @Test func anotherProcesssCommitWakesTheWaitersOnce() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-watch-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let daemon = try SQLiteNoteStore(dataDirectory: directory)
+        let feed = ChangeFeed(now: { 0 })
+        let watch = ExternalCommitWatch(store: daemon, feed: feed, logger: testLogger)
+        let minter = CountingMinter()
+        let alice = AccountRecord(id: minter.mint(), username: "alice", passwordHash: "h", createdAt: 1)
+        try await daemon.createAccount(alice)
+        func session(_ hash: String) -> SessionRecord {
+            SessionRecord(id: minter.mint(), accountID: alice.id, tokenHash: hash, deviceName: nil, origin: nil, createdAt: 1)
+        }
+        func anotherProcess(_ body: (SQLiteNoteStore) async throws -> Void) async throws {
+            let store = try SQLiteNoteStore(dataDirectory: directory)
+            try await body(store)
+            try await store.close()
+        }
+        let wakes = Mutex<[ChangeFeed.Wake]>([])
+        func park() throws -> ChangeFeed.Ticket {
+            let ticket = try feed.register(account: alice.id, deadline: 100)
+            feed.park(ticket) { wake in wakes.withLock { $0.append(wake) } }
+            return ticket
+        }
+        #expect(await watch.check() == 0)  // nobody waits: nothing is read
+        _ = try park()
+        #expect(await watch.check() == 1)  // the first read has nothing to compare with: the waiter re-checks
+        _ = try park()
+        try await daemon.createSession(session("own"))
+        #expect(await watch.check() == 0, "the daemon's own commit woke its waiters")
+
+        let phone = session("phone")
+        try await daemon.createSession(phone)
+        try await anotherProcess { store in
+            let deleted = try await store.deleteSession(id: phone.id, accountID: alice.id)
+            #expect(deleted)
+        }
+        #expect(await watch.check() == 1)
+        #expect(wakes.withLock { $0 } == [.changed, .changed])
+        let waiting = try park()
+        #expect(await watch.check() == 0, "one commit woke the waiters twice")
+
+        // A commit while nobody waits is heard by the next waiters, once.
+        feed.fire(waiting, .gone)
+        try await anotherProcess { try await $0.createSession(session("tablet")) }
+        #expect(await watch.check() == 0)
+        _ = try park()
+        #expect(await watch.check() == 1)
+        #expect(await watch.check() == 0)
+        #expect(try await SQLiteNoteStore.inMemory().externalCommitVersion() == nil)
+        try await daemon.close()
+    }
+}
+
 /// A store that, once armed, commits one change of an account right after the next pull of that account read its
 /// page, straight into the store (no feed signal): a commit landing between a pull and its wait.
 final class CommitAfterPullStore: NoteStore, Sendable {

@@ -13,12 +13,12 @@ import TestSupport
 /// metrics address. The real binaries are driven by `OperatorsEndToEndTests`.
 @Suite("operators")
 struct OperatorTests {
-    static func service(_ policy: SignUpPolicy, store: any NoteStore, instance: Int = 1, changeFeed: ChangeFeed? = nil) throws -> SyncService {
-        // Two services on one store need two instance numbers, as two daemons would.
+    static func services(_ policy: SignUpPolicy, store: any NoteStore, instance: Int = 1, changeFeed: ChangeFeed? = nil) throws -> ServerServices {
+        // Two servers on one store need two instance numbers, as two daemons would.
         let generator = try FlakeGenerator(instance: instance, clock: SystemFlakeClock.coarse)
-        return SyncService(
-            store: store, bcryptCost: 4, clock: SystemFlakeClock.coarse, mintID: { try generator.next() }, signUpPolicy: policy,
-            logger: testLogger, changeFeed: changeFeed)
+        return ServerServices(
+            ServiceContext(store: store, clock: SystemFlakeClock.coarse, mintID: { try generator.next() }, logger: testLogger, changeFeed: changeFeed),
+            configuration: ServiceConfiguration(passwords: .bcrypt(cost: 4), signUpPolicy: policy))
     }
 
     @Test func theDaemonsDefaultsAreSafe() throws {
@@ -84,7 +84,7 @@ struct OperatorTests {
 
     @Test func closedSignUpRefusesBeforeLookingAtTheRequest() async throws {
         let store = try SQLiteNoteStore.inMemory()
-        let closed = try Self.service(.closed, store: store)
+        let closed = try Self.services(.closed, store: store).accounts
         for request in [SignUpRequest(username: "alice", password: "long enough"), SignUpRequest(username: "!", password: "x")] {
             await #expect {
                 _ = try await closed.signUp(request)
@@ -94,29 +94,29 @@ struct OperatorTests {
         // The operator's path creates the account whatever the policy.
         let created = try await closed.createAccount(SignUpRequest(username: "Alice", password: "long enough"))
         #expect(created.username == "alice")
-        let open = try Self.service(.open, store: store, instance: 2)
+        let open = try Self.services(.open, store: store, instance: 2).accounts
         #expect(try await open.signUp(SignUpRequest(username: "bob", password: "long enough")).username == "bob")
     }
 
     @Test func aDisabledAccountCannotSignInAndItsTokensStop() async throws {
         let store = try SQLiteNoteStore.inMemory()
-        let service = try Self.service(.open, store: store)
-        let account = try await service.signUp(SignUpRequest(username: "alice", password: "long enough"))
-        let signedIn = try await service.signIn(SignInRequest(username: "alice", password: "long enough"))
-        #expect(try await service.authenticate(bearerToken: signedIn.token).accountID == account.accountID)
+        let services = try Self.services(.open, store: store)
+        let account = try await services.accounts.signUp(SignUpRequest(username: "alice", password: "long enough"))
+        let signedIn = try await services.sessions.signIn(SignInRequest(username: "alice", password: "long enough"))
+        #expect(try await services.sessions.authenticate(bearerToken: signedIn.token).accountID == account.accountID)
         #expect(try await store.setDisabled(accountID: account.accountID, disabledAt: 1))
         await #expect {
-            _ = try await service.authenticate(bearerToken: signedIn.token)
+            _ = try await services.sessions.authenticate(bearerToken: signedIn.token)
         } throws: { ($0 as? SyncError)?.code == .unauthorized }
         await #expect {
-            _ = try await service.signIn(SignInRequest(username: "alice", password: "long enough"))
+            _ = try await services.sessions.signIn(SignInRequest(username: "alice", password: "long enough"))
         } throws: { ($0 as? SyncError)?.code == .accountDisabled && ($0 as? SyncError)?.httpStatus == 403 }
         // A wrong password still says only that.
         await #expect {
-            _ = try await service.signIn(SignInRequest(username: "alice", password: "wrong password"))
+            _ = try await services.sessions.signIn(SignInRequest(username: "alice", password: "wrong password"))
         } throws: { ($0 as? SyncError)?.code == .invalidCredentials }
         #expect(try await store.setDisabled(accountID: account.accountID, disabledAt: nil))
-        _ = try await service.signIn(SignInRequest(username: "alice", password: "long enough"))
+        _ = try await services.sessions.signIn(SignInRequest(username: "alice", password: "long enough"))
     }
 
     @Test func jsonLogLinesAreObjects() throws {
@@ -148,7 +148,7 @@ struct OperatorTests {
         let metrics = SyncMetrics()
         let (registrations, registered) = AsyncStream.makeStream(of: FlakeID.self)
         let feed = ChangeFeed(now: { 0 }, onRegister: { registered.yield($0) })
-        let api = APIClient(api: SyncAPI(service: try Self.service(.open, store: store, changeFeed: feed), logger: testLogger, metrics: metrics))
+        let api = APIClient(api: SyncAPI(services: try Self.services(.open, store: store, changeFeed: feed), logger: testLogger, metrics: metrics))
         let session = try await api.account("alice")
         _ = try await api.push(session.token, [change(1, edit: 1, text: "a\n"), change(2, edit: 2, text: "b\n")])
         _ = try await api.push(session.token, [change(1, edit: 1, text: "a\n"), change(3, edit: 3, text: String(repeating: "x", count: 300_000))])

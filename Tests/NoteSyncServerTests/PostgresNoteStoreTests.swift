@@ -84,25 +84,25 @@ struct PostgresNoteStoreTests {
     @Test func twoDaemonsShareOneSignInThrottle() async throws {
         let schema = try await TestPostgres.freshSchema()
         let clock = ManualFlakeClock(unixMilliseconds: testEpoch)
-        var daemons: [SyncService] = []
+        var daemons: [ServerServices] = []
         var stores: [PostgresNoteStore] = []
         for instance in 0..<2 {
             let store = try await TestPostgres.store(schema: schema)
             stores.append(store)
             let generator = try FlakeGenerator(instance: instance, clock: clock)
             daemons.append(
-                SyncService(
-                    store: store, bcryptCost: 4, clock: clock, mintID: { try generator.next() },
-                    throttle: PostgresSignInThrottle(database: store.database), logger: testLogger))
+                ServerServices(
+                    ServiceContext(store: store, clock: clock, mintID: { try generator.next() }, logger: testLogger),
+                    configuration: ServiceConfiguration(passwords: .bcrypt(cost: 4), throttle: PostgresSignInThrottle(database: store.database))))
         }
-        _ = try await daemons[0].signUp(SignUpRequest(username: "alice", password: "correct horse"))
+        _ = try await daemons[0].accounts.signUp(SignUpRequest(username: "alice", password: "correct horse"))
         let wrong = SignInRequest(username: "alice", password: "wrong password")
         for attempt in 0..<5 {
-            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].signIn(wrong) }
+            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].sessions.signIn(wrong) }
         }
         for daemon in daemons {
             do {
-                _ = try await daemon.signIn(SignInRequest(username: "alice", password: "correct horse"))
+                _ = try await daemon.sessions.signIn(SignInRequest(username: "alice", password: "correct horse"))
                 Issue.record("the sixth attempt must be refused on every daemon")
             } catch let error as SyncError {
                 #expect(error.code == .tooManyAttempts)
@@ -111,15 +111,32 @@ struct PostgresNoteStoreTests {
         }
         // Fifteen minutes later the failures have aged out everywhere, and a success clears them.
         clock.advance(milliseconds: 15 * 60 * 1000 + 1)
-        _ = try await daemons[1].signIn(SignInRequest(username: "alice", password: "correct horse"))
+        _ = try await daemons[1].sessions.signIn(SignInRequest(username: "alice", password: "correct horse"))
         for attempt in 0..<4 {
-            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].signIn(wrong) }
+            await #expect(throws: SyncError.self) { _ = try await daemons[attempt % 2].sessions.signIn(wrong) }
         }
-        _ = try await daemons[0].signIn(SignInRequest(username: "alice", password: "correct horse"))
+        _ = try await daemons[0].sessions.signIn(SignInRequest(username: "alice", password: "correct horse"))
         // Another username is counted apart.
-        _ = try await daemons[0].signUp(SignUpRequest(username: "bob", password: "correct horse"))
-        _ = try await daemons[1].signIn(SignInRequest(username: "bob", password: "correct horse"))
+        _ = try await daemons[0].accounts.signUp(SignUpRequest(username: "bob", password: "correct horse"))
+        _ = try await daemons[1].sessions.signIn(SignInRequest(username: "bob", password: "correct horse"))
         for store in stores { try await store.close() }
+    }
+
+    /// The shared throttle keeps an address's failures through a success that keeps them (an invite sign-up), and
+    /// does not count that success.
+    @Test func theSharedThrottleKeepsFailuresThroughAnInviteSuccess() async throws {
+        let store = try await TestPostgres.store()
+        let throttle = PostgresSignInThrottle(database: store.database, maxFailures: 3, windowMilliseconds: 60_000)
+        for time in [0, 1] as [Int64] {
+            #expect(try await throttle.begin(username: "invite@a", now: time) == nil)
+            try await throttle.finish(username: "invite@a", outcome: .failure, now: time)
+        }
+        #expect(try await throttle.begin(username: "invite@a", now: 2) == nil)
+        try await throttle.finish(username: "invite@a", outcome: .successKeepingFailures, now: 2)
+        #expect(try await throttle.begin(username: "invite@a", now: 3) == nil)
+        try await throttle.finish(username: "invite@a", outcome: .failure, now: 3)
+        #expect(try await throttle.begin(username: "invite@a", now: 4) == 60)
+        try await store.close()
     }
 
     /// Pushes through two daemons while a reader follows the change cursor: the reader never skips a change (a

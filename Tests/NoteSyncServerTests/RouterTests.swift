@@ -32,7 +32,7 @@ struct RouterTests {
             #expect(health.headers["x-request-id"]?.isEmpty == false)
 
             let info = try api.decode(ServerInfo.self, try await api.call(.info))
-            #expect(info.limits == server.service.limits)
+            #expect(info.limits == server.services.sync.limits)
             #expect(info.protocolVersion == 1)
             #expect(info.name == "notesyncd")
 

@@ -6,7 +6,7 @@ import TestSupport
 
 @testable import NoteSyncServer
 
-@Suite("SyncService pieces")
+@Suite("Service pieces")
 struct SyncServiceTests {
     @Test func tokensAreBase64URLWithPrefixAndStoredHashed() {
         let random = RandomBytes.using(SplitMix64(seed: 1))
@@ -46,6 +46,21 @@ struct SyncServiceTests {
         #expect(throttle.trackedCount == 0)
     }
 
+    /// A success that keeps the failures (an invite sign-up) ends its attempt without counting it and without
+    /// clearing the failures before it.
+    @Test func aSuccessKeepingFailuresLeavesThemCounting() {
+        let throttle = SignInThrottle(maxFailures: 3, windowMilliseconds: 60_000)
+        for time in [0, 1] as [Int64] {
+            #expect(throttle.begin(username: "invite@a", now: time) == nil)
+            throttle.finish(username: "invite@a", outcome: .failure, now: time)
+        }
+        #expect(throttle.begin(username: "invite@a", now: 2) == nil)
+        throttle.finish(username: "invite@a", outcome: .successKeepingFailures, now: 2)
+        #expect(throttle.begin(username: "invite@a", now: 3) == nil)
+        throttle.finish(username: "invite@a", outcome: .failure, now: 3)
+        #expect(throttle.begin(username: "invite@a", now: 4) == 60)
+    }
+
     @Test func concurrentAttemptsCountWhileInFlight() {
         let throttle = SignInThrottle(maxFailures: 5, windowMilliseconds: 60_000)
         for _ in 0..<5 { #expect(throttle.begin(username: "burst", now: 0) == nil) }
@@ -65,16 +80,16 @@ struct SyncServiceTests {
 
     @Test func signUpAndSignInRules() async throws {
         let server = try TestServer.make()
-        let account = try await server.service.signUp(SignUpRequest(username: "Mixed.Case_1", password: "12345678"))
+        let account = try await server.services.accounts.signUp(SignUpRequest(username: "Mixed.Case_1", password: "12345678"))
         #expect(account.username == "mixed.case_1")
-        let signedIn = try await server.service.signIn(SignInRequest(username: "MIXED.case_1", password: "12345678"))
+        let signedIn = try await server.services.sessions.signIn(SignInRequest(username: "MIXED.case_1", password: "12345678"))
         #expect(signedIn.accountID == account.accountID)
         let stored = try #require(try await server.store.account(byID: account.accountID))
         #expect(stored.passwordHash.hasPrefix("$2"))
         #expect(!stored.passwordHash.contains("12345678"))
         // A password over 72 bytes is refused at sign-up, never truncated.
         await #expect(throws: SyncError.self) {
-            _ = try await server.service.signUp(SignUpRequest(username: "long", password: String(repeating: "p", count: 73)))
+            _ = try await server.services.accounts.signUp(SignUpRequest(username: "long", password: String(repeating: "p", count: 73)))
         }
     }
 
@@ -112,9 +127,10 @@ struct PullPageTests {
                 deleted: index % 7 == 0, conflictOf: index % 5 == 0 ? id(3) : nil, changeSeq: Int64(index), createdAt: 0,
                 updatedAt: testEpoch + Int64(index / 100))
         }
-        let result = SyncService.PullResult(notes: notes, cursor: SyncCursor(sequence: 600), hasMore: false)
-        let written = result.encodedJSON()
-        #expect(try JSONDecoder().decode(PullResponse.self, from: written) == result.response)
-        #expect(written.count == (try WireJSON.encoder().encode(result.response)).count, "the same escapes")
+        let page = try PullPlanner.page(PullPage(notes: notes, currentSequence: 600), after: .start, pageSize: 1000)
+        #expect(page.changes == notes.map(\.record))
+        let written = page.encodedJSON()
+        #expect(try JSONDecoder().decode(PullResponse.self, from: written) == page)
+        #expect(written.count == (try WireJSON.encoder().encode(page)).count, "the same escapes")
     }
 }

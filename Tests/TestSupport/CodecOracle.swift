@@ -68,20 +68,8 @@ public enum CodecOracle {
         return (try? encoder.encode(value)) ?? Data("unencodable".utf8)
     }
 
-    /// A pull page through ``PullResponse/Writer``, from records whose `updatedAt` the writer can reproduce; a
-    /// record with any other time string is written by `JSONEncoder` instead (the writer takes milliseconds).
+    /// A pull page through ``PullResponse/Writer`` (``PullResponse/encodedJSON()``).
     private static func writePull(_ response: PullResponse) -> Data {
-        var writer = PullResponse.Writer(count: response.changes.count, textBytes: 0)
-        for record in response.changes {
-            guard let milliseconds = WireTime.parse(record.updatedAt),
-                WireTime.format(unixMilliseconds: milliseconds) == record.updatedAt
-            else {
-                return (try? WireJSON.encoder().encode(response)) ?? Data()
-            }
-            writer.note(
-                serverID: record.serverID, clientID: record.clientID, origin: record.origin, version: record.version,
-                text: record.text, deleted: record.deleted, conflictOf: record.conflictOf, updatedAt: milliseconds)
-        }
-        return writer.finish(cursor: response.cursor, hasMore: response.hasMore)
+        response.encodedJSON()
     }
 }

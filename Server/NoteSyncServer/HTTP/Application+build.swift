@@ -111,17 +111,22 @@ public func buildApplication(
     // Waiting pulls: woken by this daemon's pushes and, on PostgreSQL, by every daemon's (LISTEN/NOTIFY).
     let feed = changeFeed ?? ChangeFeed(limits: configuration.live, maxWaiters: configuration.effectiveMaxWaiters)
     var listener: PostgresChangeListener?
+    var externalCommits: ExternalCommitWatch?
     if let postgres = store as? PostgresNoteStore {
         listener = PostgresChangeListener(database: postgres.database, feed: feed, logger: logger)
+    } else if let sqlite = store as? SQLiteNoteStore {
+        // The operator's commands end sessions from processes of their own: heard on the feed's sweep.
+        externalCommits = ExternalCommitWatch(store: sqlite, feed: feed, logger: logger)
     }
-    let service = SyncService(
-        store: store, limits: configuration.limits, quota: configuration.quota, bcryptCost: configuration.bcryptCost,
-        clock: SystemFlakeClock.coarse, mintID: mintID, randomBytes: .system, throttle: throttle,
-        signUpPolicy: configuration.signUp, sessionIdleDays: configuration.sessionIdleDays, logger: logger, changeFeed: feed
+    let serverServices = ServerServices(
+        ServiceContext(store: store, clock: SystemFlakeClock.coarse, mintID: mintID, logger: logger, changeFeed: feed),
+        configuration: ServiceConfiguration(
+            limits: configuration.limits, quota: configuration.quota, passwords: .bcrypt(cost: configuration.bcryptCost),
+            throttle: throttle, randomBytes: .system, signUpPolicy: configuration.signUp, sessionIdleDays: configuration.sessionIdleDays)
     )
     logger.info("sign-up policy", metadata: ["sign_up": "\(configuration.signUp.rawValue)"])
     let metrics = configuration.metricsAddress.map { _ in SyncMetrics() }
-    let api = SyncAPI(service: service, logger: logger, metrics: metrics)
+    let api = SyncAPI(services: serverServices, logger: logger, metrics: metrics)
     let host = configuration.host
     let serverName = "notesyncd"
     let gate = ReadinessGate(expected: configuration.metricsAddress == nil ? [.sync] : [.sync, .metrics], onReady: onListening)
@@ -149,7 +154,7 @@ public func buildApplication(
     }
     app.addServices(StoreService(store: store, logger: logger))
     // After the store (it stops before the store closes); the HTTP server answers its own waiters as it drains.
-    app.addServices(ChangeFeedService(feed: feed, listener: listener, logger: logger))
+    app.addServices(ChangeFeedService(feed: feed, listener: listener, externalCommits: externalCommits, logger: logger))
     if configuration.editRetentionDays > 0 {
         app.addServices(
             PruneService(
@@ -265,7 +270,7 @@ enum HTTPBridge {
         case .forward(let wire, let contentType):
             let requestID = wire.requestID ?? context.id
             // A pull that may wait hears its connection close (a client that hangs up leaves no waiter behind).
-            if route.endpoint == .pull, let wait = wire.queryValue(PullQuery.wait), wait != "0" {
+            if route.endpoint == .pull, PullPlanner.mayWait(wire.queryValue(PullQuery.wait).map { $0[...] }) {
                 return await ClientConnection.$current.withValue(ConnectionGuard.watch(context.channel)) {
                     response(from: await api.respond(route, to: wire, requestID: requestID, contentType: contentType))
                 }

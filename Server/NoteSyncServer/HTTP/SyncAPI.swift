@@ -1,9 +1,10 @@
 import Foundation
 import Logging
 import NoteSyncProtocol
+import ServiceLifecycle
 import Synchronization
 
-/// The protocol's endpoints over a ``SyncService``: one handler per ``Endpoint``, built once, each turning a
+/// The protocol's endpoints over the ``ServerServices``: one handler per ``Endpoint``, built once, each turning a
 /// ``WireRequest`` into a ``WireResponse``.
 ///
 /// Two adapters reach the same handlers, and each matches an endpoint once and checks the body size once (413
@@ -17,25 +18,25 @@ import Synchronization
 /// and path with no endpoint are answered by ``routeMiss(method:path:requestID:)`` (404 `not_found`, 405
 /// `method_not_allowed`).
 ///
-/// A class for the same reason as ``SyncService``: request frames hold a reference, not a copy.
+/// A class for the same reason as the services: request frames hold a reference, not a copy.
 public final class SyncAPI: Sendable {
     /// The rules behind the endpoints.
-    public let service: SyncService
+    public let services: ServerServices
     let logger: Logger
     /// One route per endpoint, in `Endpoint.allCases` order.
     let routes: [Route]
     /// What is counted for the metrics endpoint; nil measures nothing (the daemon without `--metrics-address`).
     let metrics: SyncMetrics?
 
-    public init(service: SyncService, logger: Logger, metrics: SyncMetrics? = nil) {
-        self.service = service
+    public init(services: ServerServices, logger: Logger, metrics: SyncMetrics? = nil) {
+        self.services = services
         self.logger = logger
         self.metrics = metrics
-        self.routes = Endpoint.allCases.map { Route(endpoint: $0, handler: Self.handler(for: $0, service: service, metrics: metrics)) }
+        self.routes = Endpoint.allCases.map { Route(endpoint: $0, handler: Self.handler(for: $0, services: services, metrics: metrics)) }
     }
 
     /// The limits the API enforces.
-    public var limits: SyncLimits { service.limits }
+    public var limits: SyncLimits { services.sync.limits }
 
     /// An endpoint and what answers it.
     struct Route: Sendable {
@@ -97,7 +98,7 @@ public final class SyncAPI: Sendable {
             case .public(let handle):
                 response = try await handle(request)
             case .authenticated(let handle):
-                response = try await handle(request, try await service.authenticate(bearerToken: request.bearerToken))
+                response = try await handle(request, try await services.sessions.authenticate(bearerToken: request.bearerToken))
             }
             return answered(response, endpoint: endpoint, requestID: requestID, since: start)
         } catch {
@@ -139,15 +140,15 @@ public final class SyncAPI: Sendable {
 
     // MARK: - Held waiting pulls
 
-    /// A waiting pull the HTTP server holds with no task running for it (``WaitingPullHandler``): the service's
-    /// ``SyncService/HeldPull`` plus what its answer needs.
+    /// A waiting pull the HTTP server holds with no task running for it (``WaitingPullHandler``): the driver's
+    /// ``HeldPull`` plus what its answer needs.
     final class HeldRequest: Sendable {
-        let pull: SyncService.HeldPull
+        let pull: HeldPull
         let requestID: String
         let start: ContinuousClock.Instant
         let connection: ClientConnection
 
-        init(pull: SyncService.HeldPull, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection) {
+        init(pull: HeldPull, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection) {
             self.pull = pull
             self.requestID = requestID
             self.start = start
@@ -159,18 +160,19 @@ public final class SyncAPI: Sendable {
     enum WaitingPullStep: Sendable {
         /// Write this.
         case answer(WireResponse)
-        /// Park it (``ChangeFeed/park(_:onWake:)``) and continue with the wake-up (``continueWaitingPull(_:after:)``).
+        /// Park it (``HeldPull/park(_:)``) and continue with the wake-up (``continueWaitingPull(_:after:)``).
         case waiting(HeldRequest)
     }
 
-    /// The first step of a waiting pull (`GET /v1/notes/changes` with `wait`): the same authentication, rules,
-    /// errors, log lines and metrics as ``respond(_:to:requestID:contentType:)``, but a pull that must wait comes
-    /// back registered with the feed instead of waiting in this task.
+    /// The first step of a waiting pull (`GET /v1/notes/changes` with `wait`), the driver's
+    /// (``PullDriver/begin(since:limit:wait:session:connection:)``) with the same authentication, errors, log lines
+    /// and metrics as ``respond(_:to:requestID:contentType:)``: a pull that must wait comes back registered with the
+    /// feed instead of waiting in this task.
     func beginWaitingPull(_ request: WireRequest, requestID: String, connection: ClientConnection) async -> WaitingPullStep {
         let start = ContinuousClock.now
         do {
-            let session = try await service.authenticate(bearerToken: request.bearerToken)
-            let step = try await service.beginPull(
+            let session = try await services.sessions.authenticate(bearerToken: request.bearerToken)
+            let step = try await services.sync.pulls.begin(
                 since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
                 wait: request.queryValue(PullQuery.wait), session: session, connection: connection
             )
@@ -180,27 +182,44 @@ public final class SyncAPI: Sendable {
         }
     }
 
-    /// The next step of a held waiting pull after its wait ended with `wake`.
+    /// The next step of a held waiting pull after its wait ended with `wake` (``PullDriver/resume(_:after:connection:)``).
     func continueWaitingPull(_ held: HeldRequest, after wake: ChangeFeed.Wake) async -> WaitingPullStep {
         do {
-            let step = try await service.continuePull(held.pull, after: wake, connection: held.connection)
+            let step = try await services.sync.pulls.resume(held.pull, after: wake, connection: held.connection)
             return settled(step, requestID: held.requestID, start: held.start, connection: held.connection)
         } catch {
             return .answer(failed(error, endpoint: .pull, requestID: held.requestID, since: held.start))
         }
     }
 
-    private func settled(
-        _ step: SyncService.PullStep, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection
-    ) -> WaitingPullStep {
+    private func settled(_ step: PullStep, requestID: String, start: ContinuousClock.Instant, connection: ClientConnection) -> WaitingPullStep {
         switch step {
-        case .answered(let result):
-            metrics?.pulled(result.notes.count)
-            let response = WireResponse(status: Endpoint.pull.successStatus, body: result.encodedJSON())
+        case .answered(let page):
+            metrics?.pulled(page.changes.count)
+            let response = WireResponse(status: Endpoint.pull.successStatus, body: page.encodedJSON())
             return .answer(answered(response, endpoint: .pull, requestID: requestID, since: start))
         case .waiting(let pull):
             return .waiting(HeldRequest(pull: pull, requestID: requestID, start: start, connection: connection))
         }
+    }
+
+    /// A pull answered in the task that asked (in process, and through Hummingbird): the driver's steps, each wait
+    /// awaited here under a graceful-shutdown handler, so the HTTP server's shutdown answers it at once.
+    static func pull(_ request: WireRequest, session: SessionRecord, pulls: PullDriver, connection: ClientConnection?) async throws -> PullResponse {
+        var step = try await pulls.begin(
+            since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
+            wait: request.queryValue(PullQuery.wait), session: session, connection: connection
+        )
+        while case .waiting(let held) = step {
+            let wake = await withGracefulShutdownHandler {
+                await held.wait()
+            } onGracefulShutdown: {
+                held.end(.shutdown)
+            }
+            step = try await pulls.resume(held, after: wake, connection: connection)
+        }
+        guard case .answered(let page) = step else { preconditionFailure("the loop ends only on an answer") }
+        return page
     }
 
     /// The answer for a method and path no endpoint has: 405 (with `Allow`) when the path exists with another
@@ -224,24 +243,25 @@ public final class SyncAPI: Sendable {
     // MARK: - Handlers
 
     /// The handler of `endpoint`: decodes the request, calls the service, encodes the answer.
-    private static func handler(for endpoint: Endpoint, service: SyncService, metrics: SyncMetrics?) -> Handler {
-        switch endpoint {
+    private static func handler(for endpoint: Endpoint, services: ServerServices, metrics: SyncMetrics?) -> Handler {
+        let (accounts, sessions, sync) = (services.accounts, services.sessions, services.sync)
+        return switch endpoint {
         case .health:
-            .public { _ in try encode(try await service.health(), endpoint) }
+            .public { _ in try encode(try await sync.health(), endpoint) }
         case .info:
-            .public { _ in try encode(service.info, endpoint) }
+            .public { _ in try encode(sync.info, endpoint) }
         case .signUp:
             .public { request in
                 let decoded = try WireJSON.decodeRequest(SignUpRequest.self, from: request.body ?? Data())
-                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
-                return try encode(try await service.signUp(decoded, peer: peer), endpoint)
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await accounts.signUp(decoded, peer: peer), endpoint)
             }
         case .signIn:
             .public { request in
                 let decoded = try WireJSON.decodeRequest(SignInRequest.self, from: request.body ?? Data())
-                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
                 do {
-                    let response = try encode(try await service.signIn(decoded, peer: peer), endpoint)
+                    let response = try encode(try await sessions.signIn(decoded, peer: peer), endpoint)
                     metrics?.signIn(failure: nil)
                     return response
                 } catch {
@@ -251,48 +271,45 @@ public final class SyncAPI: Sendable {
             }
         case .signOut:
             .authenticated { _, session in
-                try await service.signOut(session)
+                try await sessions.signOut(session)
                 return WireResponse(status: endpoint.successStatus)
             }
         case .account:
-            .authenticated { _, session in try encode(try await service.account(session), endpoint) }
+            .authenticated { _, session in try encode(try await accounts.account(session), endpoint) }
         case .push:
             .authenticated { request, session in
                 let decoded = try PushRequest.decodeBody(request.body ?? Data())
-                let response = try await service.push(decoded, session: session)
+                let response = try await sync.push(decoded, session: session)
                 metrics?.push(response.results)
                 return WireResponse(status: endpoint.successStatus, body: response.encodedJSON())
             }
         case .pull:
             .authenticated { request, session in
-                let result = try await service.pull(
-                    since: request.queryValue(PullQuery.since), limit: request.queryValue(PullQuery.limit),
-                    wait: request.queryValue(PullQuery.wait), session: session, connection: ClientConnection.current
-                )
-                metrics?.pulled(result.notes.count)
-                return WireResponse(status: endpoint.successStatus, body: result.encodedJSON())
+                let page = try await pull(request, session: session, pulls: sync.pulls, connection: ClientConnection.current)
+                metrics?.pulled(page.changes.count)
+                return WireResponse(status: endpoint.successStatus, body: page.encodedJSON())
             }
         case .sessions:
-            .authenticated { _, session in try encode(try await service.sessions(session), endpoint) }
+            .authenticated { _, session in try encode(try await sessions.sessions(session), endpoint) }
         case .revokeSession:
             .authenticated { request, session in
                 let decoded = try WireJSON.decodeRequest(RevokeSessionRequest.self, from: request.body ?? Data())
-                try await service.revokeSession(decoded, session: session)
+                try await sessions.revokeSession(decoded, session: session)
                 return WireResponse(status: endpoint.successStatus)
             }
         case .revokeOtherSessions:
-            .authenticated { _, session in try encode(try await service.revokeOtherSessions(session), endpoint) }
+            .authenticated { _, session in try encode(try await sessions.revokeOtherSessions(session), endpoint) }
         case .changePassword:
             .authenticated { request, session in
                 let decoded = try WireJSON.decodeRequest(ChangePasswordRequest.self, from: request.body ?? Data())
-                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
-                return try encode(try await service.changePassword(decoded, session: session, peer: peer), endpoint)
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await sessions.changePassword(decoded, session: session, peer: peer), endpoint)
             }
         case .deleteAccount:
             .authenticated { request, session in
                 let decoded = try WireJSON.decodeRequest(DeleteAccountRequest.self, from: request.body ?? Data())
-                let peer = SyncService.Peer(address: request.remoteAddress, requestID: request.requestID)
-                try await service.deleteAccount(decoded, session: session, peer: peer)
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                try await sessions.deleteAccount(decoded, session: session, peer: peer)
                 return WireResponse(status: endpoint.successStatus)
             }
         }

@@ -14,8 +14,8 @@ import NoteSyncProtocol
 /// every async frame of it alive: 17 KiB per waiting client on top of the idle connection's 12.3 (PERFORMANCE.md).
 /// Here the request never reaches Hummingbird, whose connection task stays where an idle connection's is (waiting for
 /// a request head). Each step runs in a short task of its own (``SyncAPI/beginWaitingPull(_:requestID:connection:)``,
-/// then ``SyncAPI/continueWaitingPull(_:after:)`` after each wake-up), and between steps the pull is parked with the
-/// feed (``ChangeFeed/park(_:onWake:)``): a callback and a ``SyncAPI/HeldRequest`` are all it holds. The rules,
+/// then ``SyncAPI/continueWaitingPull(_:after:)`` after each wake-up: ``PullDriver``'s steps), and between steps the
+/// pull is parked with the feed (``HeldPull/park(_:)``): a callback and a ``SyncAPI/HeldRequest`` are all it holds. The rules,
 /// errors, log lines and metrics are the ones every other request gets from ``SyncAPI``.
 ///
 /// Sits after ``ConnectionGuard/PartHandler`` (whose timeouts and answer tracking see this handler's answers as any
@@ -123,15 +123,14 @@ final class WaitingPullHandler: ChannelDuplexHandler, RemovableChannelHandler {
         held.append(part)
     }
 
-    /// Whether Hummingbird would route `head` to the pull endpoint with a `wait` other than `0` (an invalid one
-    /// included: the service refuses it) and no body.
+    /// Whether Hummingbird would route `head` to the pull endpoint with a `wait` that may make it wait
+    /// (``PullPlanner/mayWait(_:)``) and no body.
     static func isWaitingPull(_ head: HTTPRequest) -> Bool {
         guard head.method == .get, let target = head.path, target.utf8.starts(with: Endpoint.pull.path.utf8) else { return false }
         guard head.headerFields[.contentLength].map({ $0 == "0" }) ?? true, head.headerFields[.transferEncoding] == nil else { return false }
         let uri = URI(target)
         guard uri.path == Endpoint.pull.path else { return false }
-        guard let wait = uri.queryParameters[PullQuery.wait[...]] else { return false }
-        return wait != "0"
+        return PullPlanner.mayWait(uri.queryParameters[PullQuery.wait[...]])
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -206,7 +205,7 @@ final class WaitingPullHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .answer(let response):
             handler.eventLoop.execute { handler.value.answer(response) }
         case .waiting(let held):
-            held.pull.feed.park(held.pull.ticket) { wake in
+            held.pull.park { wake in
                 Task { next(await api.continueWaitingPull(held, after: wake), api: api, handler: handler) }
             }
         }

@@ -8,13 +8,13 @@ import Synchronization
 /// account, nobody else's.
 ///
 /// A waiting pull follows one protocol, which never misses a change committed between its pull and its wait (see
-/// ``SyncService/pull(since:limit:wait:session:connection:)``): it registers a waiter (``register(account:deadline:)``), then
-/// re-reads the account's change sequence, and only then waits (``wait(_:)``). A commit signals *after* it is
+/// ``PullPlanner`` and ``PullDriver``): it registers a waiter (``register(account:deadline:)``), then re-reads the
+/// account's change sequence, and only then waits (``wait(_:)`` or ``park(_:onWake:)``). A commit signals *after* it is
 /// durable (``signal(account:)``), so a commit the re-read missed finds the waiter registered; a waiter signalled
 /// before it waits keeps the signal and returns at once.
 ///
 /// Waits end by ``expire(now:)`` (the daemon's ``ChangeFeedService`` calls it every tick), by ``close()`` at shutdown
-/// or by ``fire(_:_:)`` (the HTTP server's graceful shutdown, a cancelled task). Limits: at most
+/// or by ``fire(_:_:)`` (the HTTP server's graceful shutdown, a client that hung up, a cancelled task). Limits: at most
 /// ``LiveLimits/maxWaitersPerAccount`` waiters per account and ``maxWaiters`` in the daemon; past either,
 /// ``register(account:deadline:)`` refuses (429 `too_many_waiters`).
 ///
@@ -31,6 +31,9 @@ public final class ChangeFeed: Sendable {
         case expired
         /// The daemon is shutting down: answer now.
         case shutdown
+        /// Nobody waits for the answer any more, or it must go now: the client hung up, its connection quiesces, the
+        /// waiting task was cancelled.
+        case gone
     }
 
     /// Why a waiter was not registered.
@@ -122,7 +125,7 @@ public final class ChangeFeed: Sendable {
         return ticket
     }
 
-    /// Waits until the waiter is signalled, expires, is fired or its task is cancelled (``Wake/expired``), and
+    /// Waits until the waiter is signalled, expires, is fired or its task is cancelled (``Wake/gone``), and
     /// removes it. Returns at once when that already happened.
     public func wait(_ ticket: Ticket) async -> Wake {
         await withTaskCancellationHandler {
@@ -130,7 +133,7 @@ public final class ChangeFeed: Sendable {
                 park(ticket) { continuation.resume(returning: $0) }
             }
         } onCancel: {
-            fire(ticket, .expired)
+            fire(ticket, .gone)
         }
     }
 

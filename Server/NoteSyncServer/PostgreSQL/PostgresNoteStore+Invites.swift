@@ -66,31 +66,22 @@ extension PostgresNoteStore: InviteStore {
 
     public func createAccount(_ account: AccountRecord, consumingInvite codeHash: String, now: Int64) async throws {
         let logger = self.logger
-        do {
-            try await transaction { connection in
-                // READ COMMITTED: a second sign-up updating the same row waits for the first to commit, then re-checks
-                // `uses_left > 0` against the committed row, so it cannot take a use that is gone.
-                var consumed = false
-                for try await _ in try await connection.query(
-                    """
-                    UPDATE invites SET uses_left = uses_left - 1
-                    WHERE code_hash = \(codeHash) AND uses_left > 0 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > \(now))
-                    RETURNING 1
-                    """,
-                    logger: logger)
-                {
-                    consumed = true
-                }
-                guard consumed else { throw NoteStoreError.inviteNotUsable }
-                try await connection.execute(
-                    """
-                    INSERT INTO accounts (id, username, password_hash, change_seq, created_at)
-                    VALUES (\(account.id.rawValue), \(account.username), \(account.passwordHash), 0, \(account.createdAt))
-                    """,
-                    logger: logger)
+        try await transaction { connection in
+            // READ COMMITTED: a second sign-up updating the same row waits for the first to commit, then re-checks
+            // `uses_left > 0` against the committed row, so it cannot take a use that is gone.
+            var consumed = false
+            for try await _ in try await connection.query(
+                """
+                UPDATE invites SET uses_left = uses_left - 1
+                WHERE code_hash = \(codeHash) AND uses_left > 0 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > \(now))
+                RETURNING 1
+                """,
+                logger: logger)
+            {
+                consumed = true
             }
-        } catch where PostgresDatabase.sqlState(error) == "23505" {
-            throw NoteStoreError.usernameTaken
+            guard consumed else { throw NoteStoreError.inviteNotUsable }
+            try await Self.insertAccount(account, on: connection, logger: logger)
         }
     }
 }

@@ -71,16 +71,24 @@ public final class PostgresNoteStore: NoteStore {
     // MARK: - Accounts and sessions
 
     public func createAccount(_ account: AccountRecord) async throws {
+        let logger = self.logger
+        try await run { client in
+            try await client.withConnection { connection in try await Self.insertAccount(account, on: connection, logger: logger) }
+        }
+    }
+
+    /// Inserts `account` (its change sequence starts at 0) on `connection`, in its transaction if it is in one.
+    ///
+    /// - Throws: ``NoteStoreError/usernameTaken`` when another account has the username.
+    static func insertAccount(_ account: AccountRecord, on connection: PostgresConnection, logger: Logger) async throws {
         do {
-            try await run { client in
-                try await client.execute(
-                    """
-                    INSERT INTO accounts (id, username, password_hash, change_seq, created_at)
-                    VALUES (\(account.id.rawValue), \(account.username), \(account.passwordHash), 0, \(account.createdAt))
-                    """,
-                    logger: self.logger
-                )
-            }
+            try await connection.execute(
+                """
+                INSERT INTO accounts (id, username, password_hash, change_seq, created_at)
+                VALUES (\(account.id.rawValue), \(account.username), \(account.passwordHash), 0, \(account.createdAt))
+                """,
+                logger: logger
+            )
         } catch where PostgresDatabase.sqlState(error) == "23505" {
             throw NoteStoreError.usernameTaken
         }
@@ -264,6 +272,9 @@ public final class PostgresNoteStore: NoteStore {
 
     // MARK: - Pull
 
+    /// The note columns of a pull's rows (``PostgresRows/PullRow``).
+    private static let pulledNoteColumns = PostgresRows.noteColumns(of: "n")
+
     public func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
         let account = accountID.rawValue
         let limit = Int64(max(limit, 0))
@@ -271,8 +282,7 @@ public final class PostgresNoteStore: NoteStore {
             // One statement, one snapshot: the account's sequence and the page agree.
             let rows = try await client.query(
                 """
-                SELECT a.change_seq, n.server_id, n.account_id, n.client_id, n.origin, n.version, n.text, n.deleted,
-                       n.conflict_of, n.change_seq, n.created_at, n.updated_at, n.edited_at
+                SELECT a.change_seq, \(unescaped: Self.pulledNoteColumns)
                 FROM accounts a
                 LEFT JOIN LATERAL (
                     SELECT \(unescaped: PostgresRows.noteColumns) FROM notes
@@ -286,19 +296,10 @@ public final class PostgresNoteStore: NoteStore {
             )
             var current: Int64 = 0
             var notes: [StoredNote] = []
-            for try await row in rows {
-                let (seq, serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt) =
-                    try row.decode(
-                        (Int64, Int64?, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Bool?, Int64?, Int64?, Int64?, Int64?, Int64?).self
-                    )
-                current = seq
-                guard let serverID, let accountID, let clientID, let origin, let version, let text, let deleted,
-                    let changeSeq, let createdAt, let updatedAt
-                else { continue }
-                notes.append(
-                    try PostgresRows.note(
-                        (serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt))
-                )
+            for try await row in rows.decode(PostgresRows.PullRow.self) {
+                let (sequence, note) = try PostgresRows.pulled(row)
+                current = sequence
+                if let note { notes.append(note) }
             }
             return PullPage(notes: notes, currentSequence: current)
         }

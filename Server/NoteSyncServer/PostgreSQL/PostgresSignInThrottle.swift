@@ -7,8 +7,9 @@ import PostgresNIO
 /// ``begin(username:now:)`` runs in one transaction holding a transaction-level advisory lock on the username: it
 /// deletes rows that aged out of the window, counts the rest and, below the limit, inserts a row for this attempt (an
 /// attempt in progress counts as a failure, so concurrent guesses on several daemons cannot slip past the limit). A
-/// failed attempt leaves its row; a success deletes the username's rows. A daemon that dies mid-attempt leaves the row
-/// as a failure, which ages out with the window.
+/// failed attempt leaves its row; a success deletes the username's rows, or only one of them when it keeps the
+/// failures (``AttemptOutcome/successKeepingFailures``). A daemon that dies mid-attempt leaves the row as a failure,
+/// which ages out with the window.
 public struct PostgresSignInThrottle: SignInThrottling {
     let database: PostgresDatabase
     public let maxFailures: Int
@@ -59,10 +60,25 @@ public struct PostgresSignInThrottle: SignInThrottling {
         }
     }
 
-    public func finish(username: String, succeeded: Bool, now: Int64) async throws {
-        guard succeeded else { return }
-        try await database.run { client in
-            try await client.execute("DELETE FROM sign_in_attempts WHERE username = \(username)", logger: database.logger)
+    public func finish(username: String, outcome: AttemptOutcome, now: Int64) async throws {
+        switch outcome {
+        case .failure:
+            return
+        case .success:
+            try await database.run { client in
+                try await client.execute("DELETE FROM sign_in_attempts WHERE username = \(username)", logger: database.logger)
+            }
+        case .successKeepingFailures:
+            // The attempt's own row goes; any one of the username's rows does, as only their number counts (the newest:
+            // the failures before it keep their times, and with them the wait they impose).
+            try await database.run { client in
+                try await client.execute(
+                    """
+                    DELETE FROM sign_in_attempts WHERE ctid = (
+                        SELECT ctid FROM sign_in_attempts WHERE username = \(username) ORDER BY attempted_at DESC LIMIT 1)
+                    """,
+                    logger: database.logger)
+            }
         }
     }
 }

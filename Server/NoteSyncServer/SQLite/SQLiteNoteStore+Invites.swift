@@ -53,14 +53,7 @@ extension SQLiteNoteStore: InviteStore {
                     """,
                 arguments: [codeHash, now])
             guard db.changesCount == 1 else { throw NoteStoreError.inviteNotUsable }
-            do {
-                try db.execute(
-                    sql: "INSERT INTO accounts (id, username, password_hash, change_seq, created_at) VALUES (?, ?, ?, 0, ?)",
-                    arguments: [account.id.rawValue, account.username, account.passwordHash, account.createdAt]
-                )
-            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                throw NoteStoreError.usernameTaken
-            }
+            try Self.insertAccount(account, db)
         }
     }
 }

@@ -93,6 +93,21 @@ public final class SQLiteNoteStore: NoteStore {
     /// The connections, for the online backup (``backup(to:)``).
     var databaseReader: any DatabaseReader { writer }
 
+    /// A number that moves when another process commits to the database file, nil in memory (no other process can
+    /// reach it): SQLite's `PRAGMA data_version` on the writer connection, which this store's own commits never move
+    /// (they are that connection's). The operator's commands (`notesyncd sessions`, `users`) are such processes; a
+    /// moved number tells the daemon they may have ended sessions (``ExternalCommitWatch``). One statement on the
+    /// writer's queue, so it waits behind a push in progress.
+    public func externalCommitVersion() async throws -> Int64? {
+        guard !inMemoryQueue else { return nil }
+        guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
+        do {
+            return try await writer.writeWithoutTransaction { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+        } catch {
+            throw Self.mapped(error)
+        }
+    }
+
     /// The `PRAGMA synchronous` value of the writer connection (2 is FULL), for tests.
     public func synchronousMode() async throws -> Int {
         try await writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
@@ -139,15 +154,20 @@ public final class SQLiteNoteStore: NoteStore {
     // MARK: - Accounts and sessions
 
     public func createAccount(_ account: AccountRecord) async throws {
-        try await write { db in
-            do {
-                try db.execute(
-                    sql: "INSERT INTO accounts (id, username, password_hash, change_seq, created_at) VALUES (?, ?, ?, 0, ?)",
-                    arguments: [account.id.rawValue, account.username, account.passwordHash, account.createdAt]
-                )
-            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                throw NoteStoreError.usernameTaken
-            }
+        try await write { db in try Self.insertAccount(account, db) }
+    }
+
+    /// Inserts `account` (its change sequence starts at 0) in the caller's transaction.
+    ///
+    /// - Throws: ``NoteStoreError/usernameTaken`` when another account has the username.
+    static func insertAccount(_ account: AccountRecord, _ db: Database) throws {
+        do {
+            try db.execute(
+                sql: "INSERT INTO accounts (id, username, password_hash, change_seq, created_at) VALUES (?, ?, ?, 0, ?)",
+                arguments: [account.id.rawValue, account.username, account.passwordHash, account.createdAt]
+            )
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw NoteStoreError.usernameTaken
         }
     }
 

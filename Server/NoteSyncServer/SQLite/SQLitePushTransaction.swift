@@ -59,34 +59,16 @@ struct SQLitePushTransaction: PushTransaction {
             ])
         }
         if !plan.writes.isEmpty {
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO notes (server_id, account_id, client_id, origin, version, text, deleted, conflict_of,
-                                       change_seq, created_at, updated_at, edited_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
-            )
-            let update = try db.cachedStatement(
-                sql: """
-                    UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?, edited_at = ?
-                    WHERE server_id = ? AND account_id = ?
-                    """
-            )
+            let insert = try db.cachedStatement(sql: SQLiteRows.insertNote)
+            let update = try db.cachedStatement(sql: SQLiteRows.updateNote)
             // New change sequences are all above the account's current one, so the unique
-            // (account_id, change_seq) index never sees a clash.
+            // (account_id, change_seq) index never sees a clash. Every note the planner writes is the pushing
+            // account's (loaded from it, or made with its ID), so each binds its own account ID.
             for write in plan.writes {
-                let note = write.note
                 if write.isNew {
-                    try insert.execute(arguments: [
-                        note.serverID.rawValue, account, note.clientID.rawValue, note.origin.rawValue, note.version,
-                        SQLiteRows.textBlob(note.text), note.deleted, note.conflictOf?.rawValue, note.changeSeq,
-                        note.createdAt, note.updatedAt, note.editedAt,
-                    ])
+                    try insert.execute(arguments: SQLiteRows.insertArguments(write.note))
                 } else {
-                    try update.execute(arguments: [
-                        note.version, SQLiteRows.textBlob(note.text), note.deleted, note.changeSeq, note.updatedAt,
-                        note.editedAt, note.serverID.rawValue, account,
-                    ])
+                    try update.execute(arguments: SQLiteRows.updateArguments(write.note))
                 }
             }
         }

@@ -3,14 +3,41 @@ import GRDB
 import MiniFlake
 import NoteSyncProtocol
 
-/// How the SQLite store reads and writes note and applied-edit rows.
+/// How the SQLite store reads and writes note and applied-edit rows. A column of a note is spelt here and in the
+/// migrations, nowhere else.
 ///
 /// Note texts are stored as UTF-8 BLOBs: binding a Swift string as TEXT stops at the first NUL character, which would
 /// silently truncate a note. The empty text is stored as NULL (an empty blob binds as NULL in SQLite).
 enum SQLiteRows {
-    /// The columns of a note row, in the order ``note(_:at:)`` reads them.
+    /// The columns of a note row, in the order ``note(_:at:)`` reads them and ``insertNote`` writes them.
     static let noteColumns =
         "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at, edited_at"
+
+    /// Inserts a note (``insertArguments(_:)``).
+    static let insertNote = "INSERT INTO notes (\(noteColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+    /// The values of ``insertNote``, in ``noteColumns`` order.
+    static func insertArguments(_ note: StoredNote) -> StatementArguments {
+        [
+            note.serverID.rawValue, note.accountID.rawValue, note.clientID.rawValue, note.origin.rawValue, note.version,
+            textBlob(note.text), note.deleted, note.conflictOf?.rawValue, note.changeSeq, note.createdAt, note.updatedAt,
+            note.editedAt,
+        ]
+    }
+
+    /// Updates what a change changes in a stored note (``updateArguments(_:)``); its identity and creation stay.
+    static let updateNote = """
+        UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?, edited_at = ?
+        WHERE server_id = ? AND account_id = ?
+        """
+
+    /// The values of ``updateNote``.
+    static func updateArguments(_ note: StoredNote) -> StatementArguments {
+        [
+            note.version, textBlob(note.text), note.deleted, note.changeSeq, note.updatedAt, note.editedAt, note.serverID.rawValue,
+            note.accountID.rawValue,
+        ]
+    }
 
     /// Appends the notes a statement selects (``noteColumns`` first).
     static func fetchNotes(_ statement: Statement, _ arguments: StatementArguments, into notes: inout [StoredNote]) throws {

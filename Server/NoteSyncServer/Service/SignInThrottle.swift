@@ -11,10 +11,31 @@ public protocol SignInThrottling: Sendable {
     /// Starts an attempt for `username` at `now`; returns the seconds to wait when it is refused, else nil. An
     /// attempt in progress counts as a failure until it ends, so a burst of concurrent guesses cannot slip past.
     ///
-    /// Every attempt that was not refused must be ended with ``finish(username:succeeded:now:)``.
+    /// Every attempt that was not refused must be ended with ``finish(username:outcome:now:)``.
     func begin(username: String, now: Int64) async throws -> Int?
-    /// Ends an attempt: a failure is recorded; a success clears the username.
-    func finish(username: String, succeeded: Bool, now: Int64) async throws
+    /// Ends an attempt: a failure is recorded; a success clears the username's failures, or keeps them (see
+    /// ``AttemptOutcome``).
+    func finish(username: String, outcome: AttemptOutcome, now: Int64) async throws
+}
+
+/// How a throttled attempt ended.
+public enum AttemptOutcome: Sendable, Equatable {
+    /// It failed: it counts until it ages out of the window.
+    case failure
+    /// It succeeded and clears the key's failures: a sign-in or password check with the right password (whoever knows
+    /// it has nothing left to guess).
+    case success
+    /// It succeeded and leaves the key's earlier failures counting: a sign-up with an invite code, keyed by the
+    /// client's address. A holder of a code good for several sign-ups could otherwise clear the address's failures
+    /// between guesses (3 failures, 1 success, 5 more failures) and guess without end.
+    case successKeepingFailures
+}
+
+extension SignInThrottling {
+    /// Ends an attempt as a failure or as a success that clears the username's failures.
+    public func finish(username: String, succeeded: Bool, now: Int64) async throws {
+        try await finish(username: username, outcome: succeeded ? .success : .failure, now: now)
+    }
 }
 
 extension SignInThrottle: SignInThrottling {}
@@ -52,7 +73,7 @@ public final class SignInThrottle: Sendable {
 
     /// Starts an attempt for `username` at `now`; returns the seconds to wait when it is refused, else nil.
     ///
-    /// Every attempt that was not refused must be ended with ``finish(username:succeeded:now:)``.
+    /// Every attempt that was not refused must be ended with ``finish(username:outcome:now:)``.
     public func begin(username: String, now: Int64) -> Int? {
         state.withLock { state in
             sweepIfNeeded(&state, now: now)
@@ -72,15 +93,16 @@ public final class SignInThrottle: Sendable {
         }
     }
 
-    /// Ends an attempt started by ``begin(username:now:)``: a failure is recorded; a success clears the username.
-    public func finish(username: String, succeeded: Bool, now: Int64) {
+    /// Ends an attempt started by ``begin(username:now:)``: a failure is recorded; a success clears the username's
+    /// failures or keeps them (``AttemptOutcome``).
+    public func finish(username: String, outcome: AttemptOutcome, now: Int64) {
         state.withLock { state in
             guard var entry = state.entries[username] else { return }
             entry.inFlight = max(0, entry.inFlight - 1)
-            if succeeded {
-                entry.failures.removeAll()
-            } else {
-                entry.failures.append(now)
+            switch outcome {
+            case .failure: entry.failures.append(now)
+            case .success: entry.failures.removeAll()
+            case .successKeepingFailures: break
             }
             if entry.failures.isEmpty, entry.inFlight == 0 {
                 state.entries[username] = nil
@@ -88,6 +110,11 @@ public final class SignInThrottle: Sendable {
                 state.entries[username] = entry
             }
         }
+    }
+
+    /// Ends an attempt as a failure or as a success that clears the username's failures.
+    public func finish(username: String, succeeded: Bool, now: Int64) {
+        finish(username: username, outcome: succeeded ? .success : .failure, now: now)
     }
 
     /// How many usernames the throttle currently tracks (for tests).

@@ -4,8 +4,9 @@ import NoteSyncProtocol
 /// Persistent storage for accounts, sessions and notes.
 ///
 /// A store only locks, loads and writes: every decision about a push is made by ``PushPlanner``, which every store
-/// runs unchanged through ``PushDriver``, and every request rule by ``SyncService``. Every query is scoped by account
-/// ID; nothing a store returns for one account ever comes from another. The stores are ``SQLiteNoteStore`` and ``PostgresNoteStore``;
+/// runs unchanged through ``PushDriver``, every decision about a pull by ``PullPlanner`` (run by ``PullDriver``), and
+/// every other request rule by the services (``ServerServices``). Every query is scoped by account ID; nothing a store
+/// returns for one account ever comes from another. The stores are ``SQLiteNoteStore`` and ``PostgresNoteStore``;
 /// both pass one conformance suite (`NoteStoreConformance` in the tests), and a test checks that their schemas agree.
 public protocol NoteStore: Sendable {
     /// The backend's name as `GET /healthz` reports it (`sqlite`, `postgres`).

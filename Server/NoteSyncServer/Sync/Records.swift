@@ -174,10 +174,17 @@ public struct StoredNote: Sendable, Equatable {
 
     /// The note as a pull returns it.
     public var record: NoteRecord {
+        var times = WireTime.Cache()
+        return record(times: &times)
+    }
+
+    /// The note as a pull returns it, its times formatted through `times` (a page's notes share them). The one place
+    /// a stored note becomes a wire record: a field of a note reaches the wire here.
+    public func record(times: inout WireTime.Cache) -> NoteRecord {
         NoteRecord(
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
-            conflictOf: conflictOf, updatedAt: WireTime.format(unixMilliseconds: updatedAt),
-            editedAt: WireTime.format(unixMilliseconds: editedAt ?? updatedAt)
+            conflictOf: conflictOf, updatedAt: times.format(unixMilliseconds: updatedAt),
+            editedAt: times.format(unixMilliseconds: editedAt ?? updatedAt)
         )
     }
 }

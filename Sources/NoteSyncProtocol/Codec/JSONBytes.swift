@@ -11,10 +11,14 @@ public protocol JSONByteWriting {
 ///
 /// A page of 1,000 notes is about 380 KB: building it in an `[UInt8]` and then copying it into `Data` cost a copy
 /// and a fresh set of page faults per pull. A class, so that the writers that share one never free it twice.
+///
+/// Its fields are exempt from Swift's run-time exclusivity checks: a class's stored properties are checked at every
+/// access, which is several checks per byte appended, and those checks were more than half of the time a pull page
+/// took to write (PERFORMANCE.md). One writer owns a buffer at a time and no access to a field overlaps another.
 public final class JSONBytes {
-    @usableFromInline var start: UnsafeMutableRawPointer?
-    @usableFromInline var _count = 0
-    @usableFromInline var capacity = 0
+    @usableFromInline @exclusivity(unchecked) var start: UnsafeMutableRawPointer?
+    @usableFromInline @exclusivity(unchecked) var _count = 0
+    @usableFromInline @exclusivity(unchecked) var capacity = 0
 
     /// Bytes written so far.
     @inlinable public var count: Int { _count }
@@ -64,6 +68,12 @@ public final class JSONBytes {
         bytes.append(contentsOf: more)
     }
 
+    /// A copy of the bytes written from offset `start` on.
+    public func bytes(from start: Int) -> [UInt8] {
+        guard let base = self.start, start < _count else { return [] }
+        return Array(UnsafeRawBufferPointer(start: base + start, count: _count - start))
+    }
+
     /// The bytes written, as `Data` that owns the memory (no copy); the buffer is empty afterwards.
     public func takeData() -> Data {
         guard let taken = start, _count > 0 else { return Data() }
@@ -75,10 +85,19 @@ public final class JSONBytes {
     }
 }
 
-extension JSONByteWriting {
+// MARK: - Values
+
+extension JSONBytes {
     /// Bytes known to be JSON already (keys, punctuation).
     @inlinable public func raw(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Starts a field of an object: a comma (unless it is the object's first field), then its `"name":` (a
+    /// ``KeyTable/quoted(_:)``). The writers write each field as this and its value.
+    @inlinable public func field(_ quotedName: [UInt8], first: Bool = false) {
+        if !first { append(UInt8(ascii: ",")) }
+        self += quotedName
     }
 
     @inlinable public func bool(_ value: Bool) {
@@ -86,14 +105,14 @@ extension JSONByteWriting {
     }
 
     @inlinable public func quotedInteger(_ value: Int64) {
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
         integer(value)
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
 
     @inlinable public func integer(_ value: Int64) {
         if value < 0 {
-            bytes.append(UInt8(ascii: "-"))
+            append(UInt8(ascii: "-"))
             if value == .min {
                 raw("9223372036854775808")
                 return
@@ -110,37 +129,51 @@ extension JSONByteWriting {
                 magnitude /= 10
                 count += 1
             } while magnitude > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
+            append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(20 - count)...]))
         }
     }
 
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`, ... or `\u00XX`; everything else
     /// (including non-ASCII UTF-8) as is.
     @inlinable public func string(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
             var start = 0
             for index in 0..<utf8.count {
                 let byte = utf8[index]
                 guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
-                if start < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index])) }
+                if start < index { append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index])) }
                 switch byte {
-                case 0x22: bytes += [0x5C, 0x22]
-                case 0x5C: bytes += [0x5C, 0x5C]
-                case 0x0A: bytes += [0x5C, UInt8(ascii: "n")]
-                case 0x0D: bytes += [0x5C, UInt8(ascii: "r")]
-                case 0x09: bytes += [0x5C, UInt8(ascii: "t")]
-                case 0x08: bytes += [0x5C, UInt8(ascii: "b")]
-                case 0x0C: bytes += [0x5C, UInt8(ascii: "f")]
+                case 0x22: self += [0x5C, 0x22]
+                case 0x5C: self += [0x5C, 0x5C]
+                case 0x0A: self += [0x5C, UInt8(ascii: "n")]
+                case 0x0D: self += [0x5C, UInt8(ascii: "r")]
+                case 0x09: self += [0x5C, UInt8(ascii: "t")]
+                case 0x08: self += [0x5C, UInt8(ascii: "b")]
+                case 0x0C: self += [0x5C, UInt8(ascii: "f")]
                 default:
                     let hex = Array("0123456789abcdef".utf8)
-                    bytes += [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+                    self += [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
                 }
                 start = index + 1
             }
-            if start < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
+            if start < utf8.count { append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
         }
-        bytes.append(UInt8(ascii: "\""))
+        append(UInt8(ascii: "\""))
     }
+}
+
+/// The value writers, for the writer types that hold a ``JSONBytes`` (each call goes straight to the buffer's own
+/// method: calling through the protocol's generic code cost a pull page half again as much).
+extension JSONByteWriting {
+    /// Bytes known to be JSON already (keys, punctuation).
+    @inlinable public func raw(_ text: StaticString) { bytes.raw(text) }
+    /// Starts a field of an object (``JSONBytes/field(_:first:)``).
+    @inlinable public func field(_ quotedName: [UInt8], first: Bool = false) { bytes.field(quotedName, first: first) }
+    @inlinable public func bool(_ value: Bool) { bytes.bool(value) }
+    @inlinable public func quotedInteger(_ value: Int64) { bytes.quotedInteger(value) }
+    @inlinable public func integer(_ value: Int64) { bytes.integer(value) }
+    /// A JSON string (``JSONBytes/string(_:)``).
+    @inlinable public func string(_ text: String) { bytes.string(text) }
 }

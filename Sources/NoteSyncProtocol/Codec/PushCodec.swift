@@ -2,15 +2,15 @@ import Foundation
 import MiniFlake
 
 // The push messages' hand-written codecs. The server reads push requests and writes push answers with them; the
-// client writes push requests and reads push answers. Every reader reads one common shape and gives up (nil) on
-// anything else, which then goes to `JSONDecoder`: the fast paths accept only what `JSONDecoder` accepts, with the
-// same value, and every writer writes the bytes `WireJSON.encoder()` writes. Tests check both against Foundation's
-// coders on random and hostile bodies, and fuzz targets do too.
+// client writes push requests and reads push answers (each change in them is written and read by NoteCodec.swift).
+// Every reader reads one common shape and gives up (nil) on anything else, which then goes to `JSONDecoder`: the fast
+// paths accept only what `JSONDecoder` accepts, with the same value, and every writer writes the bytes
+// `WireJSON.encoder()` writes. Tests check both against Foundation's coders on random and hostile bodies, and fuzz
+// targets do too.
 
 /// The key tables of the push messages.
 enum PushKeys {
     static let request = KeyTable<PushRequest.CodingKeys>()
-    static let change = KeyTable<NoteChange.CodingKeys>()
     static let response = KeyTable<PushResponse.CodingKeys>()
     static let result = KeyTable<ChangeResult.CodingKeys>()
     static let conflict = KeyTable<ConflictCopy.CodingKeys>()
@@ -64,89 +64,6 @@ extension PushRequest {
     }
 }
 
-extension NoteChange {
-    /// The JSON `WireJSON.encoder()` writes for this change (the same bytes, in its encoding order).
-    public func encodedJSON() -> Data {
-        let writer = Writer(bytes: JSONBytes(capacity: 200 + text.utf8.count + (baseText?.utf8.count ?? 0)))
-        writer.change(self)
-        return writer.bytes.takeData()
-    }
-
-    private struct Writer: JSONByteWriting {
-        let bytes: JSONBytes
-
-        func change(_ change: NoteChange) {
-            let keys = PushKeys.change
-            bytes.append(UInt8(ascii: "{"))
-            bytes += keys.quoted(.clientID)
-            quotedInteger(change.clientID.rawValue)
-            bytes.append(UInt8(ascii: ","))
-            bytes += keys.quoted(.origin)
-            quotedInteger(change.origin.rawValue)
-            if let serverID = change.serverID {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.serverID)
-                quotedInteger(serverID.rawValue)
-            }
-            bytes.append(UInt8(ascii: ","))
-            bytes += keys.quoted(.editID)
-            quotedInteger(change.editID.rawValue)
-            bytes.append(UInt8(ascii: ","))
-            bytes += keys.quoted(.text)
-            string(change.text)
-            bytes.append(UInt8(ascii: ","))
-            bytes += keys.quoted(.deleted)
-            bool(change.deleted)
-            if let baseVersion = change.baseVersion {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.baseVersion)
-                integer(baseVersion)
-            }
-            if let baseText = change.baseText {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.baseText)
-                string(baseText)
-            }
-            if let editedAt = change.editedAt {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.editedAt)
-                string(editedAt)
-            }
-            bytes.append(UInt8(ascii: "}"))
-        }
-    }
-
-    /// Reads one change in the common shape (string IDs, known keys once each). `null` is refused for every field
-    /// (the protocol answers it `invalid_json`), so the reader gives up on it and `JSONDecoder` refuses it.
-    static func read(_ reader: inout JSONByteReader) -> NoteChange? {
-        var clientID: FlakeID?, origin: FlakeID?, serverID: FlakeID?, editID: FlakeID?
-        var text: String?, deleted: Bool?, baseVersion: Int64?, baseText: String?, editedAt: String?
-        var seen: UInt32 = 0
-        let complete = reader.object { reader, name in
-            guard let (key, bit) = PushKeys.change.match(name), seen & bit == 0 else { return false }
-            seen |= bit
-            switch key {
-            case .clientID: clientID = reader.id(); return clientID != nil
-            case .origin: origin = reader.id(); return origin != nil
-            case .editID: editID = reader.id(); return editID != nil
-            case .text: text = reader.string(); return text != nil
-            case .serverID: serverID = reader.id(); return serverID != nil
-            case .deleted: deleted = reader.bool(); return deleted != nil
-            case .baseVersion: baseVersion = reader.integer(); return baseVersion != nil
-            case .baseText: baseText = reader.string(); return baseText != nil
-            // A time that does not parse is left to JSONDecoder, which refuses it naming the field.
-            case .editedAt:
-                editedAt = reader.string().flatMap { WireTime.parse($0) == nil ? nil : $0 }
-                return editedAt != nil
-            }
-        }
-        guard complete, let clientID, let origin, let editID, let text else { return nil }
-        return NoteChange(
-            clientID: clientID, origin: origin, serverID: serverID, editID: editID, text: text,
-            deleted: deleted ?? false, baseVersion: baseVersion, baseText: baseText, editedAt: editedAt)
-    }
-}
-
 // MARK: - Answers
 
 extension PushResponse: WireFastDecodable {
@@ -156,7 +73,7 @@ extension PushResponse: WireFastDecodable {
         for result in results { estimate += 160 + (result.text?.utf8.count ?? 0) + (result.error?.message.utf8.count ?? 0) }
         let writer = ResultWriter(bytes: JSONBytes(capacity: estimate))
         writer.bytes.append(UInt8(ascii: "{"))
-        writer.bytes += PushKeys.response.quoted(.results)
+        writer.field(PushKeys.response.quoted(.results), first: true)
         writer.bytes.append(UInt8(ascii: "["))
         for (index, result) in results.enumerated() {
             if index > 0 { writer.bytes.append(UInt8(ascii: ",")) }
@@ -186,55 +103,44 @@ extension PushResponse: WireFastDecodable {
         func result(_ result: ChangeResult) {
             let keys = PushKeys.result
             bytes.append(UInt8(ascii: "{"))
-            bytes += keys.quoted(.clientID)
+            field(keys.quoted(.clientID), first: true)
             quotedInteger(result.clientID.rawValue)
-            bytes.append(UInt8(ascii: ","))
-            bytes += keys.quoted(.editID)
+            field(keys.quoted(.editID))
             quotedInteger(result.editID.rawValue)
-            bytes.append(UInt8(ascii: ","))
-            bytes += keys.quoted(.status)
+            field(keys.quoted(.status))
             string(result.status.rawValue)
             if let serverID = result.serverID {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.serverID)
+                field(keys.quoted(.serverID))
                 quotedInteger(serverID.rawValue)
             }
             if let version = result.version {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.version)
+                field(keys.quoted(.version))
                 integer(version)
             }
             if let text = result.text {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.text)
+                field(keys.quoted(.text))
                 string(text)
             }
             if let conflict = result.conflict {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.conflict)
+                field(keys.quoted(.conflict))
                 bytes.append(UInt8(ascii: "{"))
-                bytes += PushKeys.conflict.quoted(.serverID)
+                field(PushKeys.conflict.quoted(.serverID), first: true)
                 quotedInteger(conflict.serverID.rawValue)
-                bytes.append(UInt8(ascii: ","))
-                bytes += PushKeys.conflict.quoted(.clientID)
+                field(PushKeys.conflict.quoted(.clientID))
                 quotedInteger(conflict.clientID.rawValue)
                 bytes.append(UInt8(ascii: "}"))
             }
-            bytes.append(UInt8(ascii: ","))
-            bytes += keys.quoted(.replayed)
+            field(keys.quoted(.replayed))
             bool(result.replayed)
             if let error = result.error {
-                bytes.append(UInt8(ascii: ","))
-                bytes += keys.quoted(.error)
+                field(keys.quoted(.error))
                 bytes.append(UInt8(ascii: "{"))
-                bytes += PushKeys.error.quoted(.code)
+                field(PushKeys.error.quoted(.code), first: true)
                 string(error.code.rawValue)
-                bytes.append(UInt8(ascii: ","))
-                bytes += PushKeys.error.quoted(.message)
+                field(PushKeys.error.quoted(.message))
                 string(error.message)
                 if let field = error.field {
-                    bytes.append(UInt8(ascii: ","))
-                    bytes += PushKeys.error.quoted(.field)
+                    self.field(PushKeys.error.quoted(.field))
                     string(field)
                 }
                 bytes.append(UInt8(ascii: "}"))

@@ -168,9 +168,10 @@ struct OpenedStore: Sendable {
     }
 
     /// A service over the store, for the rules sign-up applies (username and password checks, bcrypt).
-    func service() async throws -> SyncService {
+    func service() async throws -> AccountService {
         try await prepareIDs()
-        return SyncService(
-            store: store, bcryptCost: bcryptCost, clock: SystemFlakeClock.coarse, mintID: mintID, logger: logger)
+        return AccountService(
+            ServiceContext(store: store, clock: SystemFlakeClock.coarse, mintID: mintID, logger: logger),
+            configuration: ServiceConfiguration(passwords: .bcrypt(cost: bcryptCost)))
     }
 }
