@@ -80,6 +80,7 @@ let package = Package(
             dependencies: [
                 "MiniFlake", "NoteSyncProtocol", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             path: "Client/NotesClient",
             swiftSettings: swiftSettings

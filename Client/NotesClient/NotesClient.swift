@@ -53,6 +53,12 @@ public final class NotesClient: Sendable {
     /// The FlakeNotes release this client belongs to (the same number `notesyncd` reports).
     public static let version = FlakeNotesVersion.current
 
+    /// What this client's store did since it was opened: statements run and pages written; nil unless the
+    /// environment asked for the count (``NotesEnvironment/countsStoreActivity``).
+    public func storeActivity() throws(NotesError) -> StoreActivity? {
+        try store.activity()
+    }
+
     // MARK: - Opening
 
     /// The data directory: `$NOTES_HOME`, else `$XDG_DATA_HOME/notes`, else `~/.local/share/notes`.
@@ -88,7 +94,7 @@ public final class NotesClient: Sendable {
             throw NotesError(
                 .dataDirectory, "Cannot use the notes data directory \(path): \(String(cString: strerror(errno))).")
         }
-        let store = try LocalStore.open(directory: home)
+        let store = try LocalStore.open(directory: home, countingStatements: environment.countsStoreActivity)
         return try NotesClient(store: store, environment: environment, home: home)
     }
 
@@ -114,7 +120,7 @@ public final class NotesClient: Sendable {
 
     /// A client whose database lives in memory only (tests, the simulation).
     public static func inMemory(environment: NotesEnvironment) throws(NotesError) -> NotesClient {
-        try NotesClient(store: LocalStore.inMemory(), environment: environment, home: nil)
+        try NotesClient(store: LocalStore.inMemory(countingStatements: environment.countsStoreActivity), environment: environment, home: nil)
     }
 
     var now: Int64 { environment.clock.unixMilliseconds() }

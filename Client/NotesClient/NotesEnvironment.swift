@@ -25,6 +25,9 @@ public struct NotesEnvironment: Sendable {
     /// repeats a client ID: a value the scheme repeats is raised above the last one (see Docs/MINIFLAKE.md). Edit
     /// IDs are always MiniFlake.
     public var clientIDScheme: IDScheme
+    /// Whether the store counts the statements it runs (``NotesClient/storeActivity()``): for the tests that hold
+    /// the sign-in's budgets (issue 30). Off by default: counting costs a callback per statement.
+    public var countsStoreActivity = false
 
     public init(
         clock: any FlakeClock = SystemFlakeClock.precise,

@@ -149,6 +149,7 @@ extension Simulation {
         device.liveIDs = snapshot.notes.filter { !$0.isDeleted && !$0.isSetAside }.map(\.id)
         device.account = snapshot.account.flatMap { info in accounts.firstIndex { $0.accountID == info.accountID } }
         var serverIDs: [FlakeID: NoteKeyValue] = [:]
+        var ownedServerIDs = Set<OwnedServerID>()
         var keys = Set<OwnedKey>()
         let accountID = snapshot.account?.accountID
         for note in snapshot.notes {
@@ -160,24 +161,31 @@ extension Simulation {
                 throw fail(.noDuplicates, "device \(device.index) holds two local notes for client ID \(note.clientID) origin \(note.origin)")
             }
             if let serverID = note.serverID {
-                guard serverIDs.updateValue(key, forKey: serverID) == nil else {
+                guard ownedServerIDs.insert(OwnedServerID(owner: note.owner, serverID: serverID)).inserted else {
                     throw fail(.noDuplicates, "device \(device.index) holds two local notes for server note \(serverID)")
                 }
+                if note.owner == accountID { serverIDs[serverID] = key }
             }
         }
         device.serverKeys = serverIDs
-        guard let account = device.account else { return }
-        let view = views[account]
+        // A server ID belongs to its note's owner, who keeps it while signed out or set aside (issue 30): every note
+        // that has one, on show or not, names that note of its owner's.
         for note in snapshot.notes {
             guard let serverID = note.serverID else { continue }
             let key = NoteKeyValue(clientID: note.clientID, origin: note.origin)
-            guard let stored = view.byServerID[serverID] else {
-                throw fail(.noCrossAccount, "device \(device.index), signed in to account \(account), holds server ID \(serverID), which is not a note of that account")
+            // A deleted account's notes keep their server IDs until a sign-in to its username disowns them.
+            if let owner = note.owner, oracle.deletedAccountIDs.values.contains(where: { $0.contains(owner) }) { continue }
+            guard let owner = accounts.firstIndex(where: { $0.accountID == note.owner }) else {
+                throw fail(.noCrossAccount, "device \(device.index) holds server ID \(serverID) on note \(key.clientID)/\(key.origin) of no account of this server (owner \(note.owner.map { "\($0)" } ?? "none"))")
+            }
+            guard let stored = views[owner].byServerID[serverID] else {
+                throw fail(.noCrossAccount, "device \(device.index) holds server ID \(serverID) on a note of account \(owner), which is not a note of that account")
             }
             guard stored.key == key else {
                 throw fail(.serverIDStable, "device \(device.index): server ID \(serverID) is note \(stored.clientID)/\(stored.origin) on the server but \(key.clientID)/\(key.origin) locally")
             }
         }
+        guard let account = device.account else { return }
         // Cursors only move forward within one sign-in.
         if let text = snapshot.cursor, let cursor = SyncCursor(text: text) {
             if let last = device.lastCursor, last.account == account, cursor < last.cursor {
@@ -191,6 +199,12 @@ extension Simulation {
     struct OwnedKey: Hashable {
         var owner: FlakeID?
         var key: NoteKeyValue
+    }
+
+    /// A server ID among one owner's notes on a device.
+    struct OwnedServerID: Hashable {
+        var owner: FlakeID?
+        var serverID: FlakeID
     }
 
     /// A device the step did not act on: its store is as the checks last read it, so only the account's changed

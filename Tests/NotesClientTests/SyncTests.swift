@@ -151,7 +151,8 @@ struct SyncTests {
         let signOut = try await a.signOut()
         #expect(signOut.revoked && signOut.pending == 1 && signOut.wiped == 0)
         let afterSignOut = try a.allNotes()
-        #expect(afterSignOut.count == 6 && afterSignOut.allSatisfy { $0.serverID == nil && $0.serverVersion == nil })
+        // What the notes learned from the account stays with them (issue 30): server IDs, versions, base texts.
+        #expect(afterSignOut.count == 6 && afterSignOut.filter { $0.serverID != nil && $0.serverVersion != nil }.count == 5)
         #expect(afterSignOut.filter { $0.baseText != nil }.count == 5, "base texts are kept")
         #expect(try a.status().account == nil && a.status().cursor == nil)
 
@@ -167,6 +168,9 @@ struct SyncTests {
         #expect(signIn.reconciling)
         let report = try signIn.sync.get()
         #expect(report.created == 2 && report.conflicts == 0 && report.failures.isEmpty)
+        // The sign-in resumed from the cursor the account kept: its first pull brought b's edit only, the second
+        // the four changes a pushed (a full pull would have brought the five notes first: 9).
+        #expect(report.pulled == 5)
         try await b.syncOK()
         let expected = [
             "added while signed out", "note 0 edited while signed out\nline two\nline three", "note 2\nline two\nline three, edited on b",

@@ -14,16 +14,22 @@ extension LocalStore.Transaction {
 
     /// Inserts a new dirty note (revision 1, never synced), and returns it: a note written here, or one from an
     /// export with its own identity and times (a sign-in or push finds it on the server by client ID and origin).
+    /// Its owner is `owner`, else the signed-in account (none while signed out); its text is indexed for search.
     @discardableResult
-    func insertNote(clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64) throws -> LocalNote {
+    func insertNote(
+        clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64, owner: FlakeID? = nil
+    ) throws -> LocalNote {
+        let stored = text.stored
         try db.cachedStatement(
             sql: """
-                INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at)
-                VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?)
+                INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at,
+                owner_account_id) VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?, \(NoteInsert.owner))
                 """
-        ).execute(arguments: [clientID.rawValue, origin.rawValue, text.stored, createdAt, editedAt])
+        ).execute(arguments: [clientID.rawValue, origin.rawValue, stored, createdAt, editedAt, owner?.rawValue])
+        let id = db.lastInsertedRowID
+        try indexForSearch(noteID: id, text: stored)
         return LocalNote(
-            id: db.lastInsertedRowID, clientID: clientID, origin: origin, serverID: nil, serverVersion: nil,
+            id: id, clientID: clientID, origin: origin, serverID: nil, serverVersion: nil,
             text: text, isDeleted: false, baseText: nil, revision: 1, isDirty: true, isConflict: false,
             conflictOf: nil, pushError: nil, createdAt: createdAt, updatedAt: editedAt)
     }
@@ -90,9 +96,10 @@ extension LocalStore.Transaction {
         return try LocalNote(row: row)
     }
 
-    /// The local note that has `serverID`, if any.
+    /// The note on show that has `serverID`, if any.
     func note(serverID: FlakeID) throws -> LocalNote? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(noteColumns) FROM notes WHERE server_id = ?"), arguments: [serverID.rawValue])
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT \(noteColumns) FROM notes WHERE \(NoteFilter.onShowWithServerID)"), arguments: [serverID.rawValue])
             .map(LocalNote.init(row:))
     }
 

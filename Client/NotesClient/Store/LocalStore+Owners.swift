@@ -72,6 +72,7 @@ extension LocalStore.Transaction {
         }
         if let previous = plan.wipe {
             report.wiped = try liveCount(ownedBy: previous)
+            try forgetKeptCursor(of: previous)
             try db.execute(sql: "DELETE FROM notes WHERE owner_account_id = ?", arguments: [previous.rawValue])
         }
         report.restored = try liveCount(ownedBy: plan.restore, aside: true)
@@ -164,10 +165,10 @@ extension LocalStore.Transaction {
     /// Inserts a copy of a note's text as a new note owned by `account` (set aside unless it is on show): dirty and
     /// never synced, so it is pushed as a create at that account's next sync.
     func insertCopy(clientID: FlakeID, origin: FlakeID, text: String, owner account: FlakeID, now: Int64) throws -> Int64 {
-        let note = try insertNote(clientID: clientID, origin: origin, text: text, now: now)
-        try db.execute(
-            sql: "UPDATE notes SET owner_account_id = ?, aside = ? WHERE id = ?",
-            arguments: [account.rawValue, try shownAccountID() != account, note.id])
+        let note = try insertNote(clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now, owner: account)
+        if try shownAccountID() != account {
+            try db.execute(sql: "UPDATE notes SET aside = 1 WHERE id = ?", arguments: [note.id])
+        }
         return note.id
     }
 }

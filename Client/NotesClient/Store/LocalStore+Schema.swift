@@ -184,6 +184,25 @@ extension LocalStore {
                     END;
                     """)
         }
+        migrator.registerMigration("v-kept-account-state") { db in
+            // Issue 30: the million-note account.
+            // - No trigger fires on an INSERT into notes any more: a statement that fires a trigger keeps a
+            //   statement journal, a copy of every page it touches that the transaction had already changed (six
+            //   per pulled note, two thirds of a first sign-in's writes). Each insert names its owner
+            //   (`NoteInsert.owner`) and indexes its text for search (`SearchIndex.add`) itself, in one place each.
+            // - An account's sync state outlives its sessions: a sign-out (or a revoked session) keeps the notes'
+            //   server IDs and versions, which belong to their owner, and the account's pull cursor
+            //   (`known_accounts.cursor`), so signing in again pulls only what changed meanwhile. Server IDs are
+            //   unique per owner: two servers may mint the same one.
+            try db.execute(
+                sql: """
+                    DROP TRIGGER notes_owner;
+                    DROP TRIGGER notes_search_insert;
+                    ALTER TABLE known_accounts ADD COLUMN cursor TEXT;
+                    DROP INDEX notes_server_id;
+                    CREATE UNIQUE INDEX notes_owner_server_id ON notes(owner_account_id, server_id) WHERE server_id IS NOT NULL;
+                    """)
+        }
         return migrator
     }
 }

@@ -5,6 +5,15 @@ import NoteSyncProtocol
 // Search (the FTS5 index `notes_search`), pages of the listing, and the trash.
 
 extension LocalStore.Transaction {
+    // MARK: - The index
+
+    /// Indexes the text of a note just inserted. Every INSERT into `notes` calls this (``NoteInsert``): no trigger
+    /// does it, so that an insert never keeps a statement journal (migration `v-kept-account-state`). Updates and
+    /// deletes are still indexed by the triggers `notes_search_update` and `notes_search_delete`.
+    func indexForSearch(noteID: Int64, text: StoredText) throws {
+        try db.cachedStatement(sql: NoteInsert.indexText).execute(arguments: [noteID, text])
+    }
+
     // MARK: - Search
 
     /// Live notes matching an FTS5 query, best first (bm25), at most `limit` (nil: all), each with its text marked

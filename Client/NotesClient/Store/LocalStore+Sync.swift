@@ -168,7 +168,7 @@ extension LocalStore.Transaction {
             takeSnapshot = try db.cachedStatement(sql: "DELETE FROM outbox WHERE edit_id = ?")
             readRevision = try db.cachedStatement(sql: "SELECT revision FROM notes WHERE id = ?")
             releaseServerID = try db.cachedStatement(
-                sql: "UPDATE notes SET server_id = NULL, server_version = NULL WHERE server_id = ? AND id != ?")
+                sql: "UPDATE notes SET server_id = NULL, server_version = NULL WHERE \(NoteFilter.onShowWithServerID) AND id != ?")
             settle = try db.cachedStatement(
                 sql: """
                     UPDATE notes SET server_id = COALESCE(?, server_id), server_version = ?, text = ?, deleted = ?,
@@ -178,7 +178,7 @@ extension LocalStore.Transaction {
             rebase = try db.cachedStatement(
                 sql: "UPDATE notes SET server_id = ?, server_version = NULL, base_text = ? WHERE id = ?")
             findCopy = try db.cachedStatement(
-                sql: "SELECT 1 FROM notes WHERE server_id = ? OR (client_id = ? AND origin = ? AND \(NoteFilter.onShow))")
+                sql: "SELECT 1 FROM notes WHERE (\(NoteFilter.onShowWithServerID)) OR (client_id = ? AND origin = ? AND \(NoteFilter.onShow))")
             insertCopy = try SyncedNoteInsert(db: db)
         }
 
@@ -249,7 +249,7 @@ extension LocalStore.Transaction {
             // whose first arm is read first, so a server ID match wins.
             lookup = try db.cachedStatement(
                 sql: """
-                    SELECT \(LookupRow.columns) FROM notes WHERE server_id = ?
+                    SELECT \(LookupRow.columns) FROM notes WHERE \(NoteFilter.onShowWithServerID)
                     UNION ALL SELECT \(LookupRow.columns) FROM notes WHERE client_id = ? AND origin = ? AND \(NoteFilter.onShow)
                     LIMIT 1
                     """)
@@ -289,25 +289,33 @@ extension LocalStore.Transaction {
     }
 
     /// The one statement that adds a note a sync brings (``NewSyncedNote``: a pulled note new here, or a push's
-    /// conflict copy): clean, revision 0, owned by the signed-in account (the `notes_owner` trigger).
+    /// conflict copy): clean, revision 0, owned by the signed-in account (``NoteInsert/owner``), its text indexed for
+    /// search.
     struct SyncedNoteInsert {
+        private let db: Database
         private let statement: Statement
+        private let index: Statement
 
         fileprivate init(db: Database) throws {
+            self.db = db
             statement = try db.cachedStatement(
                 sql: """
                     INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
-                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?)
+                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here, owner_account_id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, \(NoteInsert.owner))
                     """)
+            index = try db.cachedStatement(sql: NoteInsert.indexText)
         }
 
         func execute(_ note: NewSyncedNote) throws {
             let state = note.state
+            let text = state.text.stored
             try statement.execute(arguments: [
-                note.clientID, note.origin, state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored,
-                state.isConflict, state.conflictOf, note.createdAt, note.updatedAt, note.conflictHere,
+                note.clientID, note.origin, state.serverID, state.version, text, state.deleted,
+                state.baseText == state.text ? text : state.baseText.stored, state.isConflict, state.conflictOf, note.createdAt,
+                note.updatedAt, note.conflictHere, nil,
             ])
+            try index.execute(arguments: [db.lastInsertedRowID, text])
         }
     }
 
@@ -345,17 +353,31 @@ extension LocalStore.Transaction {
         return db.changesCount > 0
     }
 
-    /// Forgets everything that belongs to the account (token, account, cursor, last sync, every server ID and
-    /// version, in notes and snapshots alike) and keeps every note, its base text and every snapshot's edit ID.
+    /// Ends the session's state (token, account, cursor, last sync) and keeps every note. What the account's
+    /// notes learned from it stays with them, since it belongs to their owner: server IDs and versions, base texts,
+    /// snapshots in flight; and the account keeps its pull cursor (``keptCursor(of:)``), so that signing in to it
+    /// again pulls only what changed meanwhile (``SignInPlanner/Plan/resumeCursor``).
     func forgetAccountState() throws {
         try db.execute(
             sql: """
+                UPDATE known_accounts SET cursor = (SELECT cursor FROM settings WHERE id = 1)
+                WHERE account_id = (SELECT account_id FROM settings WHERE id = 1);
                 UPDATE settings SET account_id = NULL, username = NULL, token = NULL, cursor = NULL, last_sync_at = NULL,
                 pull_unfinished = 0 WHERE id = 1;
-                UPDATE notes SET server_id = NULL, server_version = NULL, conflict_of_server_id = NULL
-                WHERE server_id IS NOT NULL OR server_version IS NOT NULL OR conflict_of_server_id IS NOT NULL;
-                UPDATE outbox SET server_id = NULL, base_version = NULL;
                 """)
+    }
+
+    /// The pull cursor `account` kept when its last session on this device ended: every change before it is in the
+    /// device's notes of that account. Nil: none (never signed in here, or its notes were wiped or disowned since).
+    func keptCursor(of account: FlakeID) throws -> String? {
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT cursor FROM known_accounts WHERE account_id = ?"), arguments: [account.rawValue])
+    }
+
+    /// Forgets `account`'s kept cursor: the device no longer holds every note it pulled (a wipe deleted them), so its
+    /// next sign-in pulls from the start.
+    func forgetKeptCursor(of account: FlakeID) throws {
+        try db.cachedStatement(sql: "UPDATE known_accounts SET cursor = NULL WHERE account_id = ?").execute(arguments: [account.rawValue])
     }
 
     /// Every note's local ID and what ``SignInPlanner/queues(_:)`` reads of it.
@@ -397,9 +419,10 @@ extension LocalStore.Transaction {
     }
 
     /// Deletes the notes on show (and their snapshots) from this device, keeping the ones set aside for other
-    /// accounts; returns how many live ones there were.
+    /// accounts, and the kept cursor of the account shown; returns how many live ones there were.
     func deleteNotesOnShow() throws -> Int {
         let live = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE \(NoteFilter.onShow) AND NOT deleted") ?? 0
+        if let shown = try shownAccountID() { try forgetKeptCursor(of: shown) }
         try db.execute(sql: "DELETE FROM notes WHERE \(NoteFilter.onShow)")
         return live
     }

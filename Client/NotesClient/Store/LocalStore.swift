@@ -1,8 +1,10 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import MiniFlake
 import NoteSyncProtocol
 import SQLiteSupport
+import Synchronization
 
 /// The local SQLite database: owns the connection, the schema (``migrator``) and every query.
 ///
@@ -22,6 +24,8 @@ import SQLiteSupport
 /// - `known_accounts`: the accounts signed in to here (ID, username, server), for messages and copies.
 struct LocalStore: Sendable {
     private let writer: any DatabaseWriter
+    /// Counts the statements run, when asked (``NotesEnvironment/countsStoreActivity``).
+    private let statements: StatementCounter?
 
     /// The database file inside a data directory.
     static let fileName = "notes.sqlite"
@@ -30,8 +34,9 @@ struct LocalStore: Sendable {
     ///
     /// - Throws: `storage` when the file is not a notes database or is corrupt (or fails otherwise);
     ///   `data_directory` when it cannot be opened, read or written.
-    static func open(directory: URL) throws(NotesError) -> LocalStore {
+    static func open(directory: URL, countingStatements: Bool = false) throws(NotesError) -> LocalStore {
         let file = directory.appendingPathComponent(fileName).path
+        let counter = countingStatements ? StatementCounter() : nil
         do {
             var configuration = Configuration()
             configuration.journalMode = .wal
@@ -40,8 +45,9 @@ struct LocalStore: Sendable {
             configuration.prepareDatabase { db in
                 // Reads map the file instead of copying it page by page: listings of many notes stay fast.
                 try db.execute(sql: "PRAGMA mmap_size = 268435456")
+                counter?.install(on: db)
             }
-            return try LocalStore(writer: DatabaseQueue(path: file, configuration: configuration))
+            return try LocalStore(writer: DatabaseQueue(path: file, configuration: configuration), statements: counter)
         } catch let error as DatabaseError {
             switch error.resultCode {
             case .SQLITE_NOTADB, .SQLITE_CORRUPT:
@@ -57,17 +63,38 @@ struct LocalStore: Sendable {
     }
 
     /// A database that lives in memory only (tests, the simulation).
-    static func inMemory() throws(NotesError) -> LocalStore {
+    static func inMemory(countingStatements: Bool = false) throws(NotesError) -> LocalStore {
         try mapErrors {
+            let counter = countingStatements ? StatementCounter() : nil
             var configuration = Configuration()
             configuration.label = "notes-memory"
-            return try LocalStore(writer: DatabaseQueue(configuration: configuration))
+            configuration.prepareDatabase { db in counter?.install(on: db) }
+            return try LocalStore(writer: DatabaseQueue(configuration: configuration), statements: counter)
         }
     }
 
-    private init(writer: any DatabaseWriter) throws {
+    private init(writer: any DatabaseWriter, statements: StatementCounter?) throws {
         self.writer = writer
+        self.statements = statements
         try Self.migrator.migrate(writer)
+    }
+
+    /// What the store did since it was opened (nil unless it counts, ``NotesEnvironment/countsStoreActivity``):
+    /// statements run (its own, and the nested ones of triggers and the search index), and pages written by its connection (SQLite's `SQLITE_DBSTATUS_CACHE_WRITE`: pages of 4 KiB
+    /// written to the WAL).
+    func activity() throws(NotesError) -> StoreActivity? {
+        guard let statements else { return nil }
+        let count = statements.statements.load(ordering: .relaxed)
+        let nested = statements.nested.load(ordering: .relaxed)
+        let pages = try mapErrors {
+            try writer.unsafeReentrantRead { db in
+                var current: Int32 = 0
+                var highest: Int32 = 0
+                sqlite3_db_status(db.sqliteConnection, SQLITE_DBSTATUS_CACHE_WRITE, &current, &highest, 0)
+                return Int(current)
+            }
+        }
+        return StoreActivity(statements: count, nestedStatements: nested, pagesWritten: pages)
     }
 
     /// Runs `body` in a deferred transaction: a consistent snapshot that takes no write lock (another `notes`

@@ -17,6 +17,12 @@ enum NoteFilter {
     /// The note is set aside (``OwnerPlanner``: another account's, or unowned while an account is signed in).
     static let setAside = "aside"
 
+    /// The note on show that has a server ID, taking that ID as its one argument. Server IDs belong to the notes'
+    /// owner (kept while it is signed out or set aside, and unique per owner only: two servers may mint the same
+    /// one), and the notes on show that have one are the shown account's (``OwnerPlanner``), so a lookup names that
+    /// owner (the index `notes_owner_server_id`).
+    static let onShowWithServerID = "owner_account_id = (SELECT last_account_id FROM settings WHERE id = 1) AND server_id = ?"
+
     // MARK: - Outbox (OutboxPlanner)
 
     /// An outbox snapshot of the note waits for its answer (``OutboxPlanner/NoteState/hasSnapshot``).

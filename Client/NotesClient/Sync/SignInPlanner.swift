@@ -11,6 +11,13 @@ import MiniFlake
 /// - The same account (same account ID and server URL, and still signed in) only replaces the token. Anything
 ///   else (another account, another URL, or signed out) reconciles: the account's notes on this device are
 ///   matched against the account's by (client ID, origin), by the first pull and then by the server when pushed.
+/// - Resuming (issue 30): an account that kept its pull cursor here (``Stored/keptCursor``: its last session on
+///   this device ended, and its notes were not wiped since) still holds every note it pulled, with their server IDs,
+///   versions and bases, and every change made here since is dirty. Its sign-in pulls from that cursor, so only
+///   what changed meanwhile comes down, and queues nothing: what the account may not have is already pending (and a
+///   note without a server ID is requeued by the push, ``OutboxPlanner/requeues(_:)``). A cursor the server no
+///   longer knows (`invalid_cursor`: its store was restored from an older backup) makes that pull start over, which
+///   matches every note by server ID, else by (client ID, origin).
 /// - Owners (``OwnerPlanner``): only the account's own notes (and the unowned ones the user carries into it) are
 ///   on show, so only they are queued, pushed or matched; the previous account's notes are set aside (or wiped)
 ///   and come back when it signs in again. A note's base text is always its owner's: what was last synced with
@@ -30,6 +37,8 @@ enum SignInPlanner {
         var serverURL: String?
         /// The account whose notes are on show (the signed-in one, else the last one; nil before any sign-in).
         var shownAccountID: FlakeID?
+        /// The pull cursor the account signing in kept here when its last session ended (nil: none).
+        var keptCursor: String? = nil
     }
 
     /// A session to revoke.
@@ -40,9 +49,11 @@ enum SignInPlanner {
 
     /// What a sign-in does.
     struct Plan: Sendable, Equatable {
-        /// Forget the account state, queue the notes, pull first: another account (or the first sign-in since
-        /// sign-out).
+        /// Forget the account state, queue the notes (unless resuming), pull first: another account (or the first
+        /// sign-in since sign-out).
         var reconciling: Bool
+        /// When reconciling an account that kept its cursor: the cursor its first pull starts from; nothing is queued.
+        var resumeCursor: String? = nil
         /// Whose notes are on show afterwards, and what happens to the others.
         var owners: OwnerPlanner.Plan
         /// The replaced session.
@@ -58,7 +69,8 @@ enum SignInPlanner {
         var revoke: Session?
         if let token = stored.token, let server = stored.serverURL { revoke = Session(token: token, serverURL: server) }
         let owners = OwnerPlanner.signIn(shown: stored.shownAccountID, account: accountID, unowned: unowned, wipe: wipe)
-        return Plan(reconciling: !sameAccount, owners: owners, revoke: revoke)
+        return Plan(
+            reconciling: !sameAccount, resumeCursor: sameAccount ? nil : stored.keptCursor, owners: owners, revoke: revoke)
     }
 
     /// What the queueing rule reads of a local note on show, after the account state is forgotten and the owners'

@@ -266,19 +266,44 @@ final class SyncEngine: Sendable {
         var restarted = false
         var done = 0
         progress?(SyncProgress(phase: .pulling, done: 0, total: nil))
+        // The next page is asked for as soon as a page names its cursor, before that page is applied: the server
+        // reads and writes page n + 1 while this device writes page n (issue 30). The requests are the same, in the
+        // same order, as one at a time.
+        let pageSize = String(limits.maxPageSize)
+        let fetch: @Sendable (String) async -> Result<PullResponse, NotesError> = { since in
+            do throws(NotesError) {
+                return .success(
+                    try await connection.call(
+                        .pull, PullResponse.self, query: [(PullQuery.since, since), (PullQuery.limit, pageSize)]))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let first = since
+        var next = Task { await fetch(first) }
+        defer { next.cancel() }
         while true {
             let page: PullResponse
-            do {
-                page = try await connection.call(
-                    .pull, PullResponse.self,
-                    query: [(PullQuery.since, since), (PullQuery.limit, String(limits.maxPageSize))])
-            } catch where error.api?.code == .invalidCursor && !restarted {
+            switch await next.value {
+            case .success(let answer):
+                page = answer
+            case .failure(let error) where error.api?.code == .invalidCursor && !restarted:
                 // The server does not know our cursor (e.g. it was restored from a backup): start over. Applying
                 // records is idempotent, so this costs only bandwidth.
                 restarted = true
                 since = SyncCursor.start.text
                 try store.write { tx in try tx.clearCursor() }
+                next = Task { await fetch(SyncCursor.start.text) }
                 continue
+            case .failure(let error):
+                throw error
+            }
+            if page.hasMore {
+                guard page.cursor.text != since || !page.changes.isEmpty else {
+                    throw NotesError.badResponse("the pull announced more changes without moving its cursor")
+                }
+                let cursor = page.cursor.text
+                next = Task { await fetch(cursor) }
             }
             report.requests += 1
             let now = now
@@ -291,9 +316,6 @@ final class SyncEngine: Sendable {
             done += page.changes.count
             progress?(SyncProgress(phase: .pulling, done: done, total: nil))
             if !page.hasMore { return }
-            guard page.cursor.text != since || !page.changes.isEmpty else {
-                throw NotesError.badResponse("the pull announced more changes without moving its cursor")
-            }
             since = page.cursor.text
         }
     }
@@ -359,7 +381,8 @@ final class SyncEngine: Sendable {
             let plan = SignInPlanner.plan(
                 stored: SignInPlanner.Stored(
                     token: settings.token, accountID: settings.accountID, serverURL: settings.serverURL,
-                    shownAccountID: try tx.shownAccountID()),
+                    shownAccountID: try tx.shownAccountID(),
+                    keptCursor: settings.accountID == session.accountID ? settings.cursor : try tx.keptCursor(of: session.accountID)),
                 accountID: session.accountID, serverURL: server, unowned: unowned, wipe: wipe)
             if plan.reconciling { try tx.forgetAccountState() }
             if plan.owners.unowned == .carry {
@@ -369,7 +392,9 @@ final class SyncEngine: Sendable {
             owners.rekeyed = rekeyed
             try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
             try tx.rememberAccount(account)
-            if plan.reconciling {
+            if let cursor = plan.resumeCursor {
+                try tx.setCursor(cursor)
+            } else if plan.reconciling {
                 try tx.queueForPush(try tx.signInQueueStates().filter { SignInPlanner.queues($0.state) }.map(\.id))
             }
             return (plan, owners)
