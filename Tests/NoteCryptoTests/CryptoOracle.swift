@@ -94,7 +94,10 @@ public enum CryptoOracle {
         guard let bytes = referenceDecode(text) else {
             switch result {
             case .failure(.malformed(.noteEnvelope, .notBase64URL)): return nil
-            case .failure(.malformed(.noteEnvelope, .tooLong)) where text.utf8.count / 4 * 3 > maximumEnvelopeBytes: return nil
+            case .failure(.malformed(.noteEnvelope, .tooLong(let length, _))) where length > maximumEnvelopeBytes:
+                // Refused for its length before it was read: as many bytes as its characters can hold.
+                let characters = text.utf8.count
+                return length == characters / 4 * 3 + characters % 4 * 3 / 4 ? nil : "too long at \(length) for \(characters) characters"
             default: return "libsodium refuses \(text) as base64, the envelope reader: \(result)"
             }
         }
