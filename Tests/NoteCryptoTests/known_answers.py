@@ -5,8 +5,8 @@ Argon2id from argon2-cffi (the reference C implementation), BLAKE2b from hashlib
 pycryptodome, X25519 from pycryptodome. Each block follows the layout Docs/SECURITY.md documents, so a test that
 matches these values checks NoteCrypto's layouts as well as its use of libsodium.
 
-    python3 -m venv /tmp/kat && /tmp/kat/bin/pip install pycryptodome argon2-cffi
-    /tmp/kat/bin/python Tests/NoteCryptoTests/known_answers.py
+    python3 -m venv .build/kat-venv && .build/kat-venv/bin/pip install pycryptodome argon2-cffi
+    .build/kat-venv/bin/python Tests/NoteCryptoTests/known_answers.py
 """
 import base64
 import hashlib
