@@ -312,6 +312,9 @@ public final class SyncAPI: Sendable {
                 try await sessions.deleteAccount(decoded, session: session, peer: peer)
                 return WireResponse(status: endpoint.successStatus)
             }
+        case .noteVersions:
+            // Not served yet: this server keeps no history (its `GET /v1/info` has no `history`).
+            .authenticated { request, _ in throw SyncError(.notFound, "No such endpoint: \(request.path).") }
         }
     }
 
