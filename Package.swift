@@ -47,8 +47,9 @@ let package = Package(
         ),
         .executableTarget(name: "miniflake", dependencies: ["MiniFlakeCommand"], path: "Sources/miniflake", swiftSettings: swiftSettings),
         .target(name: "NoteSyncProtocol", dependencies: ["MiniFlake"], path: "Sources/NoteSyncProtocol", swiftSettings: swiftSettings),
-        // The line diff and the three-way merge: the server merges pushed edits, the device shows and merges conflicts.
-        .target(name: "NoteMerge", path: "Sources/NoteMerge", swiftSettings: swiftSettings),
+        // The line diff and the three-way merges (texts, tags, flags): the server merges pushed edits, the device
+        // shows and merges conflicts. Tags are compared by the wire module's TagRules.
+        .target(name: "NoteMerge", dependencies: ["NoteSyncProtocol"], path: "Sources/NoteMerge", swiftSettings: swiftSettings),
         .target(
             name: "SQLiteSupport", dependencies: [.product(name: "GRDB", package: "GRDB.swift")], path: "Sources/SQLiteSupport",
             swiftSettings: swiftSettings),
