@@ -316,8 +316,8 @@ public enum PushPlanner {
             let applied: ChangeStatus = matched ? .reconciled : .updated
             let stored = note
             let labels = Labels(merging: change, onto: note)
-            if note.deleted {
-                // An edit concurrent with a delete wins: restore the note with the pushed text.
+            /// The pushed text, with the merged tags and flags, as the note's next version (restoring a tombstone).
+            func advance() -> ChangeResult {
                 note.text = change.text
                 note.deleted = false
                 note.version += 1
@@ -327,28 +327,17 @@ public enum PushPlanner {
                 write(note, isNew: false)
                 return record(change, status: applied, serverID: note.serverID, version: note.version, note: note)
             }
+            // An edit concurrent with a delete wins: restore the note with the pushed text.
+            if note.deleted { return advance() }
             if ThreeWayMerge.sameBytes(change.text, note.text) {
                 guard labels != Labels(note) else {
                     return record(
                         change, status: matched ? .reconciled : .unchanged, serverID: note.serverID, version: note.version, note: note)
                 }
                 // The text is the note's; the tags or flags changed.
-                note.version += 1
-                note.editedAt = editedAt
-                labels.apply(to: &note)
-                if let refused = overQuota([(note, stored)]) { return refused }
-                write(note, isNew: false)
-                return record(change, status: applied, serverID: note.serverID, version: note.version, note: note)
+                return advance()
             }
-            if baseIsCurrent {
-                note.text = change.text
-                note.version += 1
-                note.editedAt = editedAt
-                labels.apply(to: &note)
-                if let refused = overQuota([(note, stored)]) { return refused }
-                write(note, isNew: false)
-                return record(change, status: applied, serverID: note.serverID, version: note.version, note: note)
-            }
+            if baseIsCurrent { return advance() }
 
             // Concurrent edits.
             switch ThreeWayMerge.merge(base: change.baseText ?? "", ours: note.text, theirs: change.text) {
