@@ -367,48 +367,27 @@ public final class PostgresNoteStore: NoteStore {
     }
 
     public func pruneHistory(savedBefore cutoff: Int64) async throws -> Int {
-        // As pruneAppliedEdits: chunks of 5,000, each locking its accounts' rows first in ID order (as a push does),
-        // then deleting and giving the texts' bytes back. A version with a later one of its note is never its newest.
+        // A version with a later one of its note is never the note's newest.
         let old = """
             FROM note_versions v WHERE v.saved_at < \(cutoff) AND EXISTS (
                 SELECT 1 FROM note_versions w WHERE w.account_id = v.account_id AND w.server_id = v.server_id AND w.version > v.version)
             """
-        var total = 0
-        while true {
-            let deleted = try await transaction { connection in
-                var accounts: [Int64] = []
-                for try await id in try await connection.query(
-                    """
-                    SELECT id FROM accounts WHERE id IN (SELECT v.account_id \(unescaped: old) LIMIT 5000) ORDER BY id FOR UPDATE
-                    """,
-                    logger: self.logger
-                ).decode(Int64.self) {
-                    accounts.append(id)
-                }
-                guard !accounts.isEmpty else { return 0 }
-                var count: Int64 = 0
-                for try await value in try await connection.query(
-                    """
-                    WITH gone AS (
-                        DELETE FROM note_versions WHERE ctid IN (
-                            SELECT v.ctid \(unescaped: old) AND v.account_id = ANY(\(accounts)::int8[]) LIMIT 5000)
-                        RETURNING account_id, octet_length(text) AS b
-                    ), freed AS (
-                        SELECT account_id, SUM(b) AS b, COUNT(*) AS n FROM gone GROUP BY account_id
-                    ), given AS (
-                        UPDATE accounts a SET history_bytes = a.history_bytes - f.b
-                        FROM freed f WHERE a.id = f.account_id AND f.b > 0
-                    )
-                    SELECT COALESCE(SUM(n), 0)::int8 FROM freed
-                    """,
-                    logger: self.logger
-                ).decode(Int64.self) {
-                    count = value
-                }
-                return Int(count)
-            }
-            total += deleted
-            if deleted < 5000 { return total }
+        return try await pruneInChunks(
+            lock: "SELECT id FROM accounts WHERE id IN (SELECT v.account_id \(unescaped: old) LIMIT \(Self.pruneChunk)) ORDER BY id FOR UPDATE"
+        ) { accounts in
+            """
+            WITH gone AS (
+                DELETE FROM note_versions WHERE ctid IN (
+                    SELECT v.ctid \(unescaped: old) AND v.account_id = ANY(\(accounts)::int8[]) LIMIT \(Self.pruneChunk))
+                RETURNING account_id, octet_length(text) AS b
+            ), freed AS (
+                SELECT account_id, SUM(b) AS b, COUNT(*) AS n FROM gone GROUP BY account_id
+            ), given AS (
+                UPDATE accounts a SET history_bytes = a.history_bytes - f.b
+                FROM freed f WHERE a.id = f.account_id AND f.b > 0
+            )
+            SELECT COALESCE(SUM(n), 0)::int8 FROM freed
+            """
         }
     }
 
@@ -431,48 +410,55 @@ public final class PostgresNoteStore: NoteStore {
     }
 
     public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
-        // Chunks of 5,000, each its own short transaction, so no push waits long on them. Each chunk gives its texts'
-        // bytes back to their accounts' running totals. It locks those accounts' rows first, in ID order, as a push
-        // and an account deletion do (account row, then its applied edits), so it never deadlocks with them.
+        try await pruneInChunks(
+            lock: """
+                SELECT id FROM accounts WHERE id IN (
+                    SELECT account_id FROM applied_edits WHERE created_at < \(cutoff) LIMIT \(Self.pruneChunk))
+                ORDER BY id FOR UPDATE
+                """
+        ) { accounts in
+            """
+            WITH gone AS (
+                DELETE FROM applied_edits WHERE ctid IN (
+                    SELECT ctid FROM applied_edits WHERE created_at < \(cutoff) AND account_id = ANY(\(accounts)::int8[])
+                    LIMIT \(Self.pruneChunk))
+                RETURNING account_id, COALESCE(octet_length(text), 0) AS b
+            ), freed AS (
+                SELECT account_id, SUM(b) AS b, COUNT(*) AS n FROM gone GROUP BY account_id
+            ), given AS (
+                UPDATE accounts a SET replay_text_bytes = a.replay_text_bytes - f.b
+                FROM freed f WHERE a.id = f.account_id AND f.b > 0
+            )
+            SELECT COALESCE(SUM(n), 0)::int8 FROM freed
+            """
+        }
+    }
+
+    /// Rows a prune deletes per transaction.
+    private static let pruneChunk: Int64 = 5000
+
+    /// Prunes in chunks of ``pruneChunk`` rows, each its own short transaction, so no push waits long on it, until a
+    /// chunk deletes fewer; answers how many rows it deleted. Each chunk first locks the rows of the accounts it
+    /// touches (`lock`, in ID order, as a push and an account deletion do: account row first), so it never deadlocks
+    /// with them, then runs `delete` with those accounts: it deletes their rows of the chunk, gives the deleted texts'
+    /// bytes back to their accounts' running total, and answers the count.
+    private func pruneInChunks(lock: PostgresQuery, delete: @Sendable ([Int64]) -> PostgresQuery) async throws -> Int {
         var total = 0
         while true {
             let deleted = try await transaction { connection in
                 var accounts: [Int64] = []
-                for try await id in try await connection.query(
-                    """
-                    SELECT id FROM accounts WHERE id IN (
-                        SELECT account_id FROM applied_edits WHERE created_at < \(cutoff) LIMIT 5000)
-                    ORDER BY id FOR UPDATE
-                    """,
-                    logger: self.logger
-                ).decode(Int64.self) {
+                for try await id in try await connection.query(lock, logger: self.logger).decode(Int64.self) {
                     accounts.append(id)
                 }
                 guard !accounts.isEmpty else { return 0 }
                 var count: Int64 = 0
-                for try await value in try await connection.query(
-                    """
-                    WITH gone AS (
-                        DELETE FROM applied_edits WHERE ctid IN (
-                            SELECT ctid FROM applied_edits WHERE created_at < \(cutoff) AND account_id = ANY(\(accounts)::int8[])
-                            LIMIT 5000)
-                        RETURNING account_id, COALESCE(octet_length(text), 0) AS b
-                    ), freed AS (
-                        SELECT account_id, SUM(b) AS b, COUNT(*) AS n FROM gone GROUP BY account_id
-                    ), given AS (
-                        UPDATE accounts a SET replay_text_bytes = a.replay_text_bytes - f.b
-                        FROM freed f WHERE a.id = f.account_id AND f.b > 0
-                    )
-                    SELECT COALESCE(SUM(n), 0)::int8 FROM freed
-                    """,
-                    logger: self.logger
-                ).decode(Int64.self) {
+                for try await value in try await connection.query(delete(accounts), logger: self.logger).decode(Int64.self) {
                     count = value
                 }
                 return Int(count)
             }
             total += deleted
-            if deleted < 5000 { return total }
+            if deleted < Self.pruneChunk { return total }
         }
     }
 

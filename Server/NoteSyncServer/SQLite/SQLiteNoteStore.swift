@@ -368,38 +368,18 @@ public final class SQLiteNoteStore: NoteStore {
     }
 
     public func pruneHistory(savedBefore cutoff: Int64) async throws -> Int {
-        // Chunks of 5,000, each its own short write transaction (as for applied edits), giving the texts' bytes back
-        // to their accounts in the same transaction. A version with a later one of its note is never a note's newest.
-        var total = 0
-        while true {
-            let deleted = try await write { db in
-                var freed: [Int64: Int64] = [:]
-                var count = 0
-                let rows = try Row.fetchCursor(
-                    db.cachedStatement(
-                        sql: """
-                            DELETE FROM note_versions WHERE rowid IN (
-                                SELECT v.rowid FROM note_versions v
-                                WHERE v.saved_at < ? AND EXISTS (
-                                    SELECT 1 FROM note_versions w
-                                    WHERE w.account_id = v.account_id AND w.server_id = v.server_id AND w.version > v.version)
-                                LIMIT 5000)
-                            RETURNING account_id, LENGTH(text)
-                            """),
-                    arguments: [cutoff]
-                )
-                while let row = try rows.next() {
-                    count += 1
-                    let bytes: Int64 = row[1]
-                    if bytes > 0 { freed[row[0], default: 0] += bytes }
-                }
-                let giveBack = try db.cachedStatement(sql: "UPDATE accounts SET history_bytes = history_bytes - ? WHERE id = ?")
-                for (account, bytes) in freed { try giveBack.execute(arguments: [bytes, account]) }
-                return count
-            }
-            total += deleted
-            if deleted < 5000 { return total }
-        }
+        // A version with a later one of its note is never the note's newest.
+        try await pruneInChunks(
+            delete: """
+                DELETE FROM note_versions WHERE rowid IN (
+                    SELECT v.rowid FROM note_versions v
+                    WHERE v.saved_at < ? AND EXISTS (
+                        SELECT 1 FROM note_versions w
+                        WHERE w.account_id = v.account_id AND w.server_id = v.server_id AND w.version > v.version)
+                    LIMIT \(Self.pruneChunk))
+                RETURNING account_id, LENGTH(text)
+                """,
+            cutoff: cutoff, total: "history_bytes")
     }
 
     public func currentChangeSequence(accountID: FlakeID) async throws -> Int64 {
@@ -429,35 +409,41 @@ public final class SQLiteNoteStore: NoteStore {
     }
 
     public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
-        // Chunks of 5,000, each its own short write transaction, so pushes are never held up for long. Each chunk
-        // gives its texts' bytes back to their accounts' running totals in the same transaction.
+        try await pruneInChunks(
+            delete: """
+                DELETE FROM applied_edits WHERE (account_id, edit_id, client_id, origin, pusher) IN (
+                    SELECT account_id, edit_id, client_id, origin, pusher FROM applied_edits
+                    WHERE created_at < ? LIMIT \(Self.pruneChunk))
+                RETURNING account_id, COALESCE(LENGTH(CAST(text AS BLOB)), 0)
+                """,
+            cutoff: cutoff, total: "replay_text_bytes")
+    }
+
+    /// Rows a prune deletes per transaction.
+    private static let pruneChunk = 5000
+
+    /// Prunes in chunks of ``pruneChunk`` rows, each its own short write transaction, so pushes are never held up for
+    /// long, until a chunk deletes fewer; answers how many rows it deleted. `delete` deletes one chunk of the rows
+    /// older than `cutoff` (its one parameter) and returns each deleted row's account and text bytes, which are given
+    /// back to the account's running total `total` (a column of `accounts`) in the same transaction.
+    private func pruneInChunks(delete: String, cutoff: Int64, total column: String) async throws -> Int {
         var total = 0
         while true {
             let deleted = try await write { db in
                 var freed: [Int64: Int64] = [:]
                 var count = 0
-                let rows = try Row.fetchCursor(
-                    db.cachedStatement(
-                        sql: """
-                            DELETE FROM applied_edits WHERE (account_id, edit_id, client_id, origin, pusher) IN (
-                                SELECT account_id, edit_id, client_id, origin, pusher FROM applied_edits
-                                WHERE created_at < ? LIMIT 5000)
-                            RETURNING account_id, COALESCE(LENGTH(CAST(text AS BLOB)), 0)
-                            """),
-                    arguments: [cutoff]
-                )
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: delete), arguments: [cutoff])
                 while let row = try rows.next() {
                     count += 1
                     let bytes: Int64 = row[1]
                     if bytes > 0 { freed[row[0], default: 0] += bytes }
                 }
-                let giveBack = try db.cachedStatement(
-                    sql: "UPDATE accounts SET replay_text_bytes = replay_text_bytes - ? WHERE id = ?")
+                let giveBack = try db.cachedStatement(sql: "UPDATE accounts SET \(column) = \(column) - ? WHERE id = ?")
                 for (account, bytes) in freed { try giveBack.execute(arguments: [bytes, account]) }
                 return count
             }
             total += deleted
-            if deleted < 5000 { return total }
+            if deleted < Self.pruneChunk { return total }
         }
     }
 
