@@ -1,3 +1,5 @@
+import Foundation
+
 /// The HTTP method of an endpoint, as it appears on the wire.
 public enum HTTPMethodName: String, Sendable, CaseIterable {
     case get = "GET"
@@ -37,15 +39,21 @@ public enum Endpoint: String, Sendable, CaseIterable {
     case changePassword
     /// `POST /v1/account/delete`: delete the account, its notes and its sessions ([`DeleteAccountRequest`], 204).
     case deleteAccount
+    /// `GET /v1/notes/{serverID}/versions?after=V&limit=N`: one page of a note's kept versions, oldest first
+    /// ([`NoteVersionsRequest`] → [`NoteVersionsResponse`]); 404 `note_not_found` when the account has no such note.
+    case noteVersions
 
     public var method: HTTPMethodName {
         switch self {
-        case .health, .info, .account, .pull, .sessions: .get
+        case .health, .info, .account, .pull, .sessions, .noteVersions: .get
         case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount: .post
         case .signOut: .delete
         }
     }
 
+    /// The path, or for an endpoint with a path parameter its template, the parameter in braces
+    /// (`/v1/notes/{serverID}/versions`, as OpenAPI writes it): fill it with ``path(parameter:)``, match it with
+    /// ``parameter(in:)``.
     public var path: String {
         switch self {
         case .health: "/healthz"
@@ -61,14 +69,53 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .revokeOtherSessions: "/v1/sessions/revoke-others"
         case .changePassword: "/v1/account/password"
         case .deleteAccount: "/v1/account/delete"
+        case .noteVersions: "/v1/notes/{serverID}/versions"
         }
     }
+
+    /// The name of the path's parameter (`serverID`), nil for a fixed path.
+    public var pathParameter: String? {
+        switch self {
+        case .noteVersions: "serverID"
+        default: nil
+        }
+    }
+
+    /// The path with its parameter filled in (the path itself for a fixed one). The value must be one path segment:
+    /// not empty, no `/`.
+    public func path(parameter value: String) -> String {
+        guard let name = pathParameter else { return path }
+        return path.replacingOccurrences(of: "{\(name)}", with: value)
+    }
+
+    /// Whether `path` is this endpoint's: equal to a fixed path, or the template with one non-empty segment (no `/`)
+    /// where its parameter is. Returns that segment (the empty string for a fixed path), nil when it is not.
+    public func parameter(in path: String) -> Substring? {
+        guard let name = pathParameter else { return path == self.path ? "" : nil }
+        let template = self.path.split(separator: "/", omittingEmptySubsequences: false)
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count == template.count else { return nil }
+        var value: Substring?
+        for (segment, expected) in zip(segments, template) {
+            if expected == "{\(name)}" {
+                guard !segment.isEmpty else { return nil }
+                value = segment
+            } else if segment != expected {
+                return nil
+            }
+        }
+        return value
+    }
+
+    /// Whether `path` is this endpoint's (``parameter(in:)``).
+    public func matches(path: String) -> Bool { parameter(in: path) != nil }
 
     /// Whether the endpoint needs `Authorization: Bearer <token>`.
     public var requiresAuthentication: Bool {
         switch self {
         case .health, .info, .signUp, .signIn: false
-        case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount:
+        case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount,
+            .noteVersions:
             true
         }
     }
@@ -82,9 +129,9 @@ public enum Endpoint: String, Sendable, CaseIterable {
         }
     }
 
-    /// The endpoint for a method and path, if any.
+    /// The endpoint for a method and path, if any (a path with its parameter filled in matches its template).
     public static func matching(method: String, path: String) -> Endpoint? {
-        allCases.first { $0.path == path && $0.method.rawValue == method }
+        allCases.first { $0.method.rawValue == method && $0.matches(path: path) }
     }
 }
 

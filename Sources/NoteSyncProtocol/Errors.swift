@@ -86,6 +86,11 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     /// 404: the session to revoke is not one of this account's (or was already revoked).
     public static let unknownSession = APIErrorCode("unknown_session")
 
+    // History.
+    /// 404: the note whose versions were asked for is not one of this account's (whether or not it exists
+    /// elsewhere).
+    public static let noteNotFound = APIErrorCode("note_not_found")
+
     // Invite codes (sign-up policy `invite`).
     /// 403: this server takes sign-ups only with an invite code from its operator, and the request has none.
     public static let inviteRequired = APIErrorCode("invite_required")
@@ -101,7 +106,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidHTTP, .headersTooLarge,
         .signUpClosed, .accountDisabled, .quotaExceeded, .wrongPassword, .unknownSession,
         .invalidWait, .tooManyWaiters,
-        .inviteRequired, .invalidInvite,
+        .inviteRequired, .invalidInvite, .noteNotFound,
     ]
 
     /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
@@ -114,7 +119,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         switch self {
         case .unauthorized, .invalidCredentials: 401
         case .signUpClosed, .accountDisabled, .wrongPassword, .inviteRequired, .invalidInvite: 403
-        case .notFound, .unknownSession: 404
+        case .notFound, .unknownSession, .noteNotFound: 404
         case .methodNotAllowed: 405
         case .usernameTaken: 409
         case .bodyTooLarge, .batchTooLarge: 413

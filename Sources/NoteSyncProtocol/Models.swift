@@ -111,15 +111,22 @@ public struct StorageUsage: Codable, Sendable, Equatable {
     public var replayTextBytes: Int64?
     /// The most notes the account may store (a change needing more is rejected `quota_exceeded`).
     public var maxNotes: Int64
-    /// The most bytes the account may store: ``textBytes`` plus ``replayTextBytes``.
+    /// UTF-8 bytes of the texts of the notes' versions the server keeps (`GET /v1/notes/{serverID}/versions`, for
+    /// the daemon's `--history-days`). Absent from servers older than this field.
+    public var historyBytes: Int64?
+    /// The most bytes the account may store: ``textBytes`` plus ``replayTextBytes`` plus ``historyBytes``.
     public var maxTextBytes: Int64
 
-    public enum CodingKeys: String, WireKey { case notes, textBytes, replayTextBytes, maxNotes, maxTextBytes }
+    public enum CodingKeys: String, WireKey { case notes, textBytes, replayTextBytes, historyBytes, maxNotes, maxTextBytes }
 
-    public init(notes: Int64, textBytes: Int64, replayTextBytes: Int64? = nil, maxNotes: Int64, maxTextBytes: Int64) {
+    public init(
+        notes: Int64, textBytes: Int64, replayTextBytes: Int64? = nil, historyBytes: Int64? = nil, maxNotes: Int64,
+        maxTextBytes: Int64
+    ) {
         self.notes = notes
         self.textBytes = textBytes
         self.replayTextBytes = replayTextBytes
+        self.historyBytes = historyBytes
         self.maxNotes = maxNotes
         self.maxTextBytes = maxTextBytes
     }
@@ -233,6 +240,12 @@ public struct DeleteAccountRequest: Codable, Sendable, Equatable {
 /// device's installation ID. `serverID` is the server's canonical ID when the client knows it (it forgets it on
 /// sign-out). The base (`baseVersion`, `baseText`) is what the client last synced of this note; with it the server
 /// tells a fast-forward from a concurrent edit, and merges or keeps both instead of overwriting.
+///
+/// Tags and flags (`tags`, `pinned`, `archived`) travel beside the text, each with its own base (`baseTags`,
+/// `basePinned`, `baseArchived`: what this device last synced of the note). A field left out leaves that part of the
+/// note as the server has it, so a client that knows nothing of tags keeps working. The server merges each three-way
+/// against its base (`TagMerge`, `FlagMerge`): `tags` without `baseTags` has the empty set as its base (a note never
+/// synced here: nothing the server has is removed); `pinned` or `archived` without its base wins.
 public struct NoteChange: Codable, Sendable, Equatable {
     /// The note's client ID (minted on the creating device).
     public var clientID: FlakeID
@@ -253,10 +266,26 @@ public struct NoteChange: Codable, Sendable, Equatable {
     /// When the edit was made, by the editing device's clock (``WireTime`` form): informational, shown to people,
     /// never used for ordering or deciding anything. Absent (older clients): the server stores its own time.
     public var editedAt: String?
+    /// The note's tags after the edit (display forms, any order, a valid set under ``TagRules``); nil leaves the
+    /// server's tags as they are.
+    public var tags: [String]?
+    /// Whether the note is pinned after the edit; nil leaves it as the server has it.
+    public var pinned: Bool?
+    /// Whether the note is archived after the edit; nil leaves it as the server has it.
+    public var archived: Bool?
+    /// The tags this device last synced of the note; nil with `tags` present means the empty set.
+    public var baseTags: [String]?
+    /// The pin this device last synced of the note; nil with `pinned` present lets this change's value win.
+    public var basePinned: Bool?
+    /// The archived flag this device last synced of the note; nil with `archived` present lets this change's value
+    /// win.
+    public var baseArchived: Bool?
 
     public init(
         clientID: FlakeID, origin: FlakeID, serverID: FlakeID? = nil, editID: FlakeID, text: String,
-        deleted: Bool = false, baseVersion: Int64? = nil, baseText: String? = nil, editedAt: String? = nil
+        deleted: Bool = false, baseVersion: Int64? = nil, baseText: String? = nil, editedAt: String? = nil,
+        tags: [String]? = nil, pinned: Bool? = nil, archived: Bool? = nil,
+        baseTags: [String]? = nil, basePinned: Bool? = nil, baseArchived: Bool? = nil
     ) {
         self.clientID = clientID
         self.origin = origin
@@ -267,10 +296,17 @@ public struct NoteChange: Codable, Sendable, Equatable {
         self.baseVersion = baseVersion
         self.baseText = baseText
         self.editedAt = editedAt
+        self.tags = tags
+        self.pinned = pinned
+        self.archived = archived
+        self.baseTags = baseTags
+        self.basePinned = basePinned
+        self.baseArchived = baseArchived
     }
 
     public enum CodingKeys: String, WireKey {
         case clientID, origin, serverID, editID, text, deleted, baseVersion, baseText, editedAt
+        case tags, pinned, archived, baseTags, basePinned, baseArchived
         public var isID: Bool { self == .clientID || self == .origin || self == .serverID || self == .editID }
     }
     public init(from decoder: any Decoder) throws {
@@ -291,6 +327,12 @@ public struct NoteChange: Codable, Sendable, Equatable {
                     codingPath: c.codingPath + [CodingKeys.editedAt],
                     debugDescription: "not a time in the form 2026-11-22T10:15:30.123Z"))
         }
+        tags = try c.decodeTagsIfPresent(forKey: .tags)
+        pinned = try c.decodeIfPresentRefusingNull(Bool.self, forKey: .pinned)
+        archived = try c.decodeIfPresentRefusingNull(Bool.self, forKey: .archived)
+        baseTags = try c.decodeTagsIfPresent(forKey: .baseTags)
+        basePinned = try c.decodeIfPresentRefusingNull(Bool.self, forKey: .basePinned)
+        baseArchived = try c.decodeIfPresentRefusingNull(Bool.self, forKey: .baseArchived)
     }
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -303,6 +345,12 @@ public struct NoteChange: Codable, Sendable, Equatable {
         try c.encodeIfPresent(baseVersion, forKey: .baseVersion)
         try c.encodeIfPresent(baseText, forKey: .baseText)
         try c.encodeIfPresent(editedAt, forKey: .editedAt)
+        try c.encodeIfPresent(tags, forKey: .tags)
+        try c.encodeIfPresent(pinned, forKey: .pinned)
+        try c.encodeIfPresent(archived, forKey: .archived)
+        try c.encodeIfPresent(baseTags, forKey: .baseTags)
+        try c.encodeIfPresent(basePinned, forKey: .basePinned)
+        try c.encodeIfPresent(baseArchived, forKey: .baseArchived)
     }
 }
 
@@ -369,6 +417,14 @@ public struct ChangeResult: Codable, Sendable, Equatable {
     public var version: Int64?
     /// The note's text after this change, when it differs from the pushed text (`merged`, `conflict`, `kept`).
     public var text: String?
+    /// The note's tags after this change (display forms, in ``TagRules/sorted(_:)`` order), when the change carried
+    /// `tags` and the note's differ from them: merged with another device's change, or (`conflict`, `kept`) the
+    /// note's own. Absent when the note holds the pushed set, and from older servers.
+    public var tags: [String]?
+    /// The note's pin after this change, when the change carried `pinned` and the note's differs from it.
+    public var pinned: Bool?
+    /// The note's archived flag after this change, when the change carried `archived` and the note's differs from it.
+    public var archived: Bool?
     /// Present for `conflict`: the note that now holds the pushed text.
     public var conflict: ConflictCopy?
     /// True when this edit ID had already been applied: the stored outcome is returned again, nothing is re-applied.
@@ -378,7 +434,8 @@ public struct ChangeResult: Codable, Sendable, Equatable {
 
     public init(
         clientID: FlakeID, editID: FlakeID, status: ChangeStatus, serverID: FlakeID? = nil, version: Int64? = nil,
-        text: String? = nil, conflict: ConflictCopy? = nil, replayed: Bool = false, error: APIErrorBody? = nil
+        text: String? = nil, tags: [String]? = nil, pinned: Bool? = nil, archived: Bool? = nil,
+        conflict: ConflictCopy? = nil, replayed: Bool = false, error: APIErrorBody? = nil
     ) {
         self.clientID = clientID
         self.editID = editID
@@ -386,12 +443,17 @@ public struct ChangeResult: Codable, Sendable, Equatable {
         self.serverID = serverID
         self.version = version
         self.text = text
+        self.tags = tags
+        self.pinned = pinned
+        self.archived = archived
         self.conflict = conflict
         self.replayed = replayed
         self.error = error
     }
 
-    public enum CodingKeys: String, WireKey { case clientID, editID, status, serverID, version, text, conflict, replayed, error }
+    public enum CodingKeys: String, WireKey {
+        case clientID, editID, status, serverID, version, text, tags, pinned, archived, conflict, replayed, error
+    }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         clientID = try c.decode(FlakeID.self, forKey: .clientID)
@@ -400,6 +462,9 @@ public struct ChangeResult: Codable, Sendable, Equatable {
         serverID = try c.decodeIfPresent(FlakeID.self, forKey: .serverID)
         version = try c.decodeIfPresent(Int64.self, forKey: .version)
         text = try c.decodeIfPresent(String.self, forKey: .text)
+        tags = try c.decodeIfPresent([String].self, forKey: .tags)
+        pinned = try c.decodeIfPresent(Bool.self, forKey: .pinned)
+        archived = try c.decodeIfPresent(Bool.self, forKey: .archived)
         conflict = try c.decodeIfPresent(ConflictCopy.self, forKey: .conflict)
         replayed = try c.decodeIfPresent(Bool.self, forKey: .replayed) ?? false
         error = try c.decodeIfPresent(APIErrorBody.self, forKey: .error)
@@ -474,15 +539,26 @@ public struct NoteRecord: Codable, Sendable, Equatable {
     /// ``NoteChange/editedAt``; the server's time for a change that carried none). Informational, like `updatedAt`:
     /// what clients show, so every device shows the same time. Absent from older servers.
     public var editedAt: String?
+    /// The note's tags (display forms, in ``TagRules/sorted(_:)`` order; `[]` for none). Always written by this
+    /// server; nil when absent (an older server): the client keeps the tags it has.
+    public var tags: [String]?
+    /// Whether the note is pinned. Always written by this server; nil when absent (an older server).
+    public var pinned: Bool?
+    /// Whether the note is archived. Always written by this server; nil when absent (an older server).
+    public var archived: Bool?
 
     public enum CodingKeys: String, WireKey {
-        case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt, editedAt
+        case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt, editedAt, tags, pinned, archived
     }
 
     public init(
         serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String, deleted: Bool,
-        conflictOf: FlakeID? = nil, updatedAt: String, editedAt: String? = nil
+        conflictOf: FlakeID? = nil, updatedAt: String, editedAt: String? = nil, tags: [String]? = nil,
+        pinned: Bool? = nil, archived: Bool? = nil
     ) {
+        self.tags = tags
+        self.pinned = pinned
+        self.archived = archived
         self.serverID = serverID
         self.clientID = clientID
         self.origin = origin
@@ -528,13 +604,20 @@ public struct ServerInfo: Codable, Sendable, Equatable {
     public var limits: SyncLimits
     /// The limits of waiting pulls; absent when the server does not hold pulls open (`wait` is then ignored).
     public var live: LiveLimits?
+    /// The note history's retention and page limits; absent from servers that keep no history
+    /// (`GET /v1/notes/{serverID}/versions` is then 404 `not_found`).
+    public var history: HistoryLimits?
 
-    public init(name: String = "notesyncd", version: String, protocolVersion: Int = 1, limits: SyncLimits, live: LiveLimits? = nil) {
+    public init(
+        name: String = "notesyncd", version: String, protocolVersion: Int = 1, limits: SyncLimits, live: LiveLimits? = nil,
+        history: HistoryLimits? = nil
+    ) {
         self.name = name
         self.version = version
         self.protocolVersion = protocolVersion
         self.limits = limits
         self.live = live
+        self.history = history
     }
 }
 

@@ -45,7 +45,10 @@ struct PullCodecTests {
                     text: (0..<Int(rng.next() % 20)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined(),
                     deleted: rng.next() % 2 == 0, conflictOf: rng.next() % 3 == 0 ? id(Int64(index + 7)) : nil,
                     updatedAt: WireTime.format(unixMilliseconds: testEpoch + Int64(rng.next() % 3) * 1_000_003),
-                    editedAt: rng.next() % 3 == 0 ? nil : WireTime.format(unixMilliseconds: testEpoch - Int64(rng.next() % 3) * 7_000_001))
+                    editedAt: rng.next() % 3 == 0 ? nil : WireTime.format(unixMilliseconds: testEpoch - Int64(rng.next() % 3) * 7_000_001),
+                    tags: rng.next() % 4 == 0 ? nil : PushCodecTests.randomTags(&rng),
+                    pinned: rng.next() % 4 == 0 ? nil : rng.next() % 2 == 0,
+                    archived: rng.next() % 4 == 0 ? nil : rng.next() % 2 == 0)
             }
             let response = PullResponse(
                 changes: records, cursor: SyncCursor(sequence: Int64(rng.next() % 100)), hasMore: rng.next() % 2 == 0,
@@ -137,6 +140,23 @@ struct PushCodecTests {
         (0..<Int(rng.next() % 20)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined()
     }
 
+    /// Tags with distinct keys (each display form possibly another case of it): letters of several scripts, marks,
+    /// digits, the four punctuation characters, and the longest name.
+    static let tagPool: [String] = [
+        "work", "idea", "é", "e\u{301}x", "a/b", "v1.2", "日本", "x_y-z", "Ünï", "हिंदी", "٣٤", String(repeating: "z", count: 64),
+    ]
+
+    /// A valid set of tags (possibly empty), in random order.
+    static func randomTags(_ rng: inout SplitMix64) -> [String] {
+        var pool = tagPool
+        var tags: [String] = []
+        for _ in 0..<Int(rng.next() % 5) {
+            let tag = pool.remove(at: Int(rng.next() % UInt64(pool.count)))
+            tags.append(rng.next() % 3 == 0 ? tag.uppercased() : tag)
+        }
+        return tags
+    }
+
     static func randomRequest(_ rng: inout SplitMix64) -> PushRequest {
         PushRequest(changes: (0..<Int(rng.next() % 6)).map { _ in
             NoteChange(
@@ -145,7 +165,11 @@ struct PushCodecTests {
                 text: randomText(&rng), deleted: rng.next() % 3 == 0,
                 baseVersion: rng.next() % 2 == 0 ? Int64(rng.next() % 1000) - 1 : nil,
                 baseText: rng.next() % 2 == 0 ? randomText(&rng) : nil,
-                editedAt: rng.next() % 2 == 0 ? WireTime.format(unixMilliseconds: testEpoch + Int64(rng.next() % 1_000_000_000)) : nil)
+                editedAt: rng.next() % 2 == 0 ? WireTime.format(unixMilliseconds: testEpoch + Int64(rng.next() % 1_000_000_000)) : nil,
+                tags: rng.next() % 2 == 0 ? randomTags(&rng) : nil, pinned: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil,
+                archived: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil,
+                baseTags: rng.next() % 2 == 0 ? randomTags(&rng) : nil, basePinned: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil,
+                baseArchived: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil)
         })
     }
 
@@ -206,6 +230,29 @@ struct PushCodecTests {
         #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x"}]} x"#,
         #"{"changes":[],"accountID":"2"}"#, #"{"changes":[],"changes":[]}"#, #"{"changes":null}"#, #"{"changes":{}}"#,
         #"{"changes":"#, "", "null", "[]", "{}", "{\"changes\":[{\"clientID\":\"1\",\"origin\":\"11\",\"editID\":\"5\",\"text\":\"a\u{1}\"}]}",
+        // Tags and flags.
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["work","a/b"],"pinned":true,"archived":false,"baseTags":[],"basePinned":false,"baseArchived":false}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[ "W\u00f6rk" , "\u65e5\u672c" ]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["Work","work"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["caf\u00e9","cafe\u0301"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["two words"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["/root"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["end."]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[""]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["\u0301a"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseTags":["ok","not ok"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[7]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":"work"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":null}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[null]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["a",]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[],"tags":[]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","pinned":null}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","archived":1}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","basePinned":"true"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["\#(String(repeating: "a", count: 65))"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[\#((0..<51).map { "\"t\($0)\"" }.joined(separator: ","))]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[\#((0..<50).map { "\"t\($0)\"" }.joined(separator: ","))]}]}"#,
     ]
 
     @Test func agreesWithJSONDecoderOnHostileBodies() throws {
@@ -223,6 +270,41 @@ struct PushCodecTests {
             let answered = Result { () throws(APIErrorBody) in try PushRequest.decodeBody(body) }
             #expect(answered == reference, "\(text)")
         }
+    }
+
+    /// A set of tags that breaks the rules is refused `invalid_field`, naming the tag (or the set), with the rule,
+    /// by both paths; the fast path gives up on it and never accepts it.
+    @Test(arguments: [
+        (#"["ok","two words"]"#, "tags[1]"), (#"["Work","work"]"#, "tags[1]"), (#"["café","cafe\u0301"]"#, "tags[1]"),
+        (#"["/a"]"#, "tags[0]"), (#"["a."]"#, "tags[0]"), (#"[""]"#, "tags[0]"), (#"["x\u0000"]"#, "tags[0]"),
+        (#"["\#(String(repeating: "é", count: 33))"]"#, "tags[0]"),
+        (#"[\#((0...TagRules.maxTagsPerNote).map { "\"t\($0)\"" }.joined(separator: ","))]"#, "tags"),
+    ])
+    func invalidTagsAreRefusedNamingTheTag(_ tags: String, _ field: String) throws {
+        for key in ["tags", "baseTags"] {
+            let body = Data(#"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x"},{"clientID":"1","origin":"11","editID":"6","text":"x","\#(key)":\#(tags)}]}"#.utf8)
+            #expect(PushRequest.fastDecode(body) == nil)
+            guard case .failure(let error) = Self.reference(body) else {
+                Issue.record("JSONDecoder accepted \(key) \(tags)")
+                continue
+            }
+            let expected = "changes[1]." + field.replacingOccurrences(of: "tags", with: key)
+            #expect(error.code == .invalidField && error.field == expected, "\(error)")
+            #expect(error.message.hasPrefix(expected + ": A "), "the message states the rule: \(error.message)")
+            #expect(Result { () throws(APIErrorBody) in try PushRequest.decodeBody(body) } == .failure(error))
+        }
+    }
+
+    /// Tags and flags are optional, each on its own: absent stays nil (the server leaves that part as it is).
+    @Test func tagsAndFlagsAreOptionalEachOnItsOwn() throws {
+        let absent = Data(#"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x"}]}"#.utf8)
+        let change = try #require(PushRequest.fastDecode(absent)?.changes.first)
+        #expect(change.tags == nil && change.pinned == nil && change.archived == nil)
+        #expect(change.baseTags == nil && change.basePinned == nil && change.baseArchived == nil)
+        let some = Data(#"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[],"archived":true,"baseTags":["Work"]}]}"#.utf8)
+        let read = try #require(PushRequest.fastDecode(some)?.changes.first)
+        #expect(read.tags == [] && read.pinned == nil && read.archived == true && read.baseTags == ["Work"] && read.basePinned == nil)
+        #expect(try PushRequest.decodeBody(some).changes.first == read)
     }
 
     /// `editedAt` is optional; one that is not a protocol time is refused, naming the field, by both paths.
@@ -255,6 +337,8 @@ struct PushCodecTests {
                     serverID: rng.next() % 2 == 0 ? id(Int64(rng.next() >> 2) | 1) : nil,
                     version: rng.next() % 2 == 0 ? Int64(rng.next() % 100) : nil,
                     text: rng.next() % 2 == 0 ? Self.randomText(&rng) : nil,
+                    tags: rng.next() % 3 == 0 ? Self.randomTags(&rng) : nil, pinned: rng.next() % 4 == 0 ? rng.next() % 2 == 0 : nil,
+                    archived: rng.next() % 4 == 0 ? rng.next() % 2 == 0 : nil,
                     conflict: rng.next() % 3 == 0 ? ConflictCopy(serverID: id(Int64(rng.next() >> 3) | 1), clientID: id(7)) : nil,
                     replayed: rng.next() % 2 == 0,
                     error: rng.next() % 4 == 0
@@ -329,6 +413,11 @@ struct ClientCodecTests {
         #"{"results":[{"clientID":"1","editID":"5","status":"created","version":1.5}]}"#,
         #"{"results":[{"clientID":"1","editID":"5","status":"created","text":"\ud83d"}]}"#,
         #"{"results":[{"clientID":"1","editID":"5","status":"created","conflict":{"serverID":"12"}}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","serverID":"9","version":4,"tags":["Work","a/b"],"pinned":true,"archived":false,"replayed":false}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","tags":null,"pinned":null,"archived":null}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","tags":[1]}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","tags":["\ud83d"]}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","pinned":"yes"}]}"#,
         #"{"results":[{"clientID":"1","status":"created"}]}"#, #"{"results":[{}]}"#, #"{"results":null}"#, #"{"results":[],}"#,
         #"{"results":[]} x"#, "", "null", "[]", "{}",
     ]
@@ -343,6 +432,12 @@ struct ClientCodecTests {
         #"{"changes":[],"cursor":"3","hasMore":false}"#, #"{"changes":[],"cursor":"c03","hasMore":false}"#,
         #"{"changes":[],"cursor":"c1","hasMore":false,"hasMore":true}"#, #"{"changes":[],"cursor":"c1"}"#,
         #"{"changes":[],"cursor":"c1","hasMore":false,"next":"later"}"#, "", "{}",
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","tags":["Work","日本"],"pinned":true,"archived":false}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","tags":[],"pinned":false,"archived":true}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","tags":null,"pinned":null,"archived":null}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","tags":"Work"}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","tags":["a","b",]}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","pinned":1}],"cursor":"c3","hasMore":false}"#,
     ]
 
     @Test func answersAgreeWithJSONDecoder() throws {

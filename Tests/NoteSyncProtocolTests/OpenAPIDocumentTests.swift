@@ -77,6 +77,7 @@ import Yams
             "DeleteAccountRequest": { try JSONDecoder().decode(DeleteAccountRequest.self, from: $0) },
             "SignUpWithInviteRequest": { try JSONDecoder().decode(SignUpRequest.self, from: $0) },
             "ErrorInvalidInvite": { try JSONDecoder().decode(APIErrorBody.self, from: $0) },
+            "NoteVersionsResponse": { try JSONDecoder().decode(NoteVersionsResponse.self, from: $0) },
         ]
         #expect(Set(examples.keys) == Set(decoders.keys), "every example needs a decoder here, and vice versa")
         for (name, example) in examples {

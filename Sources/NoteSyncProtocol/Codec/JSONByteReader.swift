@@ -233,6 +233,12 @@ extension JSONByteReader {
         }
     }
 
+    /// Reads an array of strings (nil gives up).
+    @inlinable
+    public mutating func strings() -> [String]? {
+        array { $0.string() }
+    }
+
     /// Reads `null` (leaving `value` nil) or a value read by `read`; false gives up.
     @inlinable
     public mutating func optional<Value>(_ value: inout Value?, _ read: (inout JSONByteReader) -> Value?) -> Bool {

@@ -162,6 +162,16 @@ extension JSONBytes {
         }
         append(UInt8(ascii: "\""))
     }
+
+    /// A JSON array of strings, each as ``string(_:)`` writes it.
+    @inlinable public func strings(_ values: [String]) {
+        append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { append(UInt8(ascii: ",")) }
+            string(value)
+        }
+        append(UInt8(ascii: "]"))
+    }
 }
 
 /// The value writers, for the writer types that hold a ``JSONBytes`` (each call goes straight to the buffer's own
@@ -176,4 +186,6 @@ extension JSONByteWriting {
     @inlinable public func integer(_ value: Int64) { bytes.integer(value) }
     /// A JSON string (``JSONBytes/string(_:)``).
     @inlinable public func string(_ text: String) { bytes.string(text) }
+    /// A JSON array of strings (``JSONBytes/strings(_:)``).
+    @inlinable public func strings(_ values: [String]) { bytes.strings(values) }
 }

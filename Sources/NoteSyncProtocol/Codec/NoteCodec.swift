@@ -18,7 +18,8 @@ enum NoteKeys {
 extension NoteChange {
     /// The JSON `WireJSON.encoder()` writes for this change (the same bytes, in its encoding order).
     public func encodedJSON() -> Data {
-        let writer = Writer(bytes: JSONBytes(capacity: 200 + text.utf8.count + (baseText?.utf8.count ?? 0)))
+        let tagBytes = (tags ?? []).reduce(0) { $0 + $1.utf8.count + 3 } + (baseTags ?? []).reduce(0) { $0 + $1.utf8.count + 3 }
+        let writer = Writer(bytes: JSONBytes(capacity: 200 + text.utf8.count + (baseText?.utf8.count ?? 0) + tagBytes))
         writer.change(self)
         return writer.bytes.takeData()
     }
@@ -55,15 +56,44 @@ extension NoteChange {
                 field(keys.quoted(.editedAt))
                 string(editedAt)
             }
+            if let tags = change.tags {
+                field(keys.quoted(.tags))
+                strings(tags)
+            }
+            if let pinned = change.pinned {
+                field(keys.quoted(.pinned))
+                bool(pinned)
+            }
+            if let archived = change.archived {
+                field(keys.quoted(.archived))
+                bool(archived)
+            }
+            if let baseTags = change.baseTags {
+                field(keys.quoted(.baseTags))
+                strings(baseTags)
+            }
+            if let basePinned = change.basePinned {
+                field(keys.quoted(.basePinned))
+                bool(basePinned)
+            }
+            if let baseArchived = change.baseArchived {
+                field(keys.quoted(.baseArchived))
+                bool(baseArchived)
+            }
             bytes.append(UInt8(ascii: "}"))
         }
     }
 
     /// Reads one change in the common shape (string IDs, known keys once each). `null` is refused for every field
-    /// (the protocol answers it `invalid_json`), so the reader gives up on it and `JSONDecoder` refuses it.
+    /// (the protocol answers it `invalid_json`), so the reader gives up on it and `JSONDecoder` refuses it; so it does
+    /// on a set of tags that breaks ``TagRules`` (`invalid_field`).
     static func read(_ reader: inout JSONByteReader) -> NoteChange? {
         var clientID: FlakeID?, origin: FlakeID?, serverID: FlakeID?, editID: FlakeID?
         var text: String?, deleted: Bool?, baseVersion: Int64?, baseText: String?, editedAt: String?
+        var tags: [String]?, pinned: Bool?, archived: Bool?, baseTags: [String]?, basePinned: Bool?, baseArchived: Bool?
+        func validTags(_ reader: inout JSONByteReader) -> [String]? {
+            reader.strings().flatMap { TagRules.violation(in: $0) == nil ? $0 : nil }
+        }
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = NoteKeys.change.match(name), seen & bit == 0 else { return false }
@@ -81,12 +111,20 @@ extension NoteChange {
             case .editedAt:
                 editedAt = reader.string().flatMap { WireTime.parse($0) == nil ? nil : $0 }
                 return editedAt != nil
+            case .tags: tags = validTags(&reader); return tags != nil
+            case .pinned: pinned = reader.bool(); return pinned != nil
+            case .archived: archived = reader.bool(); return archived != nil
+            case .baseTags: baseTags = validTags(&reader); return baseTags != nil
+            case .basePinned: basePinned = reader.bool(); return basePinned != nil
+            case .baseArchived: baseArchived = reader.bool(); return baseArchived != nil
             }
         }
         guard complete, let clientID, let origin, let editID, let text else { return nil }
         return NoteChange(
             clientID: clientID, origin: origin, serverID: serverID, editID: editID, text: text,
-            deleted: deleted ?? false, baseVersion: baseVersion, baseText: baseText, editedAt: editedAt)
+            deleted: deleted ?? false, baseVersion: baseVersion, baseText: baseText, editedAt: editedAt,
+            tags: tags, pinned: pinned, archived: archived, baseTags: baseTags, basePinned: basePinned,
+            baseArchived: baseArchived)
     }
 }
 
@@ -114,6 +152,9 @@ extension NoteRecord {
         private static let conflictOf = NoteKeys.record.quoted(.conflictOf)
         private static let updatedAt = NoteKeys.record.quoted(.updatedAt)
         private static let editedAt = NoteKeys.record.quoted(.editedAt)
+        private static let tags = NoteKeys.record.quoted(.tags)
+        private static let pinned = NoteKeys.record.quoted(.pinned)
+        private static let archived = NoteKeys.record.quoted(.archived)
 
         mutating func record(_ record: NoteRecord) {
             bytes.append(UInt8(ascii: "{"))
@@ -139,6 +180,18 @@ extension NoteRecord {
                 field(Self.editedAt)
                 time(editedAt)
             }
+            if let tags = record.tags {
+                field(Self.tags)
+                strings(tags)
+            }
+            if let pinned = record.pinned {
+                field(Self.pinned)
+                bool(pinned)
+            }
+            if let archived = record.archived {
+                field(Self.archived)
+                bool(archived)
+            }
             bytes.append(UInt8(ascii: "}"))
         }
 
@@ -158,6 +211,7 @@ extension NoteRecord {
     static func read(_ reader: inout JSONByteReader) -> NoteRecord? {
         var serverID: FlakeID?, clientID: FlakeID?, origin: FlakeID?, version: Int64?, text: String?, deleted: Bool?
         var conflictOf: FlakeID?, updatedAt: String?, editedAt: String?
+        var tags: [String]?, pinned: Bool?, archived: Bool?
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = NoteKeys.record.match(name), seen & bit == 0 else { return false }
@@ -172,12 +226,16 @@ extension NoteRecord {
             case .conflictOf: return reader.optional(&conflictOf) { $0.id() }
             case .updatedAt: updatedAt = reader.string(); return updatedAt != nil
             case .editedAt: return reader.optional(&editedAt) { $0.string() }
+            case .tags: return reader.optional(&tags) { $0.strings() }
+            case .pinned: return reader.optional(&pinned) { $0.bool() }
+            case .archived: return reader.optional(&archived) { $0.bool() }
             }
         }
         guard complete, let serverID, let clientID, let origin, let version, let text, let deleted, let updatedAt
         else { return nil }
         return NoteRecord(
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
-            conflictOf: conflictOf, updatedAt: updatedAt, editedAt: editedAt)
+            conflictOf: conflictOf, updatedAt: updatedAt, editedAt: editedAt, tags: tags, pinned: pinned,
+            archived: archived)
     }
 }

@@ -70,7 +70,10 @@ extension PushResponse: WireFastDecodable {
     /// The JSON `WireJSON.encoder()` writes for this answer (the same bytes).
     public func encodedJSON() -> Data {
         var estimate = 16
-        for result in results { estimate += 160 + (result.text?.utf8.count ?? 0) + (result.error?.message.utf8.count ?? 0) }
+        for result in results {
+            estimate += 160 + (result.text?.utf8.count ?? 0) + (result.error?.message.utf8.count ?? 0)
+                + (result.tags?.reduce(16) { $0 + $1.utf8.count + 3 } ?? 0)
+        }
         let writer = ResultWriter(bytes: JSONBytes(capacity: estimate))
         writer.bytes.append(UInt8(ascii: "{"))
         writer.field(PushKeys.response.quoted(.results), first: true)
@@ -121,6 +124,18 @@ extension PushResponse: WireFastDecodable {
                 field(keys.quoted(.text))
                 string(text)
             }
+            if let tags = result.tags {
+                field(keys.quoted(.tags))
+                strings(tags)
+            }
+            if let pinned = result.pinned {
+                field(keys.quoted(.pinned))
+                bool(pinned)
+            }
+            if let archived = result.archived {
+                field(keys.quoted(.archived))
+                bool(archived)
+            }
             if let conflict = result.conflict {
                 field(keys.quoted(.conflict))
                 bytes.append(UInt8(ascii: "{"))
@@ -154,6 +169,7 @@ extension ChangeResult {
     static func read(_ reader: inout JSONByteReader) -> ChangeResult? {
         var clientID: FlakeID?, editID: FlakeID?, status: ChangeStatus?, serverID: FlakeID?, version: Int64?
         var text: String?, conflict: ConflictCopy?, replayed: Bool?, error: APIErrorBody?
+        var tags: [String]?, pinned: Bool?, archived: Bool?
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = PushKeys.result.match(name), seen & bit == 0 else { return false }
@@ -165,6 +181,9 @@ extension ChangeResult {
             case .serverID: return reader.optional(&serverID) { $0.id() }
             case .version: return reader.optional(&version) { $0.integer() }
             case .text: return reader.optional(&text) { $0.string() }
+            case .tags: return reader.optional(&tags) { $0.strings() }
+            case .pinned: return reader.optional(&pinned) { $0.bool() }
+            case .archived: return reader.optional(&archived) { $0.bool() }
             case .conflict: return reader.optional(&conflict) { ConflictCopy.read(&$0) }
             case .replayed: return reader.optional(&replayed) { $0.bool() }
             case .error: return reader.optional(&error) { APIErrorBody.read(&$0) }
@@ -173,7 +192,7 @@ extension ChangeResult {
         guard complete, let clientID, let editID, let status else { return nil }
         return ChangeResult(
             clientID: clientID, editID: editID, status: status, serverID: serverID, version: version, text: text,
-            conflict: conflict, replayed: replayed ?? false, error: error)
+            tags: tags, pinned: pinned, archived: archived, conflict: conflict, replayed: replayed ?? false, error: error)
     }
 }
 

@@ -10,6 +10,22 @@ public struct UnknownFieldError: Error, Sendable, CustomStringConvertible {
     public var description: String { path.isEmpty ? "unknown field '\(field)'" : "unknown field '\(field)' in \(path)" }
 }
 
+/// The underlying error of a request field whose value breaks a documented rule (a tag's characters, say): the
+/// protocol answers it `invalid_field`, naming the field, with this message (see ``WireJSON/errorBody(for:)``).
+struct FieldRuleError: Error, Sendable {
+    /// A sentence stating the rule broken.
+    var message: String
+}
+
+/// A coding key for an array element, so that a field path names it (`changes[3].tags[1]`).
+struct IndexCodingKey: CodingKey {
+    var intValue: Int?
+    var stringValue: String { "Index \(intValue ?? 0)" }
+    init(_ index: Int) { intValue = index }
+    init?(intValue: Int) { self.intValue = intValue }
+    init?(stringValue: String) { nil }
+}
+
 /// A coding key for any string, used to list a container's keys.
 struct AnyCodingKey: CodingKey {
     var stringValue: String
@@ -52,5 +68,17 @@ extension KeyedDecodingContainer {
     func decodeIfPresentRefusingNull<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard contains(key) else { return nil }
         return try decode(type, forKey: key)
+    }
+
+    /// The value of an optional request field holding a set of tags: nil when absent, `null` refused, and a set
+    /// breaking ``TagRules`` refused as `invalid_field` naming the offending tag (`changes[3].tags[1]`).
+    func decodeTagsIfPresent(forKey key: Key) throws -> [String]? {
+        guard let tags = try decodeIfPresentRefusingNull([String].self, forKey: key) else { return nil }
+        if let violation = TagRules.violation(in: tags) {
+            let path = codingPath + [key] + (violation.index.map { [IndexCodingKey($0)] } ?? [])
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: path, debugDescription: violation.message, underlyingError: FieldRuleError(message: violation.message)))
+        }
+        return tags
     }
 }

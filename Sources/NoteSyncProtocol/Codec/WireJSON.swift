@@ -14,7 +14,8 @@ public enum WireJSON {
     public static func decoder() -> JSONDecoder { JSONDecoder() }
 
     /// Decodes a request body, turning every failure into the error body the server answers with:
-    /// `unknown_field`, `invalid_id` (a bad MiniFlake value) or `invalid_json` (everything else), naming the field.
+    /// `unknown_field`, `invalid_id` (a bad MiniFlake value), `invalid_field` (a value breaking a documented rule,
+    /// such as ``TagRules``) or `invalid_json` (everything else), naming the field.
     public static func decodeRequest<T: Decodable>(_ type: T.Type, from data: Data) throws(APIErrorBody) -> T {
         do {
             return try JSONDecoder().decode(type, from: data)
@@ -33,6 +34,9 @@ public enum WireJSON {
             case .dataCorrupted(let context):
                 if context.codingPath.isEmpty {
                     return APIErrorBody(code: .invalidJSON, message: "The body is not valid JSON.")
+                }
+                if let rule = context.underlyingError as? FieldRuleError {
+                    return APIErrorBody(code: .invalidField, message: "\(context.codingPath.wirePath): \(rule.message)", field: context.codingPath.wirePath)
                 }
                 if context.underlyingError is FlakeError || isFlakeIDField(context.codingPath) {
                     return APIErrorBody(code: .invalidID, message: "\(context.codingPath.wirePath) is not a valid MiniFlake ID: \(context.debugDescription)", field: context.codingPath.wirePath)
