@@ -106,8 +106,8 @@ extension LocalStore.Transaction {
         try db.execute(
             sql: """
                 UPDATE notes SET owner_account_id = NULL, aside = 0, server_id = NULL, server_version = NULL,
-                    conflict_of_server_id = NULL, base_text = NULL, dirty = NOT deleted, push_error = NULL,
-                    push_error_message = NULL
+                    conflict_of_server_id = NULL, base_text = NULL, base_tags = '', base_pinned = 0,
+                    base_archived = 0, dirty = NOT deleted, push_error = NULL, push_error_message = NULL
                 WHERE owner_account_id = ?
                 """,
             arguments: [id])
@@ -145,8 +145,8 @@ extension LocalStore.Transaction {
                 try db.execute(
                     sql: """
                         UPDATE notes SET client_id = ?, origin = ?, server_id = NULL, server_version = NULL,
-                            conflict_of_server_id = NULL, base_text = NULL, dirty = NOT deleted, push_error = NULL,
-                            push_error_message = NULL
+                            conflict_of_server_id = NULL, base_text = NULL, base_tags = '', base_pinned = 0,
+                            base_archived = 0, dirty = NOT deleted, push_error = NULL, push_error_message = NULL
                         WHERE id = ?
                         """,
                     arguments: [clientID.rawValue, origin.rawValue, id])
@@ -162,10 +162,13 @@ extension LocalStore.Transaction {
         try db.cachedStatement(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id IS NULL AND \(NoteFilter.setAside)").execute()
     }
 
-    /// Inserts a copy of a note's text as a new note owned by `account` (set aside unless it is on show): dirty and
-    /// never synced, so it is pushed as a create at that account's next sync.
-    func insertCopy(clientID: FlakeID, origin: FlakeID, text: String, owner account: FlakeID, now: Int64) throws -> Int64 {
-        let note = try insertNote(clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now, owner: account)
+    /// Inserts a copy of a note's text, tags and flags as a new note owned by `account` (set aside unless it is on
+    /// show): dirty and never synced, so it is pushed as a create at that account's next sync.
+    func insertCopy(
+        clientID: FlakeID, origin: FlakeID, text: String, state: TagsAndFlags, owner account: FlakeID, now: Int64
+    ) throws -> Int64 {
+        let note = try insertNote(
+            clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now, owner: account, state: state)
         if try shownAccountID() != account {
             try db.execute(sql: "UPDATE notes SET aside = 1 WHERE id = ?", arguments: [note.id])
         }
