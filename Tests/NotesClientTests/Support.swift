@@ -104,8 +104,8 @@ func serverTexts(_ server: InProcessServer, _ username: String, seed: UInt64 = 9
     return notes.map(\.text).sorted()
 }
 
-/// The `note_tags` rows of every device's notes are exactly the tags of its live notes (migration
-/// `v-tags-flags-history`).
+/// The `note_tags` rows of every device's notes are exactly the tags of its live notes, and `tag_counts` counts them
+/// (migration `v-tags-flags-history`).
 func expectTagIndexMatchesNotes(_ devices: NotesClient..., sourceLocation: SourceLocation = #_sourceLocation) throws {
     for device in devices {
         let (expected, actual) = try device.store.read { tx in
@@ -116,6 +116,11 @@ func expectTagIndexMatchesNotes(_ devices: NotesClient..., sourceLocation: Sourc
                 for name in StoredTags.names(row[1]) { expected.insert("\(id) \(Tags.key(name)) \(name)") }
             }
             let rows = try Row.fetchAll(tx.db, sql: "SELECT note_id, key, name FROM note_tags")
+            let counted = try Row.fetchAll(tx.db, sql: "SELECT key, COUNT(*) FROM note_tags GROUP BY key")
+            let kept = try Row.fetchAll(tx.db, sql: "SELECT key, notes FROM tag_counts WHERE notes <> 0")
+            #expect(
+                Set(kept.map { "\($0[0] as String) \($0[1] as Int)" }) == Set(counted.map { "\($0[0] as String) \($0[1] as Int)" }),
+                "tag_counts counts note_tags", sourceLocation: sourceLocation)
             return (expected, Set(rows.map { "\($0[0] as Int64) \($0[1] as String) \($0[2] as String)" }))
         }
         #expect(actual == expected, sourceLocation: sourceLocation)

@@ -42,14 +42,20 @@ struct TagsTests {
         #expect(try client.note(note.id).tags.count == 50)
     }
 
-    @Test func deletedNotesLoseTheirTagsFromTheIndexAndGetThemBack() throws {
+    @Test func deletedNotesLoseTheirTagsFromTheIndexAndGetThemBack() async throws {
         let client = try device()
         let note = try client.add("text", tags: ["a"])
+        _ = try client.add("other", tags: ["A", "b"])
         try client.delete(note.id)
-        #expect(try client.tagCounts().isEmpty && client.note(note.id).tags == ["a"])
+        #expect(try client.tagCounts() == [TagCount(name: "A", notes: 1), TagCount(name: "b", notes: 1)])
+        #expect(try client.note(note.id).tags == ["a"])
         #expect(throws: NotesError.self) { try client.tag(note.id, adding: ["b"]) }
         try client.restore(note.id)
-        #expect(try client.tagCounts() == [TagCount(name: "a", notes: 1)])
+        #expect(try client.tagCounts() == [TagCount(name: "a", notes: 2), TagCount(name: "b", notes: 1)])
+        try expectTagIndexMatchesNotes(client)
+        // A wipe deletes the notes whole (their tags go with them, ON DELETE CASCADE): the counts are counted again.
+        try await client.signOut(wipe: true)
+        #expect(try client.tagCounts().isEmpty)
         try expectTagIndexMatchesNotes(client)
     }
 
@@ -81,6 +87,28 @@ struct TagsTests {
         let line = String(decoding: NotesCommand.listing(try client.listing(.all).notes, ids: try client.displayIDs()), as: UTF8.self)
             .split(separator: "\n")[0]
         #expect(line.hasSuffix("note 2  [pinned]  [archived]  #even"))
+    }
+
+    /// A page of a tag many notes have is read in listing order (each note looked up in `note_tags`), and counted
+    /// from `tag_counts`: the same notes and total as reading every note of the tag.
+    @Test func aPageOfACommonTagIsTheStartOfItsListing() throws {
+        let clock = ManualFlakeClock(unixMilliseconds: testEpoch)
+        let client = try device(clock)
+        for index in 0..<40 {
+            clock.advance(milliseconds: index % 7 == 0 ? 0 : 1_000)
+            let note = try client.add("note \(index)", tags: index % 4 == 0 ? ["rare"] : ["Common"])
+            if index % 5 == 0 { try client.pin(note.id) }
+            if index % 6 == 0 { try client.archive(note.id) }
+            if index == 13 { try client.delete(note.id) }
+        }
+        for filter in [ListingFilter(tags: ["common"]), ListingFilter(archived: .only, tags: ["COMMON"]), ListingFilter(archived: .included, tags: ["common"])] {
+            let whole = try client.listing(filter)
+            for limit in [1, 5, 20, 100] {
+                let page = try client.recent(limit: limit, filter: filter)
+                #expect(page.listing.notes == Array(whole.notes.prefix(limit)), "\(filter) limit \(limit)")
+                #expect(page.total == whole.notes.count, "\(filter) limit \(limit)")
+            }
+        }
     }
 
     // MARK: - Markdown

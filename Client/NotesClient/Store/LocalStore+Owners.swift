@@ -74,6 +74,7 @@ extension LocalStore.Transaction {
             report.wiped = try liveCount(ownedBy: previous)
             try forgetKeptCursor(of: previous)
             try db.execute(sql: "DELETE FROM notes WHERE owner_account_id = ?", arguments: [previous.rawValue])
+            try recountTags()
         }
         report.restored = try liveCount(ownedBy: plan.restore, aside: true)
         try db.execute(
@@ -138,6 +139,7 @@ extension LocalStore.Transaction {
         for row in rows {
             let id: Int64 = row[0]
             if row[1] as Bool {
+                try unindexTags(ofNote: id)
                 try db.execute(sql: "DELETE FROM notes WHERE id = ?", arguments: [id])
             } else {
                 let clientID = try mintClientID(with: minter, createdAt: now)

@@ -208,7 +208,8 @@ extension LocalStore {
             // - A note's tags are `notes.tags`, its display forms sorted by key and joined by "\n" ('' for none), and
             //   one row per tag in `note_tags` (key, display form), which `list --tag` and `notes tags` read by key.
             //   Both are written together, by the statements of `NoteTags` only; a tombstone keeps its `tags` and has
-            //   no `note_tags` rows, so the counts are those of live notes without reading `notes`.
+            //   no `note_tags` rows, so the counts are those of live notes without reading `notes`. `tag_counts` holds
+            //   each key's count of those rows, kept in step by the same statements (added up per transaction).
             // - Beside `base_text`, what was last synced of the tags and flags (`base_tags`, `base_pinned`,
             //   `base_archived`): a push sends them with the note's own, and the server merges three-way. A note
             //   never synced has the empty set and false: the state every note had before, here and on the server.
@@ -230,6 +231,9 @@ extension LocalStore {
                         PRIMARY KEY (key, note_id)
                     ) WITHOUT ROWID;
                     CREATE INDEX note_tags_note ON note_tags(note_id);
+                    -- How many rows of note_tags each key has (notes set aside included): `notes tags` reads these,
+                    -- not the index. Kept by the statements of NoteTags, once per transaction.
+                    CREATE TABLE tag_counts (key TEXT PRIMARY KEY, notes INTEGER NOT NULL) WITHOUT ROWID;
                     -- `notes list`: pinned notes first, then the most recently edited, archived ones apart.
                     CREATE INDEX notes_listing ON notes(archived, pinned, updated_at, id);
                     ALTER TABLE outbox ADD COLUMN tags TEXT;

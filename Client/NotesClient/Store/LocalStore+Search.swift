@@ -35,8 +35,10 @@ extension LocalStore.Transaction {
                 """
             arguments = [SearchHit.markStart, SearchHit.markEnd, query]
         } else {
+            // Tags alone: their notes read from the index `note_tags` first (see LocalStore+Listing).
             sql = """
-                SELECT \(columns), n.text FROM notes n WHERE NOT n.deleted AND \(NoteFilter.onShow)\(tags)
+                SELECT \(columns), n.text FROM (\(TagFilter.notesWithEvery(tagKeys) ?? "SELECT id AS note_id FROM notes"))
+                tagged CROSS JOIN notes n ON n.id = tagged.note_id WHERE NOT n.deleted AND \(NoteFilter.onShow)
                 ORDER BY n.updated_at DESC, n.id DESC LIMIT ?
                 """
             arguments = []
@@ -68,7 +70,11 @@ extension LocalStore.Transaction {
                 arguments: [query] + StatementArguments(tagKeys)) ?? 0
         }
         return try Int.fetchOne(
-            db.cachedStatement(sql: "SELECT COUNT(*) FROM notes n WHERE NOT n.deleted AND \(NoteFilter.onShow)\(tags)"),
+            db.cachedStatement(
+                sql: """
+                    SELECT COUNT(*) FROM (\(TagFilter.notesWithEvery(tagKeys) ?? "SELECT id AS note_id FROM notes")) tagged
+                    CROSS JOIN notes n ON n.id = tagged.note_id WHERE NOT n.deleted AND \(NoteFilter.onShow)
+                    """),
             arguments: StatementArguments(tagKeys)) ?? 0
     }
 

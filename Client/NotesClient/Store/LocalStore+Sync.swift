@@ -165,12 +165,13 @@ extension LocalStore.Transaction {
 
     /// The statements that apply one push answer, prepared once for the batch.
     func pushResultWriter() throws -> PushResultWriter {
-        try PushResultWriter(db: db)
+        try PushResultWriter(tx: self)
     }
 
     /// Applies a push answer's results, change by change, inside one transaction.
     struct PushResultWriter {
         private let db: Database
+        private let tx: LocalStore.Transaction
         private let takeSnapshot: Statement
         private let readRevision: Statement
         private let releaseServerID: Statement
@@ -180,7 +181,9 @@ extension LocalStore.Transaction {
         private let findCopy: Statement
         private let insertCopy: SyncedNoteInsert
 
-        fileprivate init(db: Database) throws {
+        fileprivate init(tx: LocalStore.Transaction) throws {
+            let db = tx.db
+            self.tx = tx
             self.db = db
             takeSnapshot = try db.cachedStatement(sql: "DELETE FROM outbox WHERE edit_id = ?")
             readRevision = try db.cachedStatement(sql: "SELECT revision FROM notes WHERE id = ?")
@@ -202,7 +205,7 @@ extension LocalStore.Transaction {
             readTags = try db.cachedStatement(sql: "SELECT tags, deleted FROM notes WHERE id = ?")
             findCopy = try db.cachedStatement(
                 sql: "SELECT 1 FROM notes WHERE (\(NoteFilter.onShowWithServerID)) OR (client_id = ? AND origin = ? AND \(NoteFilter.onShow))")
-            insertCopy = try SyncedNoteInsert(db: db)
+            insertCopy = try SyncedNoteInsert(tx: tx)
         }
 
         /// Removes the snapshot an answer is for and returns its note's revision; nil when the snapshot was gone
@@ -232,7 +235,7 @@ extension LocalStore.Transaction {
                     state.tagsAndFlags?.archived, noteID,
                 ])
                 if state.reindexTags, let row = try Row.fetchOne(readTags, arguments: [noteID]) {
-                    try LocalStore.Transaction(db: db).reindexTags(ofNote: noteID, StoredTags.names(row[0]), live: !(row[1] as Bool))
+                    try tx.reindexTags(ofNote: noteID, StoredTags.names(row[0]), live: !(row[1] as Bool))
                 }
             case .rebase(let serverID, let baseText, let base):
                 try rebase.execute(arguments: [
@@ -263,18 +266,20 @@ extension LocalStore.Transaction {
 
     /// The statements that apply one pull page, prepared once for the page.
     func pullPageWriter() throws -> PullPageWriter {
-        try PullPageWriter(db: db)
+        try PullPageWriter(tx: self)
     }
 
     /// Applies a pull page's records, one by one, inside one transaction.
     struct PullPageWriter {
-        private let db: Database
+        private let tx: LocalStore.Transaction
         private let lookup: Statement
         private let take: Statement
         private let adopt: Statement
         private let insert: SyncedNoteInsert
 
-        fileprivate init(db: Database) throws {
+        fileprivate init(tx: LocalStore.Transaction) throws {
+            let db = tx.db
+            self.tx = tx
             // The local note with the record's server ID, else the one with its (client ID, origin): one statement,
             // whose first arm is read first, so a server ID match wins.
             lookup = try db.cachedStatement(
@@ -290,8 +295,7 @@ extension LocalStore.Transaction {
                     archived = ?, base_tags = ?, base_pinned = ?, base_archived = ? WHERE id = ?
                     """)
             adopt = try db.cachedStatement(sql: "UPDATE notes SET server_id = ? WHERE id = ?")
-            insert = try SyncedNoteInsert(db: db)
-            self.db = db
+            insert = try SyncedNoteInsert(tx: tx)
         }
 
         /// Looks up the local note `record` names and hands it to `decide`, read in place from the statement:
@@ -317,7 +321,7 @@ extension LocalStore.Transaction {
                     state.conflictOf, updatedAt, StoredTags.text(current.tags), current.pinned, current.archived,
                     StoredTags.text(base.tags), base.pinned, base.archived, noteID,
                 ])
-                if reindexTags { try LocalStore.Transaction(db: db).reindexTags(ofNote: noteID, current.tags, live: !state.deleted) }
+                if reindexTags { try tx.reindexTags(ofNote: noteID, current.tags, live: !state.deleted) }
             case .none:
                 break
             }
@@ -329,10 +333,13 @@ extension LocalStore.Transaction {
     /// search and, when it is live and has tags, its tags for `list --tag` (one more statement; none without tags).
     struct SyncedNoteInsert {
         private let db: Database
+        private let tx: LocalStore.Transaction
         private let statement: Statement
         private let index: Statement
 
-        fileprivate init(db: Database) throws {
+        fileprivate init(tx: LocalStore.Transaction) throws {
+            let db = tx.db
+            self.tx = tx
             self.db = db
             statement = try db.cachedStatement(
                 sql: """
@@ -358,7 +365,7 @@ extension LocalStore.Transaction {
             ])
             let id = db.lastInsertedRowID
             try index.execute(arguments: [id, text])
-            if !state.deleted { try LocalStore.Transaction(db: db).indexTags(ofNote: id, current.tags) }
+            if !state.deleted { try tx.indexTags(ofNote: id, current.tags) }
         }
     }
 
@@ -472,6 +479,7 @@ extension LocalStore.Transaction {
         let live = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE \(NoteFilter.onShow) AND NOT deleted") ?? 0
         if let shown = try shownAccountID() { try forgetKeptCursor(of: shown) }
         try db.execute(sql: "DELETE FROM notes WHERE \(NoteFilter.onShow)")
+        try recountTags()
         return live
     }
 }
