@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "MiniFlake", targets: ["MiniFlake"]),
         .library(name: "NoteSyncProtocol", targets: ["NoteSyncProtocol"]),
+        .library(name: "NoteCrypto", targets: ["NoteCrypto"]),
         .library(name: "NoteSyncServer", targets: ["NoteSyncServer"]),
         .library(name: "NotesClient", targets: ["NotesClient"]),
         .library(name: "NoteSim", targets: ["NoteSim"]),
@@ -47,6 +48,9 @@ let package = Package(
         ),
         .executableTarget(name: "miniflake", dependencies: ["MiniFlakeCommand"], path: "Sources/miniflake", swiftSettings: swiftSettings),
         .target(name: "NoteSyncProtocol", dependencies: ["MiniFlake"], path: "Sources/NoteSyncProtocol", swiftSettings: swiftSettings),
+        // End-to-end encryption: libsodium (Debian's libsodium-dev, found through pkg-config) and the typed API over it.
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .target(name: "NoteCrypto", dependencies: ["CSodium", "MiniFlake"], path: "Sources/NoteCrypto", swiftSettings: swiftSettings),
         // The line diff and the three-way merge: the server merges pushed edits, the device shows and merges conflicts.
         .target(name: "NoteMerge", path: "Sources/NoteMerge", swiftSettings: swiftSettings),
         .target(
@@ -128,6 +132,9 @@ let package = Package(
 
         // Tests.
         .testTarget(name: "MiniFlakeTests", dependencies: ["MiniFlake", "MiniFlakeCommand"], path: "Tests/MiniFlakeTests", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "NoteCryptoTests", dependencies: ["NoteCrypto", "CSodium", "MiniFlake"], path: "Tests/NoteCryptoTests",
+            exclude: ["known_answers.py"], swiftSettings: swiftSettings),
         .testTarget(name: "NoteMergeTests", dependencies: ["NoteMerge", "MiniFlake", "TestSupport"], path: "Tests/NoteMergeTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "NoteSyncProtocolTests",

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of the hand-written codecs with libFuzzer (swiftc -sanitize=fuzzer,address).
+# Coverage-guided fuzzing of the hand-written codecs and decoders with libFuzzer (swiftc -sanitize=fuzzer,address).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   run each target for SECONDS (default 60); targets: push-request,
-#                                           push-response, pull-response (default all)
+#                                           push-response, pull-response, note-envelope, wrapped-key,
+#                                           recovery-key (default all)
 #   FUZZ_JOBS=N                             run N targets at once (default 1)
 #
 # The MiniFlake and NoteSyncProtocol sources are compiled (optimised, instrumented) into each target with the
@@ -11,29 +12,49 @@
 # (merge the interesting inputs back by hand: `<binary> -merge=1 Fuzz/corpus/<target> .build/fuzz/corpus/<target>`).
 # A crash (a disagreement between a fast reader or writer and Foundation's coders) leaves its input in
 # .build/fuzz/crash-* and makes the script exit 1. The corpus is replayed on every test run by CodecCorpusTests.
+# The NoteCrypto targets (note-envelope, wrapped-key, recovery-key) compile the NoteCrypto sources the same way
+# against the system libsodium (Sources/CSodium's module map, -lsodium) with Tests/NoteCryptoTests/CryptoOracle.swift
+# and Fuzz/CryptoFuzz.swift; their corpus is replayed by CryptoCorpusTests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(push-request push-response pull-response)
+codec_targets=(push-request push-response pull-response)
+crypto_targets=(note-envelope wrapped-key recovery-key)
+[ ${#targets[@]} -gt 0 ] || targets=("${codec_targets[@]}" "${crypto_targets[@]}")
 out=.build/fuzz
 mkdir -p "$out/modules"
 
 flags=(-O -wmo -parse-as-library -sanitize=fuzzer,address -swift-version 6 -enable-upcoming-feature ExistentialAny)
-if [ ! -f "$out/modules/NoteSyncProtocol.o" ] || [ -n "$(find Sources/MiniFlake Sources/NoteSyncProtocol Tests/TestSupport/CodecOracle.swift Fuzz -newer "$out/modules/NoteSyncProtocol.o" -name '*.swift' | head -1)" ]; then
+if [ ! -f "$out/modules/NoteSyncProtocol.o" ] || [ -n "$(find Sources/MiniFlake Sources/NoteSyncProtocol Tests/TestSupport/CodecOracle.swift Fuzz/CodecFuzz.swift -newer "$out/modules/NoteSyncProtocol.o" -name '*.swift' | head -1)" ]; then
   echo "fuzz: compiling MiniFlake and NoteSyncProtocol (instrumented)" >&2
   swiftc "${flags[@]}" -module-name MiniFlake -emit-module -emit-module-path "$out/modules/MiniFlake.swiftmodule" \
     -c Sources/MiniFlake/*.swift -o "$out/modules/MiniFlake.o"
   swiftc "${flags[@]}" -I "$out/modules" -module-name NoteSyncProtocol -emit-module \
     -emit-module-path "$out/modules/NoteSyncProtocol.swiftmodule" \
     -c $(find Sources/NoteSyncProtocol -name '*.swift' | sort) -o "$out/modules/NoteSyncProtocol.o"
-  for target in push-request push-response pull-response; do
+  for target in "${codec_targets[@]}"; do
     define="FUZZ_$(echo "$target" | tr 'a-z-' 'A-Z_')"
     # The oracle file imports MiniFlake and NoteSyncProtocol, like the target.
     swiftc "${flags[@]}" -I "$out/modules" -D "$define" -module-name CodecFuzz \
       Fuzz/CodecFuzz.swift Tests/TestSupport/CodecOracle.swift \
       "$out/modules/MiniFlake.o" "$out/modules/NoteSyncProtocol.o" -o "$out/fuzz-$target" 2> >(grep -v "Cannot export local symbol" >&2)
+  done
+fi
+
+crypto_sources=(Sources/NoteCrypto Tests/NoteCryptoTests/CryptoOracle.swift Fuzz/CryptoFuzz.swift)
+if [ ! -f "$out/modules/NoteCrypto.o" ] || [ "$out/modules/MiniFlake.o" -nt "$out/modules/NoteCrypto.o" ] \
+  || [ -n "$(find "${crypto_sources[@]}" -newer "$out/modules/NoteCrypto.o" -name '*.swift' | head -1)" ]; then
+  echo "fuzz: compiling NoteCrypto (instrumented, over the system libsodium)" >&2
+  swiftc "${flags[@]}" -I "$out/modules" -I Sources/CSodium -module-name NoteCrypto -emit-module \
+    -emit-module-path "$out/modules/NoteCrypto.swiftmodule" \
+    -c $(find Sources/NoteCrypto -name '*.swift' | sort) -o "$out/modules/NoteCrypto.o"
+  for target in "${crypto_targets[@]}"; do
+    define="FUZZ_$(echo "$target" | tr 'a-z-' 'A-Z_')"
+    swiftc "${flags[@]}" -I "$out/modules" -I Sources/CSodium -D "$define" -module-name CryptoFuzz \
+      Fuzz/CryptoFuzz.swift Tests/NoteCryptoTests/CryptoOracle.swift \
+      "$out/modules/MiniFlake.o" "$out/modules/NoteCrypto.o" -lsodium -o "$out/fuzz-$target" 2> >(grep -v "Cannot export local symbol" >&2)
   done
 fi
 

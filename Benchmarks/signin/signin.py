@@ -20,8 +20,6 @@ median, the client's peak RSS (the largest of the runs) and the daemon's peak RS
   python3 Benchmarks/signin/signin.py --bin .build/release --vs ../old/.build/release --notes 200000 --runs 3
 """
 import argparse
-import http.client
-import json
 import os
 import random
 import resource
@@ -34,7 +32,10 @@ import sys
 import tempfile
 import time
 
-PASSWORD = "correct horse battery"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "live"))
+import notesync_http  # noqa: E402  (the live benchmarks' HTTP helpers)
+
+PASSWORD = notesync_http.PASSWORD
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec "
          "romeo sierra tango uniform victor whiskey xray yankee zulu garden meeting budget travel recipe idea draft "
          "letter invoice house river mountain coffee morning evening report plan list book film music").split()
@@ -89,35 +90,28 @@ class Daemon:
         return 0
 
 
-def call(conn, method, path, body=None, token=None):
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
-    response = conn.getresponse()
-    data = response.read()
-    if response.status >= 300:
-        raise SystemExit(f"{method} {path}: {response.status} {data[:300]!r}")
-    return json.loads(data) if data else None
-
-
 def fill(port, username, count):
     """Signs up `username` and pushes `count` notes in batches of 1,000 (as one device)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    call(conn, "POST", "/v1/accounts", {"username": username, "password": PASSWORD})
-    token = call(conn, "POST", "/v1/sessions", {"username": username, "password": PASSWORD, "deviceName": "filler"})["token"]
+    conn = notesync_http.connect(port)
+    token = notesync_http.account(conn, username, device="filler")
     rng = random.Random(7)
     origin = str(rng.randrange(1, 2**62))
     batch = []
     for text in texts(count):
         batch.append({"clientID": str(rng.randrange(1, 2**62)), "origin": origin, "editID": str(rng.randrange(1, 2**62)),
                       "text": text, "deleted": False})
-        if len(batch) == 1000:
-            call(conn, "POST", "/v1/notes/push", {"changes": batch}, token=token)
+        if len(batch) == 1000 or len(batch) == count:
+            push(conn, batch, token)
             batch = []
     if batch:
-        call(conn, "POST", "/v1/notes/push", {"changes": batch}, token=token)
+        push(conn, batch, token)
     conn.close()
+
+
+def push(conn, batch, token):
+    status, body = notesync_http.call(conn, "POST", "/v1/notes/push", {"changes": batch}, token=token)
+    if status != 200:
+        raise SystemExit(f"push: {status} {str(body)[:300]}")
 
 
 def rss_of_last_child(argv, env, stdin=None):

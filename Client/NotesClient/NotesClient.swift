@@ -329,6 +329,16 @@ public final class NotesClient: Sendable {
         try store.read { tx in try tx.status() }
     }
 
+    /// The server this device remembers (nil before its first sign-in or sign-up) and the signed-in account (nil
+    /// when signed out): what `notes login` and `notes signup` default to. Reads the settings only, where
+    /// ``status()`` counts every note (a scan of a million notes is seconds, and maps the whole file in).
+    public func remembered() throws(NotesError) -> (serverURL: String?, account: AccountInfo?) {
+        try store.read { tx in
+            let settings = try tx.settings()
+            return (settings?.serverURL, settings?.account)
+        }
+    }
+
     /// The signed-in account, nil when signed out.
     public func account() throws(NotesError) -> AccountInfo? {
         try store.read { tx in try tx.settings()?.account }

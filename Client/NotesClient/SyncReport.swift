@@ -98,7 +98,9 @@ public struct SyncProgress: Sendable, Equatable {
     public enum Phase: String, Sendable {
         /// Sending local changes; `total` is the number of changes in this round.
         case pushing
-        /// Receiving changes; `total` is nil (the server does not say how many are waiting).
+        /// Receiving changes; `total` is how many the pull brings at most, from the server's `remaining` (exact for
+        /// a pull from the start, such as a first sign-in), nil before the first page or from a server that does
+        /// not say.
         case pulling
     }
 

@@ -190,9 +190,9 @@ struct Login: AsyncParsableCommand {
 
     func run() async throws {
         let client = try options.openClient()
-        let status = try client.status()
-        let server = try credentials.server(remembered: status.serverURL)
-        guard let username = credentials.username ?? status.account?.username else {
+        let remembered = try client.remembered()
+        let server = try credentials.server(remembered: remembered.serverURL)
+        guard let username = credentials.username ?? remembered.account?.username else {
             throw CommandFailure(message: "missing --username", status: .usage)
         }
         let unowned = try owners.ask(client: client, username: username, server: server)

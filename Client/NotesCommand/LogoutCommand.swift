@@ -30,8 +30,9 @@ struct Logout: AsyncParsableCommand {
 
     func run() async throws {
         let client = try options.openClient()
-        let status = try client.status()
+        let account = try client.remembered().account
         if wipe && !yes {
+            let status = try client.status()
             guard Console.stdinIsTerminal else {
                 throw CommandFailure(message: "refusing to wipe without confirmation; pass --yes to delete the notes this device shows", status: .usage)
             }
@@ -51,7 +52,7 @@ struct Logout: AsyncParsableCommand {
                     kept: report.kept, unowned: report.unowned))
             return
         }
-        if let account = status.account {
+        if let account {
             Console.out("Signed out of \(account.username) on \(account.serverURL).")
             if let others { Console.out("Signed out \(plural(others, "other device")) too; they keep their notes.") }
             if !report.revoked {

@@ -23,7 +23,7 @@ struct SignUp: AsyncParsableCommand {
     func run() async throws {
         let client = try options.openClient()
         // Like login: the remembered server when none is given.
-        let server = try credentials.server(remembered: try client.status().serverURL)
+        let server = try credentials.server(remembered: try client.remembered().serverURL)
         let unowned = try owners.ask(client: client, username: credentials.username!, server: server)
         let password: String
         if credentials.passwordStdin {

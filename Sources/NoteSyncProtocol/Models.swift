@@ -579,13 +579,17 @@ public struct PullResponse: Codable, Sendable, Equatable {
     public var cursor: SyncCursor
     /// More changes are waiting: pull again with `cursor` straight away.
     public var hasMore: Bool
+    /// At most how many notes changed after `cursor` (exact for a pull from the start; 0 without more): what a
+    /// progress display counts towards. Absent from servers before it.
+    public var remaining: Int?
 
-    public enum CodingKeys: String, WireKey { case changes, cursor, hasMore }
+    public enum CodingKeys: String, WireKey { case changes, cursor, hasMore, remaining }
 
-    public init(changes: [NoteRecord], cursor: SyncCursor, hasMore: Bool) {
+    public init(changes: [NoteRecord], cursor: SyncCursor, hasMore: Bool, remaining: Int? = nil) {
         self.changes = changes
         self.cursor = cursor
         self.hasMore = hasMore
+        self.remaining = remaining
     }
 }
 

@@ -277,7 +277,7 @@ struct DailyEndToEndTests {
             try await NotesE2EHTTP.signIn(server.url, username: "alice").seed(20_000, prefix: "seeded")
             let killed = try await b.runKilling(
                 ["login", "--server", server.url, "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n",
-                when: "receiving changes")
+                when: "Receiving notes")
             #expect(killed.killed, "the sync finished before it could be killed: \(killed)")
             let status = try await b.run(["status"])
             #expect(status.stdout.contains("more changes waiting on the server"), "\(status)")

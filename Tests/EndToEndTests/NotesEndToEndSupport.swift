@@ -363,3 +363,14 @@ final class NotesE2EFakeServer: @unchecked Sendable {
         close(socketFD)
     }
 }
+
+/// What `notes login --json` says of its sync (the fields these tests read).
+struct NotesE2ESignIn: Decodable, Sendable {
+    struct Sync: Decodable, Sendable {
+        var pulled: Int
+        var created: Int
+    }
+
+    var username: String
+    var sync: Sync?
+}

@@ -131,21 +131,38 @@ struct NotesEndToEndTests {
             // Killed while pulling (the sign-in's first sync).
             let pulling = try await b.runKilling(
                 ["login", "--server", server.url, "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n",
-                when: "Syncing")
+                when: "Receiving notes")
             #expect(pulling.killed, "the sync finished before it could be killed: \(pulling)")
+            #expect(pulling.stderr.contains(" of \(count.formatted())"), "the progress line counts towards the account's notes")
             expectSuccess(try await b.run(["sync"]))
             var status = try await b.status()
             #expect(status.notes == count && status.pending == 0)
 
-            // Killed while the sign-in after a sign-out pulls the account to find its notes again: the notes the pull
-            // had not reached yet have no server ID, and the next sync pushes them by client ID (reconciled).
+            // Signing in again after a sign-out downloads nothing twice (issue 30): the notes kept their server IDs
+            // and the account its cursor; only the note written meanwhile goes up.
             expectSuccess(try await b.run(["add", "one more"]))
             expectSuccess(try await b.run(["logout"]))
-            let finding = try await b.runKilling(
-                ["login", "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n", when: "receiving changes")
+            let again = try await b.run(["login", "--username", "alice", "--password-stdin", "--json"], stdin: NotesE2E.password + "\n")
+            expectSuccess(again)
+            let resumed = try again.json(NotesE2ESignIn.self)
+            #expect(resumed.sync?.pulled == 1 && resumed.sync?.created == 1, "\(again)")
+
+            // Killed while a sign-in pulls the account to find notes it already holds (a device that imported an
+            // export of them, so they have no server ID): the notes the pull had not reached yet are pushed by the
+            // next sync by client ID, and the server reconciles them: no duplicate, no conflict.
+            let c = try NotesDevice("c")
+            defer { c.remove() }
+            let export = b.home.deletingLastPathComponent().appendingPathComponent("b-export.json")
+            let exported = try await b.run(["export"])
+            expectSuccess(exported)
+            try Data(exported.stdout.utf8).write(to: export)
+            expectSuccess(try await c.run(["import", export.path]))
+            let finding = try await c.runKilling(
+                ["login", "--server", server.url, "--username", "alice", "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n",
+                when: "Receiving notes")
             #expect(finding.killed, "the sync finished before it could be killed: \(finding)")
-            expectSuccess(try await b.run(["sync"]))
-            status = try await b.status()
+            expectSuccess(try await c.run(["sync"]))
+            status = try await c.status()
             #expect(status.notes == count + 1 && status.pending == 0 && status.conflicts == 0)
 
             let server = try await NotesE2EHTTP.signIn(server.url, username: "alice").liveNoteCount()

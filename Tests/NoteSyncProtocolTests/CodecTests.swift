@@ -31,7 +31,7 @@ struct PullCodecTests {
     static func write(_ response: PullResponse) -> Data {
         var writer = PullResponse.Writer(count: response.changes.count, textBytes: 0)
         for record in response.changes { writer.note(record) }
-        return writer.finish(cursor: response.cursor, hasMore: response.hasMore)
+        return writer.finish(cursor: response.cursor, hasMore: response.hasMore, remaining: response.remaining)
     }
 
     @Test func matchesJSONEncoderOnRandomNotes() throws {
@@ -50,7 +50,9 @@ struct PullCodecTests {
                     pinned: rng.next() % 4 == 0 ? nil : rng.next() % 2 == 0,
                     archived: rng.next() % 4 == 0 ? nil : rng.next() % 2 == 0)
             }
-            let response = PullResponse(changes: records, cursor: SyncCursor(sequence: Int64(rng.next() % 100)), hasMore: rng.next() % 2 == 0)
+            let response = PullResponse(
+                changes: records, cursor: SyncCursor(sequence: Int64(rng.next() % 100)), hasMore: rng.next() % 2 == 0,
+                remaining: rng.next() % 3 == 0 ? nil : Int(rng.next() % 2_000_000))
             let fast = Self.write(response)
             let decoded = try JSONDecoder().decode(PullResponse.self, from: fast)
             #expect(decoded == response, "seed \(seed)")

@@ -433,8 +433,8 @@ final class CommitAfterPullStore: NoteStore, Sendable {
     func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult] {
         try await inner.push(accountID: accountID, changes: changes, context: context)
     }
-    func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
-        let page = try await inner.pull(accountID: accountID, after: sequence, limit: limit)
+    func pull(accountID: FlakeID, after sequence: Int64, limit: Int, maxBytes: Int) async throws -> PullPage {
+        let page = try await inner.pull(accountID: accountID, after: sequence, limit: limit, maxBytes: maxBytes)
         if let armed = armed.withLock({ value -> Armed? in
             defer { value = nil }
             return value?.accountID == accountID ? value : nil

@@ -79,8 +79,18 @@ enum NoteStoreConformance {
 
             let page = try await store.pull(accountID: alice, after: 2, limit: 2)
             #expect(page.notes.map(\.changeSeq) == [3, 4])
-            #expect(page.currentSequence == 5)
+            #expect(page.currentSequence == 5 && page.noteCount == 5 && !page.cutByBytes)
             #expect(try await store.pull(accountID: alice, after: 5, limit: 10).notes.isEmpty)
+            // Issue 30: a page stops after the note whose text reaches its bytes (each text here is 7 bytes), holds
+            // at least one note, and says whether it stopped before its limit.
+            let cut = try await store.pull(accountID: alice, after: 0, limit: 10, maxBytes: 14)
+            #expect(cut.notes.map(\.changeSeq) == [1, 2] && cut.cutByBytes && cut.noteCount == 5)
+            let one = try await store.pull(accountID: alice, after: 0, limit: 10, maxBytes: 1)
+            #expect(one.notes.map(\.changeSeq) == [1] && one.cutByBytes)
+            let whole = try await store.pull(accountID: alice, after: 0, limit: 10, maxBytes: 35)
+            #expect(whole.notes.count == 5 && !whole.cutByBytes)
+            let limited = try await store.pull(accountID: alice, after: 0, limit: 3, maxBytes: 21)
+            #expect(limited.notes.count == 3 && !limited.cutByBytes, "the limit, not the bytes, ended it")
 
             // An update moves the note to the end of the change order, once.
             let first = results[0].serverID!

@@ -54,11 +54,29 @@ struct PullRulesTests {
         #expect(try PullPlanner.page(PullPage(notes: [Self.note(3)], currentSequence: 9), after: .start, pageSize: 2).hasMore == false)
         // No note: the request's cursor again.
         let empty = try PullPlanner.page(PullPage(notes: [], currentSequence: 9), after: SyncCursor(sequence: 9), pageSize: 2)
-        #expect(empty == PullResponse(changes: [], cursor: SyncCursor(sequence: 9), hasMore: false))
+        #expect(empty == PullResponse(changes: [], cursor: SyncCursor(sequence: 9), hasMore: false, remaining: 0))
         // A cursor beyond the account's sequence was never issued for it.
         #expect(throws: SyncError.self) {
             try PullPlanner.page(PullPage(notes: [], currentSequence: 9), after: SyncCursor(sequence: 10), pageSize: 2)
         }
+    }
+
+    /// Issue 30: a page cut at its bytes before its limit still says more follow; `remaining` counts what is left,
+    /// exactly for a pull from the start (each note once: the note count less the page), else at most the changes
+    /// after the page's cursor, never more than the account's notes.
+    @Test func aPageCutAtItsBytesSaysMoreFollowAndRemainingCountsWhatIsLeft() throws {
+        let cut = try PullPlanner.page(
+            PullPage(notes: [Self.note(3)], currentSequence: 9, noteCount: 6, cutByBytes: true), after: .start, pageSize: 1000)
+        #expect(cut.hasMore && cut.remaining == 5)
+        let uncut = try PullPlanner.page(
+            PullPage(notes: [Self.note(3)], currentSequence: 9, noteCount: 6, cutByBytes: false), after: .start, pageSize: 1000)
+        #expect(!uncut.hasMore && uncut.remaining == 0)
+        let later = try PullPlanner.page(
+            PullPage(notes: [Self.note(3), Self.note(5)], currentSequence: 9, noteCount: 6), after: SyncCursor(sequence: 2), pageSize: 2)
+        #expect(later.hasMore && later.remaining == 4)  // changes 6...9 after cursor 5
+        let capped = try PullPlanner.page(
+            PullPage(notes: [Self.note(3), Self.note(5)], currentSequence: 90, noteCount: 6), after: SyncCursor(sequence: 2), pageSize: 2)
+        #expect(capped.remaining == 6)
     }
 
     @Test func aTransportHoldsEveryPullThatMayWait() {

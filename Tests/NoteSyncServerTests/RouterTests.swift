@@ -339,10 +339,10 @@ struct FaultyStore: NoteStore {
     func deleteAccount(id: FlakeID) async throws -> Bool { try await inner.deleteAccount(id: id) }
     func usage(accountID: FlakeID) async throws -> AccountUsage? { try await inner.usage(accountID: accountID) }
     func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult] { throw DiskOnFire() }
-    func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
+    func pull(accountID: FlakeID, after sequence: Int64, limit: Int, maxBytes: Int) async throws -> PullPage {
         // As GRDB's pooled reads do (the daemon's file store): a cancelled task's read throws before it starts.
         try Task.checkCancellation()
-        return try await inner.pull(accountID: accountID, after: sequence, limit: limit)
+        return try await inner.pull(accountID: accountID, after: sequence, limit: limit, maxBytes: maxBytes)
     }
     func currentChangeSequence(accountID: FlakeID) async throws -> Int64 { try await inner.currentChangeSequence(accountID: accountID) }
     func largestIssuedID() async throws -> FlakeID? { try await inner.largestIssuedID() }

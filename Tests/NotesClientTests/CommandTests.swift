@@ -87,3 +87,19 @@ struct CommandTests {
         #expect(try client.listing().notes.map(\.id) == [first.id])
     }
 }
+
+/// Issue 30: the progress line of a long pull says how many notes of how many, the rate, and the time left.
+@Suite("Progress line")
+struct ProgressLineTests {
+    @Test func aLongPullShowsItsCountTotalRateAndTimeLeft() {
+        let start = ContinuousClock.now
+        let later = start.advanced(by: .seconds(4))
+        let text = ProgressLine.pullingText(
+            SyncProgress(phase: .pulling, done: 41_000, total: 200_000), since: (start, 1_000), now: later)
+        #expect(text == "Receiving notes: \(41_000.formatted()) of \(200_000.formatted()) (20%), \(10_000.formatted())/s, about 16 s left")
+        // Before a rate can be told, and from a server that gives no total.
+        #expect(ProgressLine.pullingText(SyncProgress(phase: .pulling, done: 1_000, total: nil), since: nil, now: later)
+            == "Receiving notes: \(1_000.formatted())")
+        #expect(ProgressLine.duration(125) == "2 min 5 s")
+    }
+}

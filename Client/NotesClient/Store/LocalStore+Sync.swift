@@ -272,7 +272,8 @@ extension LocalStore.Transaction {
     /// Applies a pull page's records, one by one, inside one transaction.
     struct PullPageWriter {
         private let tx: LocalStore.Transaction
-        private let lookup: Statement
+        private let find: Statement
+        private let load: Statement
         private let take: Statement
         private let adopt: Statement
         private let insert: SyncedNoteInsert
@@ -281,13 +282,15 @@ extension LocalStore.Transaction {
             let db = tx.db
             self.tx = tx
             // The local note with the record's server ID, else the one with its (client ID, origin): one statement,
-            // whose first arm is read first, so a server ID match wins.
-            lookup = try db.cachedStatement(
+            // whose first arm is read first, so a server ID match wins. It reads the ID only: a note new here (every
+            // note of a first sign-in) costs no row (GRDB names a row's columns anew for each statement run).
+            find = try db.cachedStatement(
                 sql: """
-                    SELECT \(LookupRow.columns) FROM notes WHERE \(NoteFilter.onShowWithServerID)
-                    UNION ALL SELECT \(LookupRow.columns) FROM notes WHERE client_id = ? AND origin = ? AND \(NoteFilter.onShow)
+                    SELECT id FROM notes WHERE \(NoteFilter.onShowWithServerID)
+                    UNION ALL SELECT id FROM notes WHERE client_id = ? AND origin = ? AND \(NoteFilter.onShow)
                     LIMIT 1
                     """)
+            load = try db.cachedStatement(sql: "SELECT \(LookupRow.columns) FROM notes WHERE id = ?")
             take = try db.cachedStatement(
                 sql: """
                     UPDATE notes SET server_id = ?, server_version = ?, text = ?, deleted = ?, base_text = ?, is_conflict = ?,
@@ -301,8 +304,11 @@ extension LocalStore.Transaction {
         /// Looks up the local note `record` names and hands it to `decide`, read in place from the statement:
         /// valid only inside `decide`, which must run no other statement.
         func withLocalNote<T>(matching record: NoteRecord, _ decide: (LookupRow?) -> T) throws -> T {
-            let rows = try Row.fetchCursor(
-                lookup, arguments: [record.serverID.rawValue, record.clientID.rawValue, record.origin.rawValue])
+            guard
+                let id = try Int64.fetchOne(
+                    find, arguments: [record.serverID.rawValue, record.clientID.rawValue, record.origin.rawValue])
+            else { return decide(nil) }
+            let rows = try Row.fetchCursor(load, arguments: [id])
             return decide(try rows.next().map(LookupRow.init(row:)))
         }
 

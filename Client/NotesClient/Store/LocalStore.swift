@@ -31,6 +31,10 @@ struct LocalStore: Sendable {
 
     /// The database file inside a data directory.
     static let fileName = "notes.sqlite"
+    /// The map of the file reads go through (256 MiB).
+    static let mmapSize = 268_435_456
+    /// Every commit waits for the disk (GRDB's default for a queue): what `notes add` acknowledged survives a power loss.
+    static let synchronous = "FULL"
 
     /// Opens (creating when missing) the database file in `directory`, which must exist, and migrates it.
     ///
@@ -46,7 +50,7 @@ struct LocalStore: Sendable {
             configuration.label = "notes"
             configuration.prepareDatabase { db in
                 // Reads map the file instead of copying it page by page: listings of many notes stay fast.
-                try db.execute(sql: "PRAGMA mmap_size = 268435456")
+                try db.execute(sql: "PRAGMA mmap_size = \(Self.mmapSize)")
                 counter?.install(on: db)
             }
             return try LocalStore(writer: DatabaseQueue(path: file, configuration: configuration), statements: counter)
@@ -121,6 +125,31 @@ struct LocalStore: Sendable {
                 return result
             }
         }
+    }
+
+    /// Runs `body` with the connection set for a pull's pages (``SyncEngine``'s pull): commits do not wait for the
+    /// disk (`synchronous = NORMAL`: a power loss may undo the last pages, whose cursor is committed with them, and
+    /// never corrupts; the next commit made with `FULL` makes them durable), and reads go through a page cache rather
+    /// than the file's map, whose pages would count in the process's memory (a million-note sign-in reads indexes
+    /// and search segments all over the file). The connection's settings come back after `body`, thrown or not.
+    func withBulkWrites<T>(_ body: () async throws(NotesError) -> T) async throws(NotesError) -> T {
+        try mapErrors {
+            try writer.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA mmap_size = 0; PRAGMA cache_size = -16384")
+            }
+        }
+        let result: Result<T, NotesError>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        try mapErrors {
+            try writer.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = \(Self.synchronous); PRAGMA mmap_size = \(Self.mmapSize); PRAGMA cache_size = -2000")
+            }
+        }
+        return try result.get()
     }
 
     /// The settings row; on the first open of an installation, creates it with the origin and flake instance

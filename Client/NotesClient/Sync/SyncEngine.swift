@@ -262,9 +262,19 @@ final class SyncEngine: Sendable {
         _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
+        try await store.withBulkWrites { () async throws(NotesError) in
+            try await pullPages(connection, limits: limits, report: &report, progress: progress)
+        }
+    }
+
+    private func pullPages(
+        _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
+        progress: (@Sendable (SyncProgress) -> Void)?
+    ) async throws(NotesError) {
         var since = try store.read { tx in try tx.cursor() } ?? SyncCursor.start.text
         var restarted = false
         var done = 0
+        var total: Int?
         progress?(SyncProgress(phase: .pulling, done: 0, total: nil))
         // The next page is asked for as soon as a page names its cursor, before that page is applied: the server
         // reads and writes page n + 1 while this device writes page n (issue 30). The requests are the same, in the
@@ -314,7 +324,11 @@ final class SyncEngine: Sendable {
             report.undeleted += counts.undeleted
             report.pulled += page.changes.count
             done += page.changes.count
-            progress?(SyncProgress(phase: .pulling, done: done, total: nil))
+            if let remaining = page.remaining {
+                // An upper bound, exact for a pull from the start: the tightest one seen is the total.
+                total = min(total ?? Int.max, done + remaining)
+            }
+            progress?(SyncProgress(phase: .pulling, done: done, total: total))
             if !page.hasMore { return }
             since = page.cursor.text
         }

@@ -275,19 +275,28 @@ public final class PostgresNoteStore: NoteStore {
     /// The note columns of a pull's rows (``PostgresRows/PullRow``).
     private static let pulledNoteColumns = PostgresRows.noteColumns(of: "n")
 
-    public func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
+    public func pull(accountID: FlakeID, after sequence: Int64, limit: Int, maxBytes: Int) async throws -> PullPage {
         let account = accountID.rawValue
         let limit = Int64(max(limit, 0))
+        let maxBytes = Int64(maxBytes)
         return try await run { client in
-            // One statement, one snapshot: the account's sequence and the page agree.
+            // One statement, one snapshot: the account's sequence and the page agree. The page stops after the note
+            // whose text reaches `maxBytes` (the texts before it are under the bound), read from at most `limit` rows.
             let rows = try await client.query(
                 """
-                SELECT a.change_seq, \(unescaped: Self.pulledNoteColumns)
+                SELECT a.change_seq, a.note_count, n.rows_read, \(unescaped: Self.pulledNoteColumns)
                 FROM accounts a
                 LEFT JOIN LATERAL (
-                    SELECT \(unescaped: PostgresRows.noteColumns) FROM notes
-                    WHERE notes.account_id = a.id AND notes.change_seq > \(sequence)
-                    ORDER BY notes.change_seq LIMIT \(limit)
+                    SELECT * FROM (
+                        SELECT \(unescaped: PostgresRows.noteColumns),
+                            COALESCE(SUM(octet_length(notes.text)) OVER (
+                                ORDER BY notes.change_seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before,
+                            COUNT(*) OVER () AS rows_read
+                        FROM (
+                            SELECT * FROM notes WHERE notes.account_id = a.id AND notes.change_seq > \(sequence)
+                            ORDER BY notes.change_seq LIMIT \(limit)
+                        ) notes
+                    ) bounded WHERE bounded.bytes_before < \(maxBytes)
                 ) n ON TRUE
                 WHERE a.id = \(account)
                 ORDER BY n.change_seq
@@ -295,13 +304,17 @@ public final class PostgresNoteStore: NoteStore {
                 logger: self.logger
             )
             var current: Int64 = 0
+            var noteCount: Int64 = 0
+            var rowsRead: Int64 = 0
             var notes: [StoredNote] = []
             for try await row in rows.decode(PostgresRows.PullRow.self) {
-                let (sequence, note) = try PostgresRows.pulled(row)
-                current = sequence
-                if let note { notes.append(note) }
+                let pulled = try PostgresRows.pulled(row)
+                current = pulled.sequence
+                noteCount = pulled.noteCount
+                rowsRead = pulled.rowsRead
+                if let note = pulled.note { notes.append(note) }
             }
-            return PullPage(notes: notes, currentSequence: current)
+            return PullPage(notes: notes, currentSequence: current, noteCount: noteCount, cutByBytes: Int64(notes.count) < rowsRead)
         }
     }
 

@@ -17,18 +17,24 @@ enum PostgresRows {
 
     typealias NoteRow = (Int64, Int64, Int64, Int64, Int64, ByteBuffer, Bool, Int64?, Int64, Int64, Int64, Int64?)
 
-    /// A row of a pull (``PostgresNoteStore``): the account's change sequence, then ``noteColumns``, which are all NULL
-    /// in the one row of a page without notes (a `LEFT JOIN`).
-    typealias PullRow = (Int64, Int64?, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Bool?, Int64?, Int64?, Int64?, Int64?, Int64?)
+    /// A row of a pull (``PostgresNoteStore``): the account's change sequence and note count, how many rows the page
+    /// read before its byte bound, then ``noteColumns``; the last two are NULL in the one row of a page without notes
+    /// (a `LEFT JOIN`).
+    typealias PullRow = (
+        Int64, Int64, Int64?, Int64?, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Bool?, Int64?, Int64?, Int64?, Int64?, Int64?
+    )
 
-    /// The account's change sequence and the note of a pull's row, if it has one.
-    static func pulled(_ row: PullRow) throws -> (sequence: Int64, note: StoredNote?) {
-        let (sequence, serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt) = row
+    /// A pull's row: the account's change sequence and note count, the rows read, and the note, if it has one.
+    static func pulled(_ row: PullRow) throws -> (sequence: Int64, noteCount: Int64, rowsRead: Int64, note: StoredNote?) {
+        let (
+            sequence, noteCount, rowsRead, serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt,
+            updatedAt, editedAt
+        ) = row
         guard let serverID, let accountID, let clientID, let origin, let version, let text, let deleted, let changeSeq, let createdAt,
             let updatedAt
-        else { return (sequence, nil) }
+        else { return (sequence, noteCount, rowsRead ?? 0, nil) }
         return (
-            sequence,
+            sequence, noteCount, rowsRead ?? 0,
             try note((serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt))
         )
     }

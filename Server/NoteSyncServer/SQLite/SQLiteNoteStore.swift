@@ -314,22 +314,22 @@ public final class SQLiteNoteStore: NoteStore {
 
     // MARK: - Pull
 
-    public func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
+    public func pull(accountID: FlakeID, after sequence: Int64, limit: Int, maxBytes: Int) async throws -> PullPage {
         try await read { db in
             let account = accountID.rawValue
-            let current =
-                try Int64.fetchOne(
-                    db.cachedStatement(sql: "SELECT change_seq FROM accounts WHERE id = ?"), arguments: [account]
-                ) ?? 0
+            let totals = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT change_seq, note_count FROM accounts WHERE id = ?"), arguments: [account])
+            let current: Int64 = totals?[0] ?? 0
             var notes: [StoredNote] = []
+            var cutByBytes = false
             if sequence < current, limit > 0 {
                 notes.reserveCapacity(min(limit, Int(current - sequence)))
                 let statement = try db.cachedStatement(
                     sql: "SELECT \(SQLiteRows.noteColumns) FROM notes WHERE account_id = ? AND change_seq > ? ORDER BY change_seq LIMIT ?"
                 )
-                try SQLiteRows.fetchNotes(statement, [account, sequence, limit], into: &notes)
+                cutByBytes = try SQLiteRows.fetchNotes(statement, [account, sequence, limit], into: &notes, maxBytes: maxBytes)
             }
-            return PullPage(notes: notes, currentSequence: current)
+            return PullPage(notes: notes, currentSequence: current, noteCount: totals?[1] ?? 0, cutByBytes: cutByBytes)
         }
     }
 

@@ -41,8 +41,23 @@ enum SQLiteRows {
 
     /// Appends the notes a statement selects (``noteColumns`` first).
     static func fetchNotes(_ statement: Statement, _ arguments: StatementArguments, into notes: inout [StoredNote]) throws {
+        _ = try fetchNotes(statement, arguments, into: &notes, maxBytes: Int.max)
+    }
+
+    /// Appends the rows' notes, stopping after the one whose text brings the texts read to `maxBytes` or beyond;
+    /// returns whether it stopped there (rows were left).
+    static func fetchNotes(
+        _ statement: Statement, _ arguments: StatementArguments, into notes: inout [StoredNote], maxBytes: Int
+    ) throws -> Bool {
         let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try rows.next() { notes.append(try note(row, at: 0)) }
+        var bytes = 0
+        while let row = try rows.next() {
+            let note = try note(row, at: 0)
+            notes.append(note)
+            bytes += note.text.utf8.count
+            if bytes >= maxBytes { return try rows.next() != nil }
+        }
+        return false
     }
 
     /// The note in the row's ``noteColumns`` starting at column `offset`.

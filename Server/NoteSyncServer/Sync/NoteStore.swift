@@ -60,9 +60,10 @@ public protocol NoteStore: Sendable {
     /// - Throws: ``NoteStoreError/accountNotFound``, ``NoteStoreError/unavailable(_:)``, or a backend error.
     func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult]
 
-    /// The account's notes changed after `sequence`, ascending by change sequence, at most `limit`, with the
-    /// account's current change sequence from the same snapshot.
-    func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage
+    /// The account's notes changed after `sequence`, ascending by change sequence, at most `limit`, and none after
+    /// the one whose text brings the page's text bytes to `maxBytes` or beyond (so a page holds at least one note);
+    /// with the account's current change sequence and note count from the same snapshot.
+    func pull(accountID: FlakeID, after sequence: Int64, limit: Int, maxBytes: Int) async throws -> PullPage
 
     /// The account's current change sequence (0 when it has no changes or does not exist).
     func currentChangeSequence(accountID: FlakeID) async throws -> Int64
@@ -112,4 +113,11 @@ public enum NoteStoreError: Error, Sendable, Equatable, CustomStringConvertible 
 /// A stored ID back as a ``FlakeID`` (every stored ID is positive).
 func flake(_ value: Int64) throws -> FlakeID {
     try FlakeID(validating: value)
+}
+
+extension NoteStore {
+    /// A page bounded by `limit` only (tests).
+    public func pull(accountID: FlakeID, after sequence: Int64, limit: Int) async throws -> PullPage {
+        try await pull(accountID: accountID, after: sequence, limit: limit, maxBytes: Int.max)
+    }
 }

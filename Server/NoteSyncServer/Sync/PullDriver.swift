@@ -115,7 +115,8 @@ public struct PullDriver: Sendable {
     /// One page after `cursor`, without waiting (rule 2).
     private func page(after cursor: SyncCursor, pageSize: Int, session: SessionRecord) async throws -> PullResponse {
         try PullPlanner.page(
-            try await store.pull(accountID: session.accountID, after: cursor.sequence, limit: pageSize), after: cursor, pageSize: pageSize)
+            try await store.pull(accountID: session.accountID, after: cursor.sequence, limit: pageSize, maxBytes: PullPlanner.pageBytes),
+            after: cursor, pageSize: pageSize)
     }
 }
 

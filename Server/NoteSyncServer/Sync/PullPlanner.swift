@@ -9,10 +9,15 @@ import NoteSyncProtocol
 ///    digits of a positive integer, any size, clamped to `maxPageSize` (absent: `defaultPageSize`), else
 ///    `invalid_limit`; `wait` is ASCII digits of a non-negative integer of seconds, clamped to `maxWaitSeconds`
 ///    (absent: 0), else `invalid_wait`.
-/// 2. Page: the account's notes changed after the cursor, oldest change first, at most the page size; its cursor is
-///    after the last of them (the request's when there is none); `hasMore` when the page is full and the account's
-///    change sequence is past its last note. A cursor beyond the account's sequence (another account's, say) is
-///    `invalid_cursor`. Cost is proportional to the changes returned, never to the account's size.
+/// 2. Page: the account's notes changed after the cursor, oldest change first, at most the page size, and no note
+///    after the one whose text brings the page to ``pageBytes`` (so a page holds at least one note, and a page of
+///    large notes stays a few MiB in memory on both sides); its cursor is after the last of them (the request's when
+///    there is none); `hasMore` when the page is full (or cut at ``pageBytes``) and the account's change sequence is
+///    past its last note; `remaining`: how many notes at most changed after the page's cursor (exact for a pull from
+///    the start, which returns each of the account's notes once: its note count less the page; otherwise the
+///    changes after the page's cursor, capped at the note count), 0 without more. A cursor beyond the account's
+///    sequence (another account's, say) is `invalid_cursor`. Cost is proportional to the changes returned, never to
+///    the account's size.
 /// 3. Wait: with `wait` above 0, a change feed and an empty page, the pull registers a waiter, then re-reads the
 ///    account's change sequence: past the cursor (a commit between the page and the registration, whose signal found
 ///    nobody), the page after the cursor is the answer; else the pull waits. A commit after the registration signals
@@ -75,7 +80,10 @@ public enum PullPlanner {
         return Int(text) ?? Int.max
     }
 
-    /// The answer for a page the store read after `cursor`, at most `pageSize` notes (rule 2).
+    /// The text bytes after which a page stops (rule 2): 4 MiB.
+    public static let pageBytes = 4 << 20
+
+    /// The answer for a page the store read after `cursor`, at most `pageSize` notes and ``pageBytes`` (rule 2).
     ///
     /// - Throws: `invalid_cursor` when the cursor is beyond the account's change sequence.
     public static func page(_ page: PullPage, after cursor: SyncCursor, pageSize: Int) throws(SyncError) -> PullResponse {
@@ -83,12 +91,16 @@ public enum PullPlanner {
             throw SyncError(.invalidCursor, "The cursor is not one this server issued for this account.", field: PullQuery.since)
         }
         let last = page.notes.last?.changeSeq
+        let next = last.map { SyncCursor(sequence: $0) } ?? cursor
+        let hasMore = (page.notes.count == pageSize || page.cutByBytes) && (last ?? page.currentSequence) < page.currentSequence
+        var remaining: Int64 = 0
+        if hasMore {
+            let notesLeft = max(0, page.noteCount - Int64(page.notes.count))
+            remaining = cursor.sequence == 0 ? notesLeft : min(page.noteCount, page.currentSequence - next.sequence)
+        }
         var times = WireTime.Cache()
         return PullResponse(
-            changes: page.notes.map { $0.record(times: &times) },
-            cursor: last.map { SyncCursor(sequence: $0) } ?? cursor,
-            hasMore: page.notes.count == pageSize && (last ?? page.currentSequence) < page.currentSequence
-        )
+            changes: page.notes.map { $0.record(times: &times) }, cursor: next, hasMore: hasMore, remaining: Int(remaining))
     }
 
     /// Whether a transport must be ready for a pull with this `wait` parameter to wait (hold its connection, hear the

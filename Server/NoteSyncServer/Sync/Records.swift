@@ -233,14 +233,21 @@ public struct AppliedEdit: Sendable, Equatable {
 
 /// One page of an account's changes, read in one consistent snapshot.
 public struct PullPage: Sendable, Equatable {
-    /// Notes with `changeSeq` greater than the requested one, ascending, at most the requested limit.
+    /// Notes with `changeSeq` greater than the requested one, ascending, at most the requested limit, and no more
+    /// once their texts reach the requested bytes (at least one note).
     public var notes: [StoredNote]
     /// The account's change sequence in the same snapshot (0 for an account with no changes).
     public var currentSequence: Int64
+    /// The account's notes (tombstones and conflict copies included) in the same snapshot.
+    public var noteCount: Int64
+    /// The page stopped at the requested bytes, before the requested limit.
+    public var cutByBytes: Bool
 
-    public init(notes: [StoredNote], currentSequence: Int64) {
+    public init(notes: [StoredNote], currentSequence: Int64, noteCount: Int64 = 0, cutByBytes: Bool = false) {
         self.notes = notes
         self.currentSequence = currentSequence
+        self.noteCount = noteCount
+        self.cutByBytes = cutByBytes
     }
 }
 

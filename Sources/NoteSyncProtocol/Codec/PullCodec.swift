@@ -15,7 +15,7 @@ extension PullResponse: WireFastDecodable {
     public func encodedJSON() -> Data {
         var writer = Writer(count: changes.count, textBytes: changes.reduce(0) { $0 + $1.text.utf8.count })
         for record in changes { writer.note(record) }
-        return writer.finish(cursor: cursor, hasMore: hasMore)
+        return writer.finish(cursor: cursor, hasMore: hasMore, remaining: remaining)
     }
 
     /// Writes a pull page straight to bytes, one record at a time: exactly what `WireJSON.encoder()` writes for the
@@ -28,6 +28,7 @@ extension PullResponse: WireFastDecodable {
         private static let changes = PullKeys.response.quoted(.changes)
         private static let cursor = PullKeys.response.quoted(.cursor)
         private static let hasMore = PullKeys.response.quoted(.hasMore)
+        private static let remaining = PullKeys.response.quoted(.remaining)
 
         /// A writer for a page of about `textBytes` bytes of text in `count` notes (a capacity hint).
         public init(count: Int, textBytes: Int) {
@@ -46,12 +47,16 @@ extension PullResponse: WireFastDecodable {
         }
 
         /// Ends the page and returns its bytes.
-        public mutating func finish(cursor: SyncCursor, hasMore: Bool) -> Data {
+        public mutating func finish(cursor: SyncCursor, hasMore: Bool, remaining: Int?) -> Data {
             bytes.append(UInt8(ascii: "]"))
             field(Self.cursor)
             string(cursor.text)
             field(Self.hasMore)
             bool(hasMore)
+            if let remaining {
+                field(Self.remaining)
+                integer(Int64(remaining))
+            }
             bytes.append(UInt8(ascii: "}"))
             return bytes.takeData()
         }
@@ -59,7 +64,7 @@ extension PullResponse: WireFastDecodable {
 
     public static func fastDecode(_ bytes: UnsafeRawBufferPointer) -> PullResponse? {
         var reader = JSONByteReader(bytes)
-        var changes: [NoteRecord]?, cursor: SyncCursor?, hasMore: Bool?
+        var changes: [NoteRecord]?, cursor: SyncCursor?, hasMore: Bool?, remaining: Int?
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = PullKeys.response.match(name), seen & bit == 0 else { return false }
@@ -68,9 +73,10 @@ extension PullResponse: WireFastDecodable {
             case .changes: changes = reader.array { NoteRecord.read(&$0) }; return changes != nil
             case .cursor: cursor = reader.string().flatMap(SyncCursor.init(text:)); return cursor != nil
             case .hasMore: hasMore = reader.bool(); return hasMore != nil
+            case .remaining: remaining = reader.integer().flatMap { Int(exactly: $0) }; return remaining != nil
             }
         }
         guard complete, reader.atEnd(), let changes, let cursor, let hasMore else { return nil }
-        return PullResponse(changes: changes, cursor: cursor, hasMore: hasMore)
+        return PullResponse(changes: changes, cursor: cursor, hasMore: hasMore, remaining: remaining)
     }
 }
