@@ -51,8 +51,9 @@ let package = Package(
         // End-to-end encryption: libsodium (Debian's libsodium-dev, found through pkg-config) and the typed API over it.
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .target(name: "NoteCrypto", dependencies: ["CSodium", "MiniFlake"], path: "Sources/NoteCrypto", swiftSettings: swiftSettings),
-        // The line diff and the three-way merge: the server merges pushed edits, the device shows and merges conflicts.
-        .target(name: "NoteMerge", path: "Sources/NoteMerge", swiftSettings: swiftSettings),
+        // The line diff and the three-way merges (texts, tags, flags): the server merges pushed edits, the device
+        // shows and merges conflicts. Tags are compared by the wire module's TagRules.
+        .target(name: "NoteMerge", dependencies: ["NoteSyncProtocol"], path: "Sources/NoteMerge", swiftSettings: swiftSettings),
         .target(
             name: "SQLiteSupport", dependencies: [.product(name: "GRDB", package: "GRDB.swift")], path: "Sources/SQLiteSupport",
             swiftSettings: swiftSettings),

@@ -449,6 +449,10 @@ final class CommitAfterPullStore: NoteStore, Sendable {
     func currentChangeSequence(accountID: FlakeID) async throws -> Int64 { try await inner.currentChangeSequence(accountID: accountID) }
     func largestIssuedID() async throws -> FlakeID? { try await inner.largestIssuedID() }
     func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int { try await inner.pruneAppliedEdits(createdBefore: cutoff) }
+    func versions(accountID: FlakeID, query: HistoryPlanner.Query) async throws -> VersionPage? {
+        try await inner.versions(accountID: accountID, query: query)
+    }
+    func pruneHistory(savedBefore cutoff: Int64) async throws -> Int { try await inner.pruneHistory(savedBefore: cutoff) }
     func ping() async throws { try await inner.ping() }
     func close() async throws { try await inner.close() }
 }

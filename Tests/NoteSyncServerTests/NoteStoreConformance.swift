@@ -33,7 +33,7 @@ enum NoteStoreConformance {
         try await store.pull(accountID: account, after: 0, limit: Int.max / 2).notes
     }
 
-    static let checks: [Check] = operatorChecks + inviteChecks + replayQuotaChecks + [
+    static let checks: [Check] = operatorChecks + inviteChecks + replayQuotaChecks + historyChecks + [
         Check(name: "accounts") { store in
             let account = AccountRecord(id: minter.mint(), username: "alice", passwordHash: "h1", createdAt: 5)
             try await store.createAccount(account)
@@ -454,42 +454,43 @@ enum NoteStoreConformance {
         },
         Check(name: "usage is a running total kept by pushes, and the quota rejects what would exceed it") { store in
             let alice = try await makeAccount(store, "alice")
-            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 0, textBytes: 0))
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 0, textBytes: 0, historyBytes: 0))
             #expect(try await store.usage(accountID: id(424242)) == nil)
             var created = try await store.push(
                 accountID: alice, changes: [change(1, edit: 1, text: "12345"), change(2, edit: 2, text: "é")], context: context())
-            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 7))
-            // An edit changes the bytes; a delete keeps a tombstone (counted) with no text.
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 7, historyBytes: 7))
+            // An edit changes the bytes (and keeps its text in the history); a delete keeps a tombstone (counted) with no
+            // text, and a version with none.
             _ = try await store.push(
                 accountID: alice, changes: [change(1, server: created[0].serverID, edit: 3, text: "123", baseVersion: 1)], context: context())
-            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 5))
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 5, historyBytes: 10))
             _ = try await store.push(
                 accountID: alice, changes: [change(2, server: created[1].serverID, edit: 4, text: "", deleted: true, baseVersion: 1)],
                 context: context())
-            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 3))
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 2, textBytes: 3, historyBytes: 10))
 
             // Over a limit: rejected with quota_exceeded, nothing stored; a change that does not grow is accepted.
             var quota = context()
-            quota.quota = AccountQuota(maxNotes: 3, maxTextBytes: 10)
+            quota.quota = AccountQuota(maxNotes: 3, maxTextBytes: 20)
             created = try await store.push(
                 accountID: alice,
                 changes: [
-                    change(3, edit: 5, text: "abc"),  // 3 notes, 6 bytes
+                    change(3, edit: 5, text: "abc"),  // 3 notes, 6 bytes and 13 in the history: 19
                     change(4, edit: 6, text: "d"),  // a 4th note: refused
-                    change(1, server: created[0].serverID, edit: 7, text: "123456789", baseVersion: 2),  // 12 bytes: refused
+                    change(1, server: created[0].serverID, edit: 7, text: "123456789", baseVersion: 2),  // 34 bytes: refused
                     change(1, server: created[0].serverID, edit: 8, text: "1", baseVersion: 2),  // shrinks: accepted
                 ],
                 context: quota)
             #expect(created.map(\.status) == [.created, .rejected, .rejected, .updated])
             #expect(created[1].error?.code == .quotaExceeded && created[2].error?.code == .quotaExceeded)
             #expect(created[1].error?.field == "changes[1].text")
-            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 3, textBytes: 4))
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 3, textBytes: 4, historyBytes: 14))
             #expect(try await everything(store, alice).count == 3)
             // A rejected change stored no applied edit: sent again under a larger quota, it is applied.
-            quota.quota = AccountQuota(maxNotes: 4, maxTextBytes: 10)
+            quota.quota = AccountQuota(maxNotes: 4, maxTextBytes: 20)
             let retried = try await store.push(accountID: alice, changes: [change(4, edit: 6, text: "d")], context: quota)
             #expect(retried[0].status == .created && !retried[0].replayed)
-            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 4, textBytes: 5))
+            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 4, textBytes: 5, historyBytes: 15))
         },
         Check(name: "ping and close") { store in
             try await store.ping()

@@ -10,6 +10,8 @@ import TestSupport
 struct PlannerHarness {
     var notes: [FlakeID: StoredNote] = [:]
     var applied: [FlakeID: [AppliedEdit]] = [:]
+    /// Every version the plans kept, by note, in order.
+    var versions: [FlakeID: [StoredVersion]] = [:]
     var sequences: [FlakeID: Int64] = [:]
     let minter = CountingMinter()
     var now: Int64 = testEpoch
@@ -17,7 +19,7 @@ struct PlannerHarness {
     /// Also hand the planner every note of every account, to check it ignores what it must not see.
     var loadEverything = false
 
-    mutating func push(_ account: FlakeID, _ changes: [NoteChange], pusher: FlakeID? = nil) -> [ChangeResult] {
+    mutating func push(_ account: FlakeID, _ changes: [NoteChange], pusher: FlakeID? = nil, device: String? = nil) -> [ChangeResult] {
         // Like the stores: every applied edit of the account with one of the batch's edit IDs, whoever pushed it, and
         // the account's notes named by server ID, by client ID (any origin) or by one of those applied edits.
         let keys = PushPlanner.loadKeys(of: changes)
@@ -31,7 +33,7 @@ struct PlannerHarness {
         let plan = try! PushPlanner.plan(
             PushPlanner.Input(
                 accountID: account, changes: changes, notes: loaded, appliedEdits: edits,
-                currentSequence: sequences[account, default: 0], limits: limits, now: now, pusher: pusher
+                currentSequence: sequences[account, default: 0], limits: limits, now: now, pusher: pusher, device: device
             ),
             mintID: minter.mint
         )
@@ -48,6 +50,16 @@ struct PlannerHarness {
             #expect(!(applied[account] ?? []).contains { AppliedEditKey(editID: $0.editID, noteKey: $0.noteKey, pusher: $0.pusher) == key })
             applied[account, default: []].append(edit)
         }
+        // The history: one version per write, numbered on from the note's last, the last one the note's final state.
+        for version in plan.versions {
+            #expect(version.accountID == account && version.savedAt == now && version.device == device)
+            #expect(version.version == (versions[version.serverID]?.last?.version ?? 0) + 1, "versions follow each other")
+            versions[version.serverID, default: []].append(version)
+        }
+        for write in plan.writes {
+            #expect(versions[write.note.serverID]?.last == StoredVersion(write.note, savedAt: now, device: device))
+        }
+        #expect(plan.newUsage.historyBytes - plan.oldUsage.historyBytes == plan.versions.reduce(0) { $0 + Int64($1.text.utf8.count) })
         #expect(plan.newSequence >= sequences[account, default: 0])
         sequences[account] = plan.newSequence
         now += 1
@@ -366,6 +378,10 @@ struct ModelDevice {
         var text: String
         var deleted = false
         var dirty = true
+        var tags: [String] = []
+        var syncedTags: [String]?
+        var pinned = false
+        var syncedPinned: Bool?
     }
 
     var origin: FlakeID
@@ -435,7 +451,23 @@ struct Scenario {
             devices[deviceIndex].notes[noteIndex].deleted = true
             devices[deviceIndex].notes[noteIndex].text = ""
             devices[deviceIndex].notes[noteIndex].dirty = true
-        case 7...8:
+        case 7:
+            // Tags and pins: add or remove a tag of five (in random case), or flip the pin.
+            guard !devices[deviceIndex].notes.isEmpty else { return }
+            let noteIndex = Int(rng.next() % UInt64(devices[deviceIndex].notes.count))
+            guard !devices[deviceIndex].notes[noteIndex].deleted else { return }
+            let tag = ["work", "home", "idea", "q4", "a/b"][Int(rng.next() % 5)]
+            var note = devices[deviceIndex].notes[noteIndex]
+            if rng.next() % 4 == 0 {
+                note.pinned.toggle()
+            } else if let existing = note.tags.firstIndex(where: { TagRules.key($0) == tag }) {
+                note.tags.remove(at: existing)
+            } else {
+                note.tags.append(rng.next() % 2 == 0 ? tag : tag.uppercased())
+            }
+            note.dirty = true
+            devices[deviceIndex].notes[noteIndex] = note
+        case 8:
             push(deviceIndex)
         case 9...10:
             pull(deviceIndex)
@@ -456,7 +488,8 @@ struct Scenario {
             changes.append(
                 NoteChange(
                     clientID: note.clientID, origin: note.origin, serverID: note.serverID, editID: id(nextEditID),
-                    text: note.text, deleted: note.deleted, baseVersion: note.version, baseText: note.syncedText
+                    text: note.text, deleted: note.deleted, baseVersion: note.version, baseText: note.syncedText,
+                    tags: note.tags, pinned: note.pinned, baseTags: note.syncedTags, basePinned: note.syncedPinned
                 )
             )
             nextEditID += 1
@@ -493,11 +526,32 @@ struct Scenario {
                 default:
                     failures.append("edit answered \(result.status)")
                 }
+                // No lost tag change: what this device added is on the note, what it removed is not.
+                if let stored, !result.replayed, result.status != .kept {
+                    let keys = Set(stored.tags.map(TagRules.key))
+                    let pushed = Set((change.tags ?? []).map(TagRules.key))
+                    let base = Set((change.baseTags ?? []).map(TagRules.key))
+                    if !pushed.subtracting(base).isSubset(of: keys) { failures.append("a tag added was lost (\(result.status))") }
+                    if !keys.isDisjoint(with: base.subtracting(pushed)) { failures.append("a tag removed came back (\(result.status))") }
+                    if let pinned = change.pinned, pinned != change.basePinned, stored.pinned != pinned {
+                        failures.append("a pin change was lost (\(result.status))")
+                    }
+                    if result.tags != nil, result.tags != stored.tags { failures.append("the answer's tags are not the note's") }
+                    if result.tags == nil, Set(stored.tags) != Set(change.tags ?? stored.tags) {
+                        failures.append("the answer left out tags that differ")
+                    }
+                }
             }
             var note = devices[deviceIndex].notes[index]
             note.serverID = result.serverID
             note.version = result.version
             note.dirty = false
+            if !change.deleted || result.status == .kept {
+                note.tags = result.tags ?? change.tags ?? note.tags
+                note.pinned = result.pinned ?? change.pinned ?? note.pinned
+                note.syncedTags = note.tags
+                note.syncedPinned = note.pinned
+            }
             switch result.status {
             case .deleted:
                 note.syncedText = ""
@@ -516,7 +570,8 @@ struct Scenario {
                 devices[deviceIndex].notes.append(
                     .init(
                         clientID: copy.clientID, origin: change.origin, serverID: copy.serverID, version: 1,
-                        syncedText: change.text, text: change.text, dirty: false
+                        syncedText: change.text, text: change.text, dirty: false, tags: change.tags ?? [],
+                        syncedTags: change.tags ?? [], pinned: change.pinned ?? false, syncedPinned: change.pinned ?? false
                     )
                 )
             }
@@ -535,11 +590,16 @@ struct Scenario {
                 devices[deviceIndex].notes[index].syncedText = note.text
                 devices[deviceIndex].notes[index].text = note.text
                 devices[deviceIndex].notes[index].deleted = note.deleted
+                devices[deviceIndex].notes[index].tags = note.tags
+                devices[deviceIndex].notes[index].syncedTags = note.tags
+                devices[deviceIndex].notes[index].pinned = note.pinned
+                devices[deviceIndex].notes[index].syncedPinned = note.pinned
             } else {
                 devices[deviceIndex].notes.append(
                     .init(
                         clientID: note.clientID, origin: note.origin, serverID: note.serverID, version: note.version,
-                        syncedText: note.text, text: note.text, deleted: note.deleted, dirty: false
+                        syncedText: note.text, text: note.text, deleted: note.deleted, dirty: false, tags: note.tags,
+                        syncedTags: note.tags, pinned: note.pinned, syncedPinned: note.pinned
                     )
                 )
             }
@@ -549,8 +609,12 @@ struct Scenario {
 
     /// Note states comparable across runs.
     func snapshot() -> [String] {
-        harness.notes(of: account).map { "\($0.serverID) \($0.clientID) \($0.origin) v\($0.version) \($0.deleted) \($0.conflictOf.map { "\($0)" } ?? "-") \($0.text)" }
-            .sorted()
+        harness.notes(of: account).map(Self.describe).sorted()
+    }
+
+    static func describe(_ note: StoredNote) -> String {
+        "\(note.serverID) \(note.clientID) \(note.origin) v\(note.version) \(note.deleted) \(note.conflictOf.map { "\($0)" } ?? "-") "
+            + "\(note.tags) \(note.pinned) \(note.text)"
     }
 }
 
@@ -605,7 +669,7 @@ struct PushPlannerPropertyTests {
                 }
             }
             let once = scenario.snapshot()
-            let many = replay.notes(of: alice).map { "\($0.serverID) \($0.clientID) \($0.origin) v\($0.version) \($0.deleted) \($0.conflictOf.map { "\($0)" } ?? "-") \($0.text)" }.sorted()
+            let many = replay.notes(of: alice).map(Scenario.describe).sorted()
             #expect(once == many, "seed \(seed)")
             #expect(
                 scenario.harness.notes(of: alice).filter { $0.conflictOf != nil }.count

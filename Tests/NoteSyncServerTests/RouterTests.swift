@@ -348,5 +348,9 @@ struct FaultyStore: NoteStore {
     func largestIssuedID() async throws -> FlakeID? { try await inner.largestIssuedID() }
     func ping() async throws { try await inner.ping() }
     func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int { try await inner.pruneAppliedEdits(createdBefore: cutoff) }
+    func versions(accountID: FlakeID, query: HistoryPlanner.Query) async throws -> VersionPage? {
+        try await inner.versions(accountID: accountID, query: query)
+    }
+    func pruneHistory(savedBefore cutoff: Int64) async throws -> Int { try await inner.pruneHistory(savedBefore: cutoff) }
     func close() async throws { try await inner.close() }
 }

@@ -71,7 +71,8 @@ struct PruneServiceTests {
         _ = try await store.push(accountID: alice, changes: [change(1, edit: 1, text: "old\n")], context: NoteStoreConformance.context(now: 1_000))
         _ = try await store.push(accountID: alice, changes: [change(2, edit: 2, text: "new\n")], context: NoteStoreConformance.context(now: 9_000))
         let clock = ManualFlakeClock(unixMilliseconds: 10_000)
-        let service = PruneService(store: store, retention: 5_000, interval: .seconds(3600), clock: clock, logger: testLogger)
+        let service = PruneService(
+            store: store, editRetention: 5_000, historyRetention: nil, interval: .seconds(3600), clock: clock, logger: testLogger)
         await service.pruneOnce()
         // Edit 1 (at 1,000, before 10,000 - 5,000) is gone: re-sending it reconciles; edit 2 is still a replay.
         let again = try await store.push(

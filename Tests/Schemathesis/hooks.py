@@ -62,3 +62,44 @@ def map_query(context, query):
     if query and isinstance(query.get("wait"), int) and not isinstance(query.get("wait"), bool) and query["wait"] > 1:
         query["wait"] = 1
     return query
+
+
+_NOTE_ID = None
+
+
+def _note_id() -> str:
+    """The server ID of one note of the shared account (pushed once, tagged and with a second version), so the
+    history route is tested on a note it keeps versions of as well as on IDs that name none."""
+    global _NOTE_ID
+    if _NOTE_ID is None:
+        token = _sign_in()
+
+        def push(change: dict) -> dict:
+            request = urllib.request.Request(
+                os.environ["NOTESYNCD_URL"] + "/v1/notes/push",
+                data=json.dumps({"changes": [change]}).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+                method="POST",
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.load(response)["results"][0]
+
+        created = push({"clientID": "8230134980765482001", "origin": "5044031582654955520",
+                        "editID": "8230135127431907328", "text": "schemathesis\n", "deleted": False, "tags": ["work"]})
+        push({"clientID": "8230134980765482001", "origin": "5044031582654955520", "serverID": created["serverID"],
+              "editID": "8230135127431907329", "text": "schemathesis\nagain\n", "deleted": False, "baseVersion": 1,
+              "pinned": True})
+        _NOTE_ID = created["serverID"]
+    return _NOTE_ID
+
+
+@schemathesis.hook
+def map_path_parameters(context, path_parameters):
+    """Points half of the history route's generated note IDs (valid IDs ending in an even digit) at a note the shared
+    account holds, so its pages are fetched and checked against the schema, not only its 404s. IDs that are not
+    MiniFlake IDs stay as generated, so invalid ones are still refused (400 invalid_id)."""
+    value = (path_parameters or {}).get("serverID")
+    valid = isinstance(value, str) and value.isascii() and value.isdigit() and value[0] != "0" and int(value) < 2**63
+    if valid and int(value[-1]) % 2 == 0:
+        path_parameters["serverID"] = _note_id()
+    return path_parameters

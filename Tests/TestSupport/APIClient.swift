@@ -77,6 +77,22 @@ public struct APIClient: Sendable {
         return try decode(PullResponse.self, try await call(.pull, token: token, query: query))
     }
 
+    /// One page of a note's history (`GET /v1/notes/{serverID}/versions`).
+    public func versions(_ token: String, _ serverID: FlakeID, after: Int64 = 0, limit: Int? = nil) async throws -> NoteVersionsResponse {
+        let request = NoteVersionsRequest(serverID: serverID, after: after, limit: limit).wireRequest(bearerToken: token)
+        return try decode(NoteVersionsResponse.self, try await send(request, nil))
+    }
+
+    /// Every kept version of a note, paging from the first.
+    public func allVersions(_ token: String, _ serverID: FlakeID, pageSize: Int? = nil) async throws -> [NoteVersion] {
+        var versions: [NoteVersion] = []
+        while true {
+            let page = try await self.versions(token, serverID, after: versions.last?.version ?? 0, limit: pageSize)
+            versions += page.versions
+            if !page.hasMore { return versions }
+        }
+    }
+
     /// Every note of the account, paging from the start.
     public func pullAll(_ token: String, pageSize: Int = 1000) async throws -> [NoteRecord] {
         var cursor = SyncCursor.start

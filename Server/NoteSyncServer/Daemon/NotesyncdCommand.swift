@@ -38,6 +38,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     @Option(.instanceLeaseSeconds) var instanceLeaseSeconds: String?
     @Option(.databaseConnections) var databaseConnections: String?
     @Option(.editRetentionDays) var editRetentionDays: String?
+    @Option(.historyDays) var historyDays: String?
     @Option(.maxBodyBytes) var maxBodyBytes: String?
     @Option(.maxNoteBytes) var maxNoteBytes: String?
     @Option(.maxBatch) var maxBatch: String?

@@ -128,7 +128,7 @@ extension NotesyncdOption {
     /// when the two disagree, or when OPERATIONS.md's table does not list it as the entry says.
     public static let all: [NotesyncdOption] = [
         dataDirectory, host, port, instance, bcryptCost, logLevel, database, instanceLeaseSeconds, databaseConnections,
-        editRetentionDays, maxBodyBytes, maxNoteBytes, maxBatch, maxPage, idleTimeout, readTimeout, writeTimeout,
+        editRetentionDays, historyDays, maxBodyBytes, maxNoteBytes, maxBatch, maxPage, idleTimeout, readTimeout, writeTimeout,
         maxConnections, signUp, logFormat, metricsAddress, maxNotesPerAccount, maxBytesPerAccount, maxWaiters,
         maxWaitersPerAccount, sessionIdleDays,
     ]
@@ -181,6 +181,10 @@ extension NotesyncdOption {
     static let editRetentionDays = integer(
         "edit-retention-days", \.editRetentionDays, \.editRetentionDays, range: 0...36500, noun: "edit retention", unit: " days",
         help: "Days applied edits are kept to recognise replayed pushes; 0 keeps them forever")
+
+    static let historyDays = integer(
+        "history-days", \.historyDays, \.history.retentionDays, range: 0...36500, noun: "history retention", unit: " days",
+        help: "Days each version of a note is kept in its history (counted in the byte quota); 0 keeps them forever")
 
     static let maxBodyBytes = integer(
         "max-body-bytes", \.maxBodyBytes, \.limits.maxBodyBytes, range: 1...Int64.max, noun: "max body bytes",

@@ -56,6 +56,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var databaseConnections: Int
     /// How many days an applied edit is kept for replay detection (0 keeps them forever).
     public var editRetentionDays: Int
+    /// The note history: its retention in days (`--history-days`, 0 keeps every version) and page limits, served by
+    /// `GET /v1/info`.
+    public var history: HistoryLimits = .default
     /// The bcrypt cost of new password hashes.
     public var bcryptCost: Int
     /// The limits enforced and served by `GET /v1/info`.

@@ -122,7 +122,8 @@ public func buildApplication(
         ServiceContext(store: store, clock: SystemFlakeClock.coarse, mintID: mintID, logger: logger, changeFeed: feed),
         configuration: ServiceConfiguration(
             limits: configuration.limits, quota: configuration.quota, passwords: .bcrypt(cost: configuration.bcryptCost),
-            throttle: throttle, randomBytes: .system, signUpPolicy: configuration.signUp, sessionIdleDays: configuration.sessionIdleDays)
+            throttle: throttle, randomBytes: .system, signUpPolicy: configuration.signUp, sessionIdleDays: configuration.sessionIdleDays,
+            history: configuration.history)
     )
     logger.info("sign-up policy", metadata: ["sign_up": "\(configuration.signUp.rawValue)"])
     let metrics = configuration.metricsAddress.map { _ in SyncMetrics() }
@@ -155,10 +156,11 @@ public func buildApplication(
     app.addServices(StoreService(store: store, logger: logger))
     // After the store (it stops before the store closes); the HTTP server answers its own waiters as it drains.
     app.addServices(ChangeFeedService(feed: feed, listener: listener, externalCommits: externalCommits, logger: logger))
-    if configuration.editRetentionDays > 0 {
+    if configuration.editRetentionDays > 0 || configuration.history.retentionDays > 0 {
         app.addServices(
             PruneService(
-                store: store, retention: Int64(configuration.editRetentionDays) * 86_400_000, interval: .seconds(3600),
+                store: store, editRetention: PruneService.milliseconds(days: configuration.editRetentionDays),
+                historyRetention: PruneService.milliseconds(days: configuration.history.retentionDays), interval: .seconds(3600),
                 clock: SystemFlakeClock.coarse, logger: logger
             )
         )
@@ -203,13 +205,16 @@ struct StoreService: Service {
     }
 }
 
-/// Prunes applied edits older than the retention, once a minute after start and then every `interval`, until
-/// graceful shutdown. A failure is logged and retried at the next round. With several daemons on PostgreSQL each
-/// prunes; deleting what another already deleted is harmless.
+/// Prunes applied edits older than the edit retention and kept versions older than the history retention (a note's
+/// newest kept version excepted), once a minute after start and then every `interval`, until graceful shutdown. A
+/// failure is logged and retried at the next round. With several daemons on PostgreSQL each prunes; deleting what
+/// another already deleted is harmless.
 struct PruneService: Service {
     let store: any NoteStore
-    /// Milliseconds.
-    let retention: Int64
+    /// Milliseconds; nil keeps applied edits forever.
+    let editRetention: Int64?
+    /// Milliseconds; nil keeps every version forever.
+    let historyRetention: Int64?
     let interval: Duration
     let clock: any FlakeClock
     let logger: Logger
@@ -229,13 +234,30 @@ struct PruneService: Service {
         }
     }
 
+    /// A retention of `days` days in milliseconds; nil for 0 (forever).
+    static func milliseconds(days: Int) -> Int64? {
+        days > 0 ? Int64(days) * 86_400_000 : nil
+    }
+
     func pruneOnce() async {
-        let cutoff = clock.unixMilliseconds() - retention
-        do {
-            let deleted = try await store.pruneAppliedEdits(createdBefore: cutoff)
-            if deleted > 0 { logger.info("applied edits pruned", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)"]) }
-        } catch {
-            logger.warning("pruning applied edits failed; retrying later", metadata: ["error": "\(error)"])
+        let now = clock.unixMilliseconds()
+        if let editRetention {
+            let cutoff = now - editRetention
+            do {
+                let deleted = try await store.pruneAppliedEdits(createdBefore: cutoff)
+                if deleted > 0 { logger.info("applied edits pruned", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)"]) }
+            } catch {
+                logger.warning("pruning applied edits failed; retrying later", metadata: ["error": "\(error)"])
+            }
+        }
+        if let historyRetention {
+            let cutoff = now - historyRetention
+            do {
+                let deleted = try await store.pruneHistory(savedBefore: cutoff)
+                if deleted > 0 { logger.info("note versions pruned", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)"]) }
+            } catch {
+                logger.warning("pruning note versions failed; retrying later", metadata: ["error": "\(error)"])
+            }
         }
     }
 }
@@ -292,8 +314,9 @@ enum HTTPBridge {
     static func wireRequest(from request: Request, context: SyncRequestContext, route: SyncAPI.Route, api: SyncAPI) async -> Prepared {
         let requestID = context.id
         let path = request.uri.path
-        // Hummingbird's router skips empty path components (`/v1/info/` reaches `/v1/info`); protocol paths are exact.
-        guard path == route.endpoint.path else {
+        // Hummingbird's router skips empty path components (`/v1/info/` reaches `/v1/info`); protocol paths are exact
+        // (a template's parameter is one non-empty segment).
+        guard route.endpoint.matches(path: path) else {
             return .answer(response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: requestID)))
         }
         // Public routes ignore the Authorization header (a stale or malformed one must not lock a client out of

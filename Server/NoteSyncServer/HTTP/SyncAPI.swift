@@ -68,7 +68,7 @@ public final class SyncAPI: Sendable {
         let requestID = request.requestID ?? Self.makeRequestID()
         var request = request
         request.requestID = requestID
-        guard let route = routes.first(where: { $0.endpoint.path == request.path && $0.endpoint.method == request.method })
+        guard let route = routes.first(where: { $0.endpoint.method == request.method && $0.endpoint.matches(path: request.path) })
         else {
             return routeMiss(method: request.method.rawValue, path: request.path, requestID: requestID)
         }
@@ -231,7 +231,7 @@ public final class SyncAPI: Sendable {
     }
 
     private func answerRouteMiss(method: String, path: String, requestID: String?) -> WireResponse {
-        let methods = Endpoint.allCases.filter { $0.path == path }.map(\.method.rawValue)
+        let methods = Endpoint.allCases.filter { $0.matches(path: path) }.map(\.method.rawValue)
         if methods.isEmpty {
             return SyncError(.notFound, "No such endpoint: \(path).").response(requestID: requestID)
         }
@@ -313,8 +313,12 @@ public final class SyncAPI: Sendable {
                 return WireResponse(status: endpoint.successStatus)
             }
         case .noteVersions:
-            // Not served yet: this server keeps no history (its `GET /v1/info` has no `history`).
-            .authenticated { request, _ in throw SyncError(.notFound, "No such endpoint: \(request.path).") }
+            .authenticated { request, session in
+                let query = try HistoryPlanner.query(
+                    serverID: endpoint.parameter(in: request.path) ?? "", after: request.queryValue(HistoryQuery.after),
+                    limit: request.queryValue(HistoryQuery.limit), limits: sync.history)
+                return try encode(try await sync.versions(query, session: session), endpoint)
+            }
         }
     }
 

@@ -151,6 +151,38 @@ extension PostgresDatabase {
                 """,
             ]
         ),
+        (
+            10,
+            [
+                // Tags and flags on notes (display forms sorted by key, joined by "\n", '' for none), the ones a push
+                // answer carried on applied edits (NULL: none), and the history: every version of a note a push
+                // writes from now on, with its texts' bytes as a running total like the others.
+                "ALTER TABLE notes ADD COLUMN tags TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE notes ADD COLUMN pinned BOOLEAN NOT NULL DEFAULT FALSE",
+                "ALTER TABLE notes ADD COLUMN archived BOOLEAN NOT NULL DEFAULT FALSE",
+                "ALTER TABLE applied_edits ADD COLUMN tags TEXT",
+                "ALTER TABLE applied_edits ADD COLUMN pinned BOOLEAN",
+                "ALTER TABLE applied_edits ADD COLUMN archived BOOLEAN",
+                "ALTER TABLE accounts ADD COLUMN history_bytes BIGINT NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE note_versions (
+                    account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    server_id BIGINT NOT NULL,
+                    version BIGINT NOT NULL,
+                    text BYTEA NOT NULL,
+                    deleted BOOLEAN NOT NULL,
+                    tags TEXT NOT NULL,
+                    pinned BOOLEAN NOT NULL,
+                    archived BOOLEAN NOT NULL,
+                    edited_at BIGINT NOT NULL,
+                    saved_at BIGINT NOT NULL,
+                    device TEXT,
+                    PRIMARY KEY (account_id, server_id, version)
+                )
+                """,
+                "CREATE INDEX note_versions_by_age ON note_versions(saved_at)",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

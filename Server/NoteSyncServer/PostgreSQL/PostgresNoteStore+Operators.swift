@@ -68,6 +68,7 @@ extension PostgresNoteStore: OperatorStore {
             var problems: [String] = []
             for (label, sql) in InvariantQueries.all + [
                 InvariantQueries.runningTotals(bytes: "octet_length(n.text)"), InvariantQueries.replayTotals(bytes: "octet_length(e.text)"),
+                InvariantQueries.historyTotals(bytes: "octet_length(v.text)"),
             ] {
                 for try await line in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(String.self) {
                     problems.append("\(label): \(line)")
@@ -89,19 +90,21 @@ extension PostgresNoteStore: OperatorStore {
                        (SELECT COALESCE(SUM(text_bytes), 0)::BIGINT FROM accounts),
                        (SELECT COUNT(*) FROM applied_edits),
                        pg_database_size(current_database()),
-                       (SELECT COALESCE(SUM(replay_text_bytes), 0)::BIGINT FROM accounts)
+                       (SELECT COALESCE(SUM(replay_text_bytes), 0)::BIGINT FROM accounts),
+                       (SELECT COUNT(*) FROM note_versions),
+                       (SELECT COALESCE(SUM(history_bytes), 0)::BIGINT FROM accounts)
                 """,
                 logger: self.logger
             )
             var statistics = StoreStatistics(
                 accounts: 0, disabledAccounts: 0, sessions: 0, notes: 0, tombstones: 0, textBytes: 0, appliedEdits: 0, databaseBytes: 0)
-            for try await (accounts, disabled, sessions, notes, tombstones, textBytes, edits, size, replayBytes) in rows.decode(
-                (Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
+            for try await (accounts, disabled, sessions, notes, tombstones, textBytes, edits, size, replayBytes, versions, historyBytes)
+                in rows.decode((Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
             {
                 statistics = StoreStatistics(
                     accounts: Int(accounts), disabledAccounts: Int(disabled), sessions: Int(sessions), notes: Int(notes),
                     tombstones: Int(tombstones), textBytes: textBytes, replayTextBytes: replayBytes, appliedEdits: Int(edits),
-                    databaseBytes: size)
+                    noteVersions: Int(versions), historyBytes: historyBytes, databaseBytes: size)
             }
             return statistics
         }

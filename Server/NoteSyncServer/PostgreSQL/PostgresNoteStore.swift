@@ -238,6 +238,7 @@ public final class PostgresNoteStore: NoteStore {
                 return false
             }
             try await connection.execute("DELETE FROM applied_edits WHERE account_id = \(account)", logger: self.logger)
+            try await connection.execute("DELETE FROM note_versions WHERE account_id = \(account)", logger: self.logger)
             try await connection.execute("DELETE FROM notes WHERE account_id = \(account)", logger: self.logger)
             _ = try await self.count("DELETE FROM sessions WHERE account_id = \(account) \(unescaped: Self.wakeWaiters)", on: connection)
             try await connection.execute("DELETE FROM accounts WHERE id = \(account)", logger: self.logger)
@@ -248,11 +249,12 @@ public final class PostgresNoteStore: NoteStore {
     public func usage(accountID: FlakeID) async throws -> AccountUsage? {
         try await run { client in
             let rows = try await client.query(
-                "SELECT note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = \(accountID.rawValue)", logger: self.logger
+                "SELECT note_count, text_bytes, replay_text_bytes, history_bytes FROM accounts WHERE id = \(accountID.rawValue)",
+                logger: self.logger
             )
             var usage: AccountUsage?
-            for try await (notes, bytes, replayBytes) in rows.decode((Int64, Int64, Int64).self) {
-                usage = AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes)
+            for try await (notes, bytes, replayBytes, historyBytes) in rows.decode((Int64, Int64, Int64, Int64).self) {
+                usage = AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes, historyBytes: historyBytes)
             }
             return usage
         }
@@ -318,6 +320,77 @@ public final class PostgresNoteStore: NoteStore {
         }
     }
 
+    // MARK: - History
+
+    public func versions(accountID: FlakeID, query: HistoryPlanner.Query) async throws -> VersionPage? {
+        let account = accountID.rawValue
+        let note = query.serverID.rawValue
+        let logger = self.logger
+        // One snapshot for both reads: the sizes (the planner picks the page), then the page's rows.
+        return try await transaction { connection in
+            try await connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            var found = false
+            var sizes: [Int] = []
+            for try await size in try await connection.query(
+                """
+                SELECT v.size FROM notes n
+                LEFT JOIN LATERAL (
+                    SELECT octet_length(text)::int8 AS size, version FROM note_versions
+                    WHERE account_id = n.account_id AND server_id = n.server_id AND version > \(query.after)
+                    ORDER BY version LIMIT \(Int64(query.pageSize) + 1)
+                ) v ON TRUE
+                WHERE n.server_id = \(note) AND n.account_id = \(account)
+                ORDER BY v.version
+                """,
+                logger: logger
+            ).decode(Int64?.self) {
+                found = true
+                if let size { sizes.append(Int(size)) }
+            }
+            guard found else { return nil }
+            let (count, hasMore) = HistoryPlanner.pageLength(sizes: sizes, query: query)
+            var versions: [StoredVersion] = []
+            if count > 0 {
+                for try await row in try await connection.query(
+                    """
+                    SELECT \(unescaped: PostgresRows.versionColumns) FROM note_versions
+                    WHERE account_id = \(account) AND server_id = \(note) AND version > \(query.after)
+                    ORDER BY version LIMIT \(Int64(count))
+                    """,
+                    logger: logger
+                ).decode(PostgresRows.VersionRow.self) {
+                    versions.append(try PostgresRows.version(row))
+                }
+            }
+            return VersionPage(versions: versions, hasMore: hasMore)
+        }
+    }
+
+    public func pruneHistory(savedBefore cutoff: Int64) async throws -> Int {
+        // A version with a later one of its note is never the note's newest.
+        let old = """
+            FROM note_versions v WHERE v.saved_at < \(cutoff) AND EXISTS (
+                SELECT 1 FROM note_versions w WHERE w.account_id = v.account_id AND w.server_id = v.server_id AND w.version > v.version)
+            """
+        return try await pruneInChunks(
+            lock: "SELECT id FROM accounts WHERE id IN (SELECT v.account_id \(unescaped: old) LIMIT \(Self.pruneChunk)) ORDER BY id FOR UPDATE"
+        ) { accounts in
+            """
+            WITH gone AS (
+                DELETE FROM note_versions WHERE ctid IN (
+                    SELECT v.ctid \(unescaped: old) AND v.account_id = ANY(\(accounts)::int8[]) LIMIT \(Self.pruneChunk))
+                RETURNING account_id, octet_length(text) AS b
+            ), freed AS (
+                SELECT account_id, SUM(b) AS b, COUNT(*) AS n FROM gone GROUP BY account_id
+            ), given AS (
+                UPDATE accounts a SET history_bytes = a.history_bytes - f.b
+                FROM freed f WHERE a.id = f.account_id AND f.b > 0
+            )
+            SELECT COALESCE(SUM(n), 0)::int8 FROM freed
+            """
+        }
+    }
+
     public func currentChangeSequence(accountID: FlakeID) async throws -> Int64 {
         try await run { client in
             let rows = try await client.query(
@@ -337,48 +410,55 @@ public final class PostgresNoteStore: NoteStore {
     }
 
     public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
-        // Chunks of 5,000, each its own short transaction, so no push waits long on them. Each chunk gives its texts'
-        // bytes back to their accounts' running totals. It locks those accounts' rows first, in ID order, as a push
-        // and an account deletion do (account row, then its applied edits), so it never deadlocks with them.
+        try await pruneInChunks(
+            lock: """
+                SELECT id FROM accounts WHERE id IN (
+                    SELECT account_id FROM applied_edits WHERE created_at < \(cutoff) LIMIT \(Self.pruneChunk))
+                ORDER BY id FOR UPDATE
+                """
+        ) { accounts in
+            """
+            WITH gone AS (
+                DELETE FROM applied_edits WHERE ctid IN (
+                    SELECT ctid FROM applied_edits WHERE created_at < \(cutoff) AND account_id = ANY(\(accounts)::int8[])
+                    LIMIT \(Self.pruneChunk))
+                RETURNING account_id, COALESCE(octet_length(text), 0) AS b
+            ), freed AS (
+                SELECT account_id, SUM(b) AS b, COUNT(*) AS n FROM gone GROUP BY account_id
+            ), given AS (
+                UPDATE accounts a SET replay_text_bytes = a.replay_text_bytes - f.b
+                FROM freed f WHERE a.id = f.account_id AND f.b > 0
+            )
+            SELECT COALESCE(SUM(n), 0)::int8 FROM freed
+            """
+        }
+    }
+
+    /// Rows a prune deletes per transaction.
+    private static let pruneChunk: Int64 = 5000
+
+    /// Prunes in chunks of ``pruneChunk`` rows, each its own short transaction, so no push waits long on it, until a
+    /// chunk deletes fewer; answers how many rows it deleted. Each chunk first locks the rows of the accounts it
+    /// touches (`lock`, in ID order, as a push and an account deletion do: account row first), so it never deadlocks
+    /// with them, then runs `delete` with those accounts: it deletes their rows of the chunk, gives the deleted texts'
+    /// bytes back to their accounts' running total, and answers the count.
+    private func pruneInChunks(lock: PostgresQuery, delete: @Sendable ([Int64]) -> PostgresQuery) async throws -> Int {
         var total = 0
         while true {
             let deleted = try await transaction { connection in
                 var accounts: [Int64] = []
-                for try await id in try await connection.query(
-                    """
-                    SELECT id FROM accounts WHERE id IN (
-                        SELECT account_id FROM applied_edits WHERE created_at < \(cutoff) LIMIT 5000)
-                    ORDER BY id FOR UPDATE
-                    """,
-                    logger: self.logger
-                ).decode(Int64.self) {
+                for try await id in try await connection.query(lock, logger: self.logger).decode(Int64.self) {
                     accounts.append(id)
                 }
                 guard !accounts.isEmpty else { return 0 }
                 var count: Int64 = 0
-                for try await value in try await connection.query(
-                    """
-                    WITH gone AS (
-                        DELETE FROM applied_edits WHERE ctid IN (
-                            SELECT ctid FROM applied_edits WHERE created_at < \(cutoff) AND account_id = ANY(\(accounts)::int8[])
-                            LIMIT 5000)
-                        RETURNING account_id, COALESCE(octet_length(text), 0) AS b
-                    ), freed AS (
-                        SELECT account_id, SUM(b) AS b, COUNT(*) AS n FROM gone GROUP BY account_id
-                    ), given AS (
-                        UPDATE accounts a SET replay_text_bytes = a.replay_text_bytes - f.b
-                        FROM freed f WHERE a.id = f.account_id AND f.b > 0
-                    )
-                    SELECT COALESCE(SUM(n), 0)::int8 FROM freed
-                    """,
-                    logger: self.logger
-                ).decode(Int64.self) {
+                for try await value in try await connection.query(delete(accounts), logger: self.logger).decode(Int64.self) {
                     count = value
                 }
                 return Int(count)
             }
             total += deleted
-            if deleted < 5000 { return total }
+            if deleted < Self.pruneChunk { return total }
         }
     }
 

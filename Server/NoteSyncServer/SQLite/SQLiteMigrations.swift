@@ -124,6 +124,38 @@ extension SQLiteNoteStore {
                     """
             )
         }
+        migrator.registerMigration("v9: tags, flags and history") { db in
+            // Tags and flags on notes (a note's tags are its display forms sorted by key, joined by "\n", '' for
+            // none: a tag holds no "\n"), the ones a push answer carried on applied edits (NULL: the answer carried
+            // none), and the history: every version of a note a push wrote from now on (notes written before this
+            // migration have none until their next change), with its text's bytes as a running total like the others.
+            try db.execute(
+                sql: """
+                    ALTER TABLE notes ADD COLUMN tags TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE notes ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE applied_edits ADD COLUMN tags TEXT;
+                    ALTER TABLE applied_edits ADD COLUMN pinned INTEGER;
+                    ALTER TABLE applied_edits ADD COLUMN archived INTEGER;
+                    ALTER TABLE accounts ADD COLUMN history_bytes INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE note_versions (
+                        account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                        server_id INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        text BLOB NOT NULL,
+                        deleted INTEGER NOT NULL,
+                        tags TEXT NOT NULL,
+                        pinned INTEGER NOT NULL,
+                        archived INTEGER NOT NULL,
+                        edited_at INTEGER NOT NULL,
+                        saved_at INTEGER NOT NULL,
+                        device TEXT,
+                        PRIMARY KEY (account_id, server_id, version)
+                    );
+                    CREATE INDEX note_versions_by_age ON note_versions(saved_at);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -58,6 +58,7 @@ extension SQLiteNoteStore: OperatorStore {
             for (label, sql) in InvariantQueries.all + [
                 InvariantQueries.runningTotals(bytes: "LENGTH(CAST(n.text AS BLOB))"),
                 InvariantQueries.replayTotals(bytes: "LENGTH(CAST(e.text AS BLOB))"),
+                InvariantQueries.historyTotals(bytes: "LENGTH(v.text)"),
             ] {
                 for line in try String.fetchAll(db, sql: sql) { problems.append("\(label): \(line)") }
             }
@@ -78,11 +79,14 @@ extension SQLiteNoteStore: OperatorStore {
                            (SELECT COALESCE(SUM(text_bytes), 0) FROM accounts),
                            (SELECT COUNT(*) FROM applied_edits),
                            (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()),
-                           (SELECT COALESCE(SUM(replay_text_bytes), 0) FROM accounts)
+                           (SELECT COALESCE(SUM(replay_text_bytes), 0) FROM accounts),
+                           (SELECT COUNT(*) FROM note_versions),
+                           (SELECT COALESCE(SUM(history_bytes), 0) FROM accounts)
                     """)!
             return StoreStatistics(
                 accounts: row[0], disabledAccounts: row[1], sessions: row[2], notes: row[3], tombstones: row[4],
-                textBytes: row[5], replayTextBytes: row[8], appliedEdits: row[6], databaseBytes: row[7])
+                textBytes: row[5], replayTextBytes: row[8], appliedEdits: row[6], noteVersions: row[9], historyBytes: row[10],
+                databaseBytes: row[7])
         }
         var statistics = counts
         // The WAL holds committed pages not yet checkpointed into the file: count it too.

@@ -288,6 +288,7 @@ public final class SQLiteNoteStore: NoteStore {
         try await write { db in
             let account = id.rawValue
             try db.execute(sql: "DELETE FROM applied_edits WHERE account_id = ?", arguments: [account])
+            try db.execute(sql: "DELETE FROM note_versions WHERE account_id = ?", arguments: [account])
             try db.execute(sql: "DELETE FROM notes WHERE account_id = ?", arguments: [account])
             try db.execute(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [account])
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account])
@@ -298,9 +299,9 @@ public final class SQLiteNoteStore: NoteStore {
     public func usage(accountID: FlakeID) async throws -> AccountUsage? {
         try await read { db in
             try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = ?"),
+                db.cachedStatement(sql: "SELECT note_count, text_bytes, replay_text_bytes, history_bytes FROM accounts WHERE id = ?"),
                 arguments: [accountID.rawValue]
-            ).map { AccountUsage(noteCount: $0[0], textBytes: $0[1], replayTextBytes: $0[2]) }
+            ).map { AccountUsage(noteCount: $0[0], textBytes: $0[1], replayTextBytes: $0[2], historyBytes: $0[3]) }
         }
     }
 
@@ -333,6 +334,54 @@ public final class SQLiteNoteStore: NoteStore {
         }
     }
 
+    // MARK: - History
+
+    public func versions(accountID: FlakeID, query: HistoryPlanner.Query) async throws -> VersionPage? {
+        try await read { db in
+            let account = accountID.rawValue
+            let note = query.serverID.rawValue
+            guard
+                try Int64.fetchOne(
+                    db.cachedStatement(sql: "SELECT 1 FROM notes WHERE server_id = ? AND account_id = ?"), arguments: [note, account]) != nil
+            else { return nil }
+            // The sizes first (SQLite reads a blob's length from its header), then the page's rows.
+            let sizes = try Int.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT LENGTH(text) FROM note_versions WHERE account_id = ? AND server_id = ? AND version > ?
+                        ORDER BY version LIMIT ?
+                        """),
+                arguments: [account, note, query.after, query.pageSize + 1])
+            let (count, hasMore) = HistoryPlanner.pageLength(sizes: sizes, query: query)
+            var versions: [StoredVersion] = []
+            versions.reserveCapacity(count)
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(SQLiteRows.versionColumns) FROM note_versions
+                        WHERE account_id = ? AND server_id = ? AND version > ? ORDER BY version LIMIT ?
+                        """),
+                arguments: [account, note, query.after, count])
+            while let row = try rows.next() { versions.append(try SQLiteRows.version(row)) }
+            return VersionPage(versions: versions, hasMore: hasMore)
+        }
+    }
+
+    public func pruneHistory(savedBefore cutoff: Int64) async throws -> Int {
+        // A version with a later one of its note is never the note's newest.
+        try await pruneInChunks(
+            delete: """
+                DELETE FROM note_versions WHERE rowid IN (
+                    SELECT v.rowid FROM note_versions v
+                    WHERE v.saved_at < ? AND EXISTS (
+                        SELECT 1 FROM note_versions w
+                        WHERE w.account_id = v.account_id AND w.server_id = v.server_id AND w.version > v.version)
+                    LIMIT \(Self.pruneChunk))
+                RETURNING account_id, LENGTH(text)
+                """,
+            cutoff: cutoff, total: "history_bytes")
+    }
+
     public func currentChangeSequence(accountID: FlakeID) async throws -> Int64 {
         try await read { db in
             try Int64.fetchOne(
@@ -360,35 +409,41 @@ public final class SQLiteNoteStore: NoteStore {
     }
 
     public func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int {
-        // Chunks of 5,000, each its own short write transaction, so pushes are never held up for long. Each chunk
-        // gives its texts' bytes back to their accounts' running totals in the same transaction.
+        try await pruneInChunks(
+            delete: """
+                DELETE FROM applied_edits WHERE (account_id, edit_id, client_id, origin, pusher) IN (
+                    SELECT account_id, edit_id, client_id, origin, pusher FROM applied_edits
+                    WHERE created_at < ? LIMIT \(Self.pruneChunk))
+                RETURNING account_id, COALESCE(LENGTH(CAST(text AS BLOB)), 0)
+                """,
+            cutoff: cutoff, total: "replay_text_bytes")
+    }
+
+    /// Rows a prune deletes per transaction.
+    private static let pruneChunk = 5000
+
+    /// Prunes in chunks of ``pruneChunk`` rows, each its own short write transaction, so pushes are never held up for
+    /// long, until a chunk deletes fewer; answers how many rows it deleted. `delete` deletes one chunk of the rows
+    /// older than `cutoff` (its one parameter) and returns each deleted row's account and text bytes, which are given
+    /// back to the account's running total `total` (a column of `accounts`) in the same transaction.
+    private func pruneInChunks(delete: String, cutoff: Int64, total column: String) async throws -> Int {
         var total = 0
         while true {
             let deleted = try await write { db in
                 var freed: [Int64: Int64] = [:]
                 var count = 0
-                let rows = try Row.fetchCursor(
-                    db.cachedStatement(
-                        sql: """
-                            DELETE FROM applied_edits WHERE (account_id, edit_id, client_id, origin, pusher) IN (
-                                SELECT account_id, edit_id, client_id, origin, pusher FROM applied_edits
-                                WHERE created_at < ? LIMIT 5000)
-                            RETURNING account_id, COALESCE(LENGTH(CAST(text AS BLOB)), 0)
-                            """),
-                    arguments: [cutoff]
-                )
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: delete), arguments: [cutoff])
                 while let row = try rows.next() {
                     count += 1
                     let bytes: Int64 = row[1]
                     if bytes > 0 { freed[row[0], default: 0] += bytes }
                 }
-                let giveBack = try db.cachedStatement(
-                    sql: "UPDATE accounts SET replay_text_bytes = replay_text_bytes - ? WHERE id = ?")
+                let giveBack = try db.cachedStatement(sql: "UPDATE accounts SET \(column) = \(column) - ? WHERE id = ?")
                 for (account, bytes) in freed { try giveBack.execute(arguments: [bytes, account]) }
                 return count
             }
             total += deleted
-            if deleted < 5000 { return total }
+            if deleted < Self.pruneChunk { return total }
         }
     }
 

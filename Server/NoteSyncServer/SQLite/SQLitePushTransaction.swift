@@ -12,10 +12,11 @@ struct SQLitePushTransaction: PushTransaction {
 
     func lockAccount(_ accountID: FlakeID) throws -> LockedAccount? {
         let statement = try db.cachedStatement(
-            sql: "SELECT change_seq, note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = ?")
+            sql: "SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes FROM accounts WHERE id = ?")
         guard let row = try Row.fetchOne(statement, arguments: [accountID.rawValue]) else { return nil }
         return LockedAccount(
-            sequence: row[0], usage: AccountUsage(noteCount: row[1], textBytes: row[2], replayTextBytes: row[3]))
+            sequence: row[0],
+            usage: AccountUsage(noteCount: row[1], textBytes: row[2], replayTextBytes: row[3], historyBytes: row[4]))
     }
 
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch {
@@ -53,9 +54,10 @@ struct SQLitePushTransaction: PushTransaction {
         // One update of the account row per push, when a note or a replay text was written.
         if !plan.writes.isEmpty || plan.newUsage != plan.oldUsage {
             try db.cachedStatement(
-                sql: "UPDATE accounts SET change_seq = ?, note_count = ?, text_bytes = ?, replay_text_bytes = ? WHERE id = ?"
+                sql: "UPDATE accounts SET change_seq = ?, note_count = ?, text_bytes = ?, replay_text_bytes = ?, history_bytes = ? WHERE id = ?"
             ).execute(arguments: [
-                plan.newSequence, plan.newUsage.noteCount, plan.newUsage.textBytes, plan.newUsage.replayTextBytes, account,
+                plan.newSequence, plan.newUsage.noteCount, plan.newUsage.textBytes, plan.newUsage.replayTextBytes,
+                plan.newUsage.historyBytes, account,
             ])
         }
         if !plan.writes.isEmpty {
@@ -72,12 +74,14 @@ struct SQLitePushTransaction: PushTransaction {
                 }
             }
         }
+        try insertVersions(plan.versions)
         if !plan.newEdits.isEmpty {
             let insertEdit = try db.cachedStatement(
                 sql: """
                     INSERT INTO applied_edits (account_id, edit_id, status, server_id, version, conflict_server_id,
-                                               conflict_client_id, created_at, client_id, origin, pusher, text)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN COALESCE(?, X'') END)
+                                               conflict_client_id, created_at, client_id, origin, pusher, text, tags, pinned,
+                                               archived)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? THEN COALESCE(?, X'') END, ?, ?, ?)
                     """
             )
             for edit in plan.newEdits {
@@ -87,11 +91,28 @@ struct SQLitePushTransaction: PushTransaction {
                     account, edit.editID.rawValue, edit.status.rawValue, edit.serverID?.rawValue, edit.version,
                     edit.conflict?.serverID.rawValue, edit.conflict?.clientID.rawValue, edit.createdAt,
                     edit.noteKey.clientID.rawValue, edit.noteKey.origin.rawValue, edit.pusher?.rawValue ?? 0,
-                    edit.text != nil, edit.text.map(SQLiteRows.textBlob),
+                    edit.text != nil, edit.text.map(SQLiteRows.textBlob), edit.tags.map(TagsColumn.text), edit.pinned, edit.archived,
                 ])
             }
         }
     }
+
+    /// Inserts the plan's versions with as few statements as their count's binary digits (a batch of 1,000: six),
+    /// each cached: a multi-row `INSERT` of 512, 256, ... rows (SQLite binds at most 32,766 values per statement).
+    private func insertVersions(_ versions: [StoredVersion]) throws {
+        var start = 0
+        while start < versions.count {
+            let count = Self.versionChunks.first { $0 <= versions.count - start }!
+            var arguments: [(any DatabaseValueConvertible)?] = []
+            arguments.reserveCapacity(count * 11)
+            for version in versions[start..<(start + count)] { arguments += SQLiteRows.versionArguments(version) }
+            try db.cachedStatement(sql: SQLiteRows.insertVersions(count: count)).execute(arguments: StatementArguments(arguments))
+            start += count
+        }
+    }
+
+    /// Row counts of the version inserts, largest first.
+    private static let versionChunks = [512, 256, 128, 64, 32, 16, 8, 4, 2, 1]
 
     /// The largest `IN (...)` list one statement takes.
     static let chunkSize = 500

@@ -11,31 +11,33 @@ import NoteSyncProtocol
 enum SQLiteRows {
     /// The columns of a note row, in the order ``note(_:at:)`` reads them and ``insertNote`` writes them.
     static let noteColumns =
-        "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at, edited_at"
+        "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at, edited_at, "
+        + "tags, pinned, archived"
 
     /// Inserts a note (``insertArguments(_:)``).
-    static let insertNote = "INSERT INTO notes (\(noteColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    static let insertNote = "INSERT INTO notes (\(noteColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
     /// The values of ``insertNote``, in ``noteColumns`` order.
     static func insertArguments(_ note: StoredNote) -> StatementArguments {
         [
             note.serverID.rawValue, note.accountID.rawValue, note.clientID.rawValue, note.origin.rawValue, note.version,
             textBlob(note.text), note.deleted, note.conflictOf?.rawValue, note.changeSeq, note.createdAt, note.updatedAt,
-            note.editedAt,
+            note.editedAt, TagsColumn.text(note.tags), note.pinned, note.archived,
         ]
     }
 
     /// Updates what a change changes in a stored note (``updateArguments(_:)``); its identity and creation stay.
     static let updateNote = """
-        UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?, edited_at = ?
+        UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?, edited_at = ?, tags = ?, pinned = ?,
+                         archived = ?
         WHERE server_id = ? AND account_id = ?
         """
 
     /// The values of ``updateNote``.
     static func updateArguments(_ note: StoredNote) -> StatementArguments {
         [
-            note.version, textBlob(note.text), note.deleted, note.changeSeq, note.updatedAt, note.editedAt, note.serverID.rawValue,
-            note.accountID.rawValue,
+            note.version, textBlob(note.text), note.deleted, note.changeSeq, note.updatedAt, note.editedAt, TagsColumn.text(note.tags),
+            note.pinned, note.archived, note.serverID.rawValue, note.accountID.rawValue,
         ]
     }
 
@@ -67,9 +69,11 @@ enum SQLiteRows {
             accountID: try flake(row[offset + 1]), serverID: try flake(row[offset]), clientID: try flake(row[offset + 2]),
             origin: try flake(row[offset + 3]), version: row[offset + 4], text: try text(row, offset + 5),
             deleted: row[offset + 6], conflictOf: try conflictOf.map(flake), changeSeq: row[offset + 8],
-            createdAt: row[offset + 9], updatedAt: row[offset + 10], editedAt: row[offset + 11]
+            createdAt: row[offset + 9], updatedAt: row[offset + 10], editedAt: row[offset + 11], tags: TagsColumn.tags(row[offset + 12]),
+            pinned: row[offset + 13], archived: row[offset + 14]
         )
     }
+
 
     /// A note text as it is stored.
     static func textBlob(_ text: String) -> Data {
@@ -82,7 +86,8 @@ enum SQLiteRows {
 
     /// The columns of an applied-edit row, in the order ``appliedEdit(_:)`` reads them.
     static let appliedEditColumns =
-        "edit_id, status, server_id, version, conflict_server_id, conflict_client_id, created_at, client_id, origin, pusher, text"
+        "edit_id, status, server_id, version, conflict_server_id, conflict_client_id, created_at, client_id, origin, pusher, text, "
+        + "tags, pinned, archived"
 
     /// The applied edit in the row's ``appliedEditColumns``. `text` is a blob: NULL when the answer had no text.
     static func appliedEdit(_ row: Row) throws -> AppliedEdit {
@@ -101,7 +106,35 @@ enum SQLiteRows {
             editID: try flake(row[0]), noteKey: NoteKey(clientID: try flake(row[7]), origin: try flake(row[8])),
             pusher: (row[9] as Int64) == 0 ? nil : try flake(row[9]),
             status: status, serverID: try serverID.map(flake), version: row[3],
-            text: row.hasNull(atIndex: 10) ? nil : try text(row, 10), conflict: conflict, createdAt: row[6]
+            text: row.hasNull(atIndex: 10) ? nil : try text(row, 10), conflict: conflict,
+            tags: (row[11] as String?).map(TagsColumn.tags), pinned: row[12], archived: row[13], createdAt: row[6]
         )
+    }
+
+    // MARK: - Versions
+
+    /// The columns of a version row, in the order ``version(_:)`` reads them and ``insertVersions(count:)`` writes them.
+    static let versionColumns = "account_id, server_id, version, text, deleted, tags, pinned, archived, edited_at, saved_at, device"
+
+    /// Inserts `count` versions in one statement (``versionArguments(_:)`` of each, in order). The empty text binds as
+    /// NULL and is stored as an empty blob.
+    static func insertVersions(count: Int) -> String {
+        let row = "(?, ?, ?, COALESCE(?, X''), ?, ?, ?, ?, ?, ?, ?)"
+        return "INSERT INTO note_versions (\(versionColumns)) VALUES " + repeatElement(row, count: count).joined(separator: ", ")
+    }
+
+    /// The values of one row of ``insertVersions(count:)``.
+    static func versionArguments(_ version: StoredVersion) -> [(any DatabaseValueConvertible)?] {
+        [
+            version.accountID.rawValue, version.serverID.rawValue, version.version, textBlob(version.text), version.deleted,
+            TagsColumn.text(version.tags), version.pinned, version.archived, version.editedAt, version.savedAt, version.device,
+        ]
+    }
+
+    /// The version in the row's ``versionColumns``.
+    static func version(_ row: Row) throws -> StoredVersion {
+        StoredVersion(
+            accountID: try flake(row[0]), serverID: try flake(row[1]), version: row[2], text: try text(row, 3), deleted: row[4],
+            tags: TagsColumn.tags(row[5]), pinned: row[6], archived: row[7], editedAt: row[8], savedAt: row[9], device: row[10])
     }
 }

@@ -52,12 +52,15 @@ public struct ServiceConfiguration: Sendable {
     public var sessionIdleDays: Int?
     /// The server's version string, served by `GET /v1/info`.
     public var serverVersion: String
+    /// The history's retention (pruned by the daemon's prune service) and page limits, served by `GET /v1/info`.
+    public var history: HistoryLimits
 
     public init(
         limits: SyncLimits = .default, quota: AccountQuota = .default, passwords: PasswordHashing = .bcrypt(cost: 12),
         throttle: any SignInThrottling = SignInThrottle(), randomBytes: RandomBytes = .system, signUpPolicy: SignUpPolicy = .open,
-        sessionIdleDays: Int? = nil, serverVersion: String = NotesyncdVersion.current
+        sessionIdleDays: Int? = nil, serverVersion: String = NotesyncdVersion.current, history: HistoryLimits = .default
     ) {
+        self.history = history
         self.limits = limits
         self.quota = quota
         self.passwords = passwords

@@ -3,15 +3,18 @@ import Logging
 import MiniFlake
 import NoteSyncProtocol
 
-/// Sync: push (`POST /v1/notes/push`) and pull (`GET /v1/notes/changes`, ``PullDriver``), and what the server says
-/// of itself (`GET /v1/info`, `GET /healthz`). The rules are in `Sync/` (``PushPlanner``, ``PullPlanner``); this
-/// carries them out with the store and the change feed.
+/// Sync: push (`POST /v1/notes/push`), pull (`GET /v1/notes/changes`, ``PullDriver``), a note's history
+/// (`GET /v1/notes/{serverID}/versions`), and what the server says of itself (`GET /v1/info`, `GET /healthz`). The
+/// rules are in `Sync/` (``PushPlanner``, ``PullPlanner``, ``HistoryPlanner``); this carries them out with the store
+/// and the change feed.
 public final class SyncService: Sendable {
     public let store: any NoteStore
     /// The limits the server enforces and `GET /v1/info` serves.
     public let limits: SyncLimits
     /// The per-account limits pushes enforce.
     public let quota: AccountQuota
+    /// The history's retention and pages, served by `GET /v1/info` as `history`.
+    public let history: HistoryLimits
     /// The server's version string, served by `GET /v1/info`.
     public let serverVersion: String
     /// The waiting pulls; nil when pulls are never held open (`wait` is then accepted and ignored).
@@ -28,6 +31,7 @@ public final class SyncService: Sendable {
         changeFeed = context.changeFeed
         limits = configuration.limits
         quota = configuration.quota
+        history = configuration.history
         serverVersion = configuration.serverVersion
         pulls = PullDriver(store: context.store, limits: configuration.limits, feed: context.changeFeed, logger: context.logger)
     }
@@ -42,7 +46,8 @@ public final class SyncService: Sendable {
             )
         }
         let context = PushContext(
-            limits: limits, now: clock.unixMilliseconds(), pusher: session.origin ?? session.id, quota: quota, mintID: mintID)
+            limits: limits, now: clock.unixMilliseconds(), pusher: session.origin ?? session.id, quota: quota,
+            device: session.deviceName, mintID: mintID)
         do {
             let results = try await store.push(accountID: session.accountID, changes: request.changes, context: context)
             // The push is durable now: wake the account's waiting pulls on this daemon (other daemons on PostgreSQL
@@ -64,9 +69,19 @@ public final class SyncService: Sendable {
         }
     }
 
+    /// One page of a note's history (`GET /v1/notes/{serverID}/versions`), parsed by ``HistoryPlanner``.
+    ///
+    /// - Throws: `note_not_found` when the account has no such note (tombstones are notes).
+    public func versions(_ query: HistoryPlanner.Query, session: SessionRecord) async throws -> NoteVersionsResponse {
+        guard let page = try await store.versions(accountID: session.accountID, query: query) else {
+            throw SyncError(.noteNotFound, "No note \(query.serverID) in this account.", field: "serverID")
+        }
+        return HistoryPlanner.response(page)
+    }
+
     /// `GET /v1/info`.
     public var info: ServerInfo {
-        ServerInfo(version: serverVersion, limits: limits, live: changeFeed?.limits)
+        ServerInfo(version: serverVersion, limits: limits, live: changeFeed?.limits, history: history)
     }
 
     /// `GET /healthz`: pings the store.

@@ -43,16 +43,17 @@ public protocol NoteStore: Sendable {
     /// - Throws: ``NoteStoreError/accountNotFound``.
     @discardableResult
     func changePassword(accountID: FlakeID, passwordHash: String, keepingSession: FlakeID?) async throws -> Int
-    /// Deletes the account with its notes, applied edits and sessions, in one transaction serialized with its
-    /// pushes; the username is free again. Returns false when there was no such account.
+    /// Deletes the account with its notes, their history, applied edits and sessions, in one transaction serialized
+    /// with its pushes; the username is free again. Returns false when there was no such account.
     @discardableResult
     func deleteAccount(id: FlakeID) async throws -> Bool
     /// The account's running totals (see ``AccountUsage``), nil when there is no such account.
     func usage(accountID: FlakeID) async throws -> AccountUsage?
 
     /// Applies a push in one transaction, serialized with every other push of the account, and returns one result
-    /// per change, in order. The account's ``AccountUsage`` is updated in the same transaction, and a change that
-    /// would take it over `context.quota` is rejected (`quota_exceeded`).
+    /// per change, in order. Every version the plan writes goes into the note's history in the same transaction (one
+    /// batched insert), and the account's ``AccountUsage`` is updated there too; a change that would take it over
+    /// `context.quota` is rejected (`quota_exceeded`).
     ///
     /// The server's stores run ``PushDriver`` (lock the account, load, ``PushPlanner``, write). When this returns, the
     /// accepted changes are durable; when it throws, none are.
@@ -71,6 +72,15 @@ public protocol NoteStore: Sendable {
     /// The largest ID the server ever minted into this store (accounts, sessions, notes), for the generator's
     /// high-water mark on start: IDs never repeat even when the clock was set back across a restart.
     func largestIssuedID() async throws -> FlakeID?
+
+    /// One page of the kept versions of the account's note `query.serverID` (tombstones are notes), read in one
+    /// snapshot under ``HistoryPlanner``'s page rule; nil when the account has no such note.
+    func versions(accountID: FlakeID, query: HistoryPlanner.Query) async throws -> VersionPage?
+
+    /// Deletes kept versions saved before `cutoff` (Unix milliseconds), in chunks, except each note's newest kept
+    /// version (a note is never left without history), giving their texts' bytes back to their accounts' running
+    /// totals; returns how many.
+    func pruneHistory(savedBefore cutoff: Int64) async throws -> Int
 
     /// Deletes applied edits recorded before `cutoff` (Unix milliseconds), in chunks, and returns how many.
     ///

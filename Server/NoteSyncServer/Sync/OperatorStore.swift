@@ -22,6 +22,9 @@ public protocol OperatorStore: InviteStore {
     /// - Every note's change sequence is 1...the account's change sequence; every version at least 1.
     /// - Every ID positive (accounts, sessions, notes, their client IDs and origins, conflict links); every session,
     ///   note and applied edit belongs to an existing account; a conflict copy names a note of its own account.
+    /// - Every kept version belongs to a note of its account, numbered 1...the note's version; a kept version with the
+    ///   note's own number agrees with it on whether it is deleted.
+    /// - The accounts' running totals (notes, text, replay and history bytes) equal what they count.
     /// - SQLite also runs `PRAGMA integrity_check` and `PRAGMA foreign_key_check`.
     func checkInvariants() async throws -> [String]
 
@@ -67,13 +70,19 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
     public var replayTextBytes: Int64
     /// Applied edits kept for replays (pruned by age).
     public var appliedEdits: Int
+    /// Versions of notes kept in the history (pruned by age, `--history-days`).
+    public var noteVersions: Int
+    /// UTF-8 bytes of the kept versions' texts: the sum of the accounts' `history_bytes`.
+    public var historyBytes: Int64
     /// The database's size on disk in bytes: SQLite's file and its WAL; PostgreSQL's `pg_database_size`.
     public var databaseBytes: Int64
 
     public init(
         accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64,
-        replayTextBytes: Int64 = 0, appliedEdits: Int, databaseBytes: Int64
+        replayTextBytes: Int64 = 0, appliedEdits: Int, noteVersions: Int = 0, historyBytes: Int64 = 0, databaseBytes: Int64
     ) {
+        self.noteVersions = noteVersions
+        self.historyBytes = historyBytes
         self.replayTextBytes = replayTextBytes
         self.accounts = accounts
         self.disabledAccounts = disabledAccounts
@@ -152,6 +161,25 @@ enum InvariantQueries {
             """
         ),
         (
+            "orphan version",
+            """
+            SELECT 'version ' || v.version || ' of note ' || v.server_id || ' of account ' || v.account_id
+                   || ': not a note of that account, or a version outside 1...' || COALESCE(n.version, 0)
+            FROM note_versions v LEFT JOIN notes n ON n.server_id = v.server_id AND n.account_id = v.account_id
+            WHERE n.server_id IS NULL OR v.version < 1 OR v.version > n.version LIMIT 20
+            """
+        ),
+        (
+            "version unlike its note",
+            """
+            SELECT 'note ' || n.server_id || ' of account ' || n.account_id || ': its kept version ' || v.version
+                   || ' disagrees with it on whether it is deleted'
+            FROM notes n
+            JOIN note_versions v ON v.account_id = n.account_id AND v.server_id = n.server_id AND v.version = n.version
+            WHERE v.deleted <> n.deleted LIMIT 20
+            """
+        ),
+        (
             "orphan applied edit",
             """
             SELECT 'applied edit ' || e.edit_id || ': invalid ID or unknown account ' || e.account_id
@@ -174,6 +202,21 @@ enum InvariantQueries {
             LEFT JOIN (SELECT n.account_id, COUNT(*) AS n, SUM(COALESCE(\(bytes), 0)) AS b FROM notes n GROUP BY n.account_id) t
                 ON t.account_id = a.id
             WHERE a.note_count <> COALESCE(t.n, 0) OR a.text_bytes <> COALESCE(t.b, 0) LIMIT 20
+            """
+        )
+    }
+
+    /// The running total of the history's texts (`accounts.history_bytes`) against the kept versions it counts;
+    /// `bytes` is the backend's byte length of `v.text`.
+    static func historyTotals(bytes: String) -> (String, String) {
+        (
+            "history running total",
+            """
+            SELECT 'account ' || a.id || ': ' || a.history_bytes || ' history bytes counted, ' || COALESCE(t.b, 0) || ' stored'
+            FROM accounts a
+            LEFT JOIN (SELECT v.account_id, SUM(\(bytes)) AS b FROM note_versions v GROUP BY v.account_id) t
+                ON t.account_id = a.id
+            WHERE a.history_bytes <> COALESCE(t.b, 0) LIMIT 20
             """
         )
     }

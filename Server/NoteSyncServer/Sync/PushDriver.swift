@@ -46,8 +46,9 @@ protocol PushTransaction {
     func lockAccount(_ accountID: FlakeID) throws -> LockedAccount?
     /// The account's applied edits and notes that `keys` names (see ``PushPlanner/LoadKeys``).
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch
-    /// Writes the plan: its notes (inserted or updated), its new applied edits and, when it wrote a note, the
-    /// account's new change sequence and usage. Writes nothing for a plan that changes nothing.
+    /// Writes the plan: its notes (inserted or updated), its versions (one batched insert into `note_versions`), its
+    /// new applied edits and, when it wrote a note, the account's new change sequence and usage. Writes nothing for a
+    /// plan that changes nothing.
     func write(_ plan: PushPlanner.Plan, accountID: FlakeID) throws
 }
 
@@ -79,7 +80,7 @@ extension PushPlanner.Input {
         self.init(
             accountID: accountID, changes: changes, notes: loaded.notes, appliedEdits: loaded.appliedEdits,
             currentSequence: locked.sequence, limits: context.limits, now: context.now, pusher: context.pusher,
-            usage: locked.usage, quota: context.quota
+            usage: locked.usage, quota: context.quota, device: context.device
         )
     }
 }

@@ -24,15 +24,25 @@ import NoteSyncProtocol
 ///    A note found by `(clientID, origin)` reports `reconciled` instead of `updated` or `unchanged`.
 ///    Every write keeps the change's `editedAt` (else `now`) as the note's edit time; a clean merge keeps the later
 ///    of the two edits' times. The edit time is informational: nothing here reads it to decide.
-/// 6. Every change that is not rejected records an ``AppliedEdit``.
+///    Tags and flags (``Labels``): a new note takes the pushed ones (none: no tags, not pinned, not archived). An
+///    edit merges each field it carries three-way against its base with the note's (``TagMerge``, ``FlagMerge``;
+///    `tags` without `baseTags` has the empty set as base, a flag without its base wins) and leaves the others as
+///    they are; a change of tags or flags alone is a write like a text's (`updated`, or `reconciled`). A clean
+///    merge writes the merged text with the merged tags and flags. A conflict copy takes the pushed text with the
+///    pushing device's tags and flags (the note's for a field the change left out), and the note keeps its text and
+///    takes the merged tags and flags (a write when they changed). A delete leaves them on the tombstone. The answer
+///    carries each field the change carried whose value on the note differs from it (``ChangeResult/tags``).
+/// 6. Every change that is not rejected records an ``AppliedEdit`` (with the answer's tags and flags); every write
+///    of a note keeps its new state as a version in the history (``Plan/versions``, ``StoredVersion``).
 /// 7. Quota: a change whose writes would take the account's ``AccountUsage`` over its ``AccountQuota`` (notes, tombstones
 ///    included, or bytes) is rejected `quota_exceeded` instead (checked at steps 4 and 5, before anything is
-///    written). The bytes are the notes' texts plus the texts applied edits keep for replays (``AccountUsage/storedBytes``):
-///    a change's growth is its note's change in size plus the text its applied edit keeps (a `merged`, `conflict` or
-///    `kept` answer's text), and a change whose growth is not positive is always accepted: deletes, shorter texts
-///    from a device that had the current version, a merge that frees at least what its answer keeps. So an accepted
-///    change either ends within the limit or does not raise the total. The usage is a running total kept with the
-///    account row, so the check costs nothing per stored note.
+///    written). The bytes are the notes' texts plus the texts applied edits keep for replays plus the texts of the
+///    kept versions (``AccountUsage/storedBytes``): a change's growth is its notes' change in size, plus each written
+///    note's new text (its version in the history), plus the text its applied edit keeps (a `merged`, `conflict` or
+///    `kept` answer's text), and a change whose growth is not positive is always accepted: a delete (its version's
+///    text is empty), an edit that at least halves a note's text. So an accepted change either ends within the limit
+///    or does not raise the total. The usage is a running total kept with the account row, so the check costs
+///    nothing per stored note.
 public enum PushPlanner {
     /// Everything the planner reads.
     public struct Input: Sendable {
@@ -53,12 +63,15 @@ public enum PushPlanner {
         public var usage: AccountUsage
         /// The account's limits.
         public var quota: AccountQuota
+        /// The pushing session's device name (see ``PushContext/device``).
+        public var device: String?
 
         public init(
             accountID: FlakeID, changes: [NoteChange], notes: [StoredNote], appliedEdits: [AppliedEdit],
             currentSequence: Int64, limits: SyncLimits, now: Int64, pusher: FlakeID? = nil,
-            usage: AccountUsage = AccountUsage(), quota: AccountQuota = .unlimited
+            usage: AccountUsage = AccountUsage(), quota: AccountQuota = .unlimited, device: String? = nil
         ) {
+            self.device = device
             self.pusher = pusher
             self.usage = usage
             self.quota = quota
@@ -87,6 +100,9 @@ public enum PushPlanner {
         public var writes: [NoteWrite]
         /// The applied edits to insert (none of them existed before).
         public var newEdits: [AppliedEdit]
+        /// The versions to keep in the history: one per write of a note, in the order written (a note the batch
+        /// changed twice has two), each the note's state right after that write.
+        public var versions: [StoredVersion]
         /// The account's change sequence after the push (unchanged when nothing was written).
         public var newSequence: Int64
         /// The account's running totals after the push (unchanged when nothing was written).
@@ -144,8 +160,8 @@ public enum PushPlanner {
             .map { NoteWrite(note: planner.notes[$0]!, isNew: planner.created.contains($0)) }
             .sorted { $0.note.changeSeq < $1.note.changeSeq }
         return Plan(
-            results: results, writes: writes, newEdits: planner.newEdits, newSequence: planner.sequence, newUsage: planner.usage,
-            oldUsage: input.usage)
+            results: results, writes: writes, newEdits: planner.newEdits, versions: planner.versions, newSequence: planner.sequence,
+            newUsage: planner.usage, oldUsage: input.usage)
     }
 
     // MARK: - State
@@ -166,6 +182,10 @@ public enum PushPlanner {
         var written = Set<FlakeID>()
         var created = Set<FlakeID>()
         var newEdits: [AppliedEdit] = []
+        /// Every version the batch writes, in order (a note written twice keeps both).
+        var versions: [StoredVersion] = []
+        /// The pushing session's device name, kept with each version.
+        let device: String?
         /// The account's totals, updated as the batch writes.
         var usage: AccountUsage
         let quota: AccountQuota
@@ -182,6 +202,7 @@ public enum PushPlanner {
                 byKey[note.key] = note.serverID
             }
             pusher = input.pusher
+            device = input.device
             for edit in input.appliedEdits { applied[AppliedEditKey(editID: edit.editID, noteKey: edit.noteKey, pusher: edit.pusher)] = edit }
         }
 
@@ -206,8 +227,8 @@ public enum PushPlanner {
             if let base = change.baseVersion, base < 1 {
                 return reject(.invalidBase, .baseVersion, "The base version must be at least 1.")
             }
-            func overQuota(_ new: StoredNote?, replacing old: StoredNote?, replayText: String? = nil) -> ChangeResult? {
-                guard let message = quotaRefusal(new, replacing: old, replayText: replayText) else { return nil }
+            func overQuota(_ writes: [(new: StoredNote, old: StoredNote?)], replayText: String? = nil) -> ChangeResult? {
+                guard let message = quotaRefusal(writes, replayText: replayText) else { return nil }
                 return reject(.quotaExceeded, .text, message)
             }
 
@@ -215,7 +236,8 @@ public enum PushPlanner {
             if let edit = applied[AppliedEditKey(editID: change.editID, noteKey: NoteKey(clientID: change.clientID, origin: change.origin), pusher: pusher)] {
                 return ChangeResult(
                     clientID: change.clientID, editID: change.editID, status: edit.status, serverID: edit.serverID,
-                    version: edit.version, text: edit.text, conflict: edit.conflict, replayed: true
+                    version: edit.version, text: edit.text, tags: edit.tags, pinned: edit.pinned, archived: edit.archived,
+                    conflict: edit.conflict, replayed: true
                 )
             }
 
@@ -251,11 +273,12 @@ public enum PushPlanner {
                 let note = StoredNote(
                     accountID: accountID, serverID: serverID, clientID: change.clientID, origin: change.origin,
                     version: 1, text: change.text, deleted: false, conflictOf: nil, changeSeq: 0, createdAt: now,
-                    updatedAt: now, editedAt: editedAt
+                    updatedAt: now, editedAt: editedAt, tags: TagRules.sorted(change.tags ?? []), pinned: change.pinned ?? false,
+                    archived: change.archived ?? false
                 )
-                if let refused = overQuota(note, replacing: nil) { return refused }
+                if let refused = overQuota([(note, nil)]) { return refused }
                 write(note, isNew: true)
-                return record(change, status: .created, serverID: serverID, version: 1)
+                return record(change, status: .created, serverID: serverID, version: 1, note: note)
             }
 
             // 5. A note.
@@ -271,60 +294,68 @@ public enum PushPlanner {
 
             if change.deleted {
                 if note.deleted {
-                    return record(change, status: .unchanged, serverID: note.serverID, version: note.version)
+                    return record(change, status: .unchanged, serverID: note.serverID, version: note.version, note: note)
                 }
                 if baseIsCurrent {
+                    // The tombstone keeps the note's tags and flags (a restore brings them back).
+                    let stored = note
                     note.text = ""
                     note.deleted = true
                     note.version += 1
                     note.editedAt = editedAt
+                    if let refused = overQuota([(note, stored)]) { return refused }
                     write(note, isNew: false)
-                    return record(change, status: .deleted, serverID: note.serverID, version: note.version)
+                    return record(change, status: .deleted, serverID: note.serverID, version: note.version, note: note)
                 }
                 // The note changed since the client's base: an edit wins over a delete. The answer's text is kept for
                 // replays, so it counts against the byte limit like any stored text.
-                if let refused = overQuota(nil, replacing: note, replayText: note.text) { return refused }
-                return record(change, status: .kept, serverID: note.serverID, version: note.version, text: note.text)
+                if let refused = overQuota([], replayText: note.text) { return refused }
+                return record(change, status: .kept, serverID: note.serverID, version: note.version, text: note.text, note: note)
             }
 
             let applied: ChangeStatus = matched ? .reconciled : .updated
             let stored = note
-            if note.deleted {
-                // An edit concurrent with a delete wins: restore the note with the pushed text.
+            let labels = Labels(merging: change, onto: note)
+            /// The pushed text, with the merged tags and flags, as the note's next version (restoring a tombstone).
+            func advance() -> ChangeResult {
                 note.text = change.text
                 note.deleted = false
                 note.version += 1
                 note.editedAt = editedAt
-                if let refused = overQuota(note, replacing: stored) { return refused }
+                labels.apply(to: &note)
+                if let refused = overQuota([(note, stored)]) { return refused }
                 write(note, isNew: false)
-                return record(change, status: applied, serverID: note.serverID, version: note.version)
+                return record(change, status: applied, serverID: note.serverID, version: note.version, note: note)
             }
+            // An edit concurrent with a delete wins: restore the note with the pushed text.
+            if note.deleted { return advance() }
             if ThreeWayMerge.sameBytes(change.text, note.text) {
-                return record(change, status: matched ? .reconciled : .unchanged, serverID: note.serverID, version: note.version)
+                guard labels != Labels(note) else {
+                    return record(
+                        change, status: matched ? .reconciled : .unchanged, serverID: note.serverID, version: note.version, note: note)
+                }
+                // The text is the note's; the tags or flags changed.
+                return advance()
             }
-            if baseIsCurrent {
-                note.text = change.text
-                note.version += 1
-                note.editedAt = editedAt
-                if let refused = overQuota(note, replacing: stored) { return refused }
-                write(note, isNew: false)
-                return record(change, status: applied, serverID: note.serverID, version: note.version)
-            }
+            if baseIsCurrent { return advance() }
 
             // Concurrent edits.
             switch ThreeWayMerge.merge(base: change.baseText ?? "", ours: note.text, theirs: change.text) {
             case .clean(let merged):
                 let text = ThreeWayMerge.sameBytes(merged, change.text) ? nil : merged
-                let changesNote = !ThreeWayMerge.sameBytes(merged, note.text)
+                let changesNote = !ThreeWayMerge.sameBytes(merged, note.text) || labels != Labels(note)
                 if changesNote {
                     note.text = merged
                     note.version += 1
                     note.editedAt = max(note.editedAt ?? note.updatedAt, editedAt)
+                    labels.apply(to: &note)
                 }
-                if let refused = overQuota(changesNote ? note : nil, replacing: stored, replayText: text) { return refused }
+                if let refused = overQuota(changesNote ? [(note, stored)] : [], replayText: text) { return refused }
                 if changesNote { write(note, isNew: false) }
-                return record(change, status: .merged, serverID: note.serverID, version: note.version, text: text)
+                return record(change, status: .merged, serverID: note.serverID, version: note.version, text: text, note: note)
             case .conflict:
+                // The copy takes the pushed text with the pushing device's tags and flags; the note keeps its text and
+                // takes the merged tags and flags (so a concurrent tag change on either side survives).
                 // Mint the client ID first: the copy's server ID is then the larger, and the largest stored server
                 // ID stays a valid high-water mark for the generator.
                 let copyClientID = try mintID()
@@ -332,50 +363,74 @@ public enum PushPlanner {
                 let copy = StoredNote(
                     accountID: accountID, serverID: copyServerID, clientID: copyClientID, origin: change.origin,
                     version: 1, text: change.text, deleted: false, conflictOf: note.serverID, changeSeq: 0,
-                    createdAt: now, updatedAt: now, editedAt: editedAt
+                    createdAt: now, updatedAt: now, editedAt: editedAt, tags: change.tags.map(TagRules.sorted) ?? note.tags,
+                    pinned: change.pinned ?? note.pinned, archived: change.archived ?? note.archived
                 )
-                if let refused = overQuota(copy, replacing: nil, replayText: note.text) { return refused }
+                let relabels = labels != Labels(note)
+                if relabels {
+                    note.version += 1
+                    note.editedAt = max(note.editedAt ?? note.updatedAt, editedAt)
+                    labels.apply(to: &note)
+                }
+                if let refused = overQuota([(copy, nil)] + (relabels ? [(note, stored)] : []), replayText: note.text) {
+                    return refused
+                }
                 write(copy, isNew: true)
+                if relabels { write(note, isNew: false) }
                 return record(
                     change, status: .conflict, serverID: note.serverID, version: note.version, text: note.text,
-                    conflict: ConflictCopy(serverID: copyServerID, clientID: copyClientID)
+                    conflict: ConflictCopy(serverID: copyServerID, clientID: copyClientID), note: note
                 )
             }
         }
 
-        /// Stores the outcome as an applied edit and builds the result; the edit's text is counted in ``usage``.
+        /// Stores the outcome as an applied edit and builds the result; the edit's text is counted in ``usage``. With
+        /// `note` (the note's state after the change), the answer carries each of its tags and flags the change
+        /// carried and the note now holds otherwise (``ChangeResult/tags``).
         mutating func record(
             _ change: NoteChange, status: ChangeStatus, serverID: FlakeID?, version: Int64?, text: String? = nil,
-            conflict: ConflictCopy? = nil
+            conflict: ConflictCopy? = nil, note: StoredNote? = nil
         ) -> ChangeResult {
             usage.replayTextBytes += Int64(text?.utf8.count ?? 0)
+            let tags = change.tags.flatMap { pushed in note.flatMap { sameDisplayForms(pushed, $0.tags) ? nil : $0.tags } }
+            let pinned = change.pinned.flatMap { pushed in note.flatMap { $0.pinned == pushed ? nil : $0.pinned } }
+            let archived = change.archived.flatMap { pushed in note.flatMap { $0.archived == pushed ? nil : $0.archived } }
             let noteKey = NoteKey(clientID: change.clientID, origin: change.origin)
             let edit = AppliedEdit(
                 editID: change.editID, noteKey: noteKey, pusher: pusher, status: status, serverID: serverID, version: version, text: text,
-                conflict: conflict, createdAt: now
+                conflict: conflict, tags: tags, pinned: pinned, archived: archived, createdAt: now
             )
             applied[AppliedEditKey(editID: change.editID, noteKey: noteKey, pusher: pusher)] = edit
             newEdits.append(edit)
             return ChangeResult(
                 clientID: change.clientID, editID: change.editID, status: status, serverID: serverID, version: version,
-                text: text, conflict: conflict
+                text: text, tags: tags, pinned: pinned, archived: archived, conflict: conflict
             )
         }
 
-        /// Why writing `new` (over `old`, nil for a new note; `new` nil when the note is not written) and keeping
-        /// `replayText` in the change's applied edit would break the quota, or nil when it keeps within it.
-        /// A change that does not grow what is over a limit is always within it: its growth is the note's change in
-        /// size plus the kept text, so a shrinking note pays for its answer's text out of what it frees.
-        func quotaRefusal(_ new: StoredNote?, replacing old: StoredNote?, replayText: String?) -> String? {
-            let addsNote = new != nil && old == nil
-            let noteGrowth = new.map { Int64($0.text.utf8.count) - Int64(old?.text.utf8.count ?? 0) } ?? 0
-            let growth = noteGrowth + Int64(replayText?.utf8.count ?? 0)
+        /// Whether two sets hold the same display forms, byte for byte, in any order.
+        func sameDisplayForms(_ a: [String], _ b: [String]) -> Bool {
+            a.count == b.count && Set(a.map { Array($0.utf8) }) == Set(b.map { Array($0.utf8) })
+        }
+
+        /// Why writing `writes` (each note's new state over its old one, nil for a new note) and keeping `replayText`
+        /// in the change's applied edit would break the quota, or nil when it keeps within it. Each written note keeps
+        /// its new text in the history as well. A change that does not grow what is over a limit is always within it:
+        /// its growth is the notes' change in size plus the history's new texts plus the kept text, so only a delete
+        /// (whose version's text is empty) is sure never to grow it.
+        func quotaRefusal(_ writes: [(new: StoredNote, old: StoredNote?)], replayText: String?) -> String? {
+            let addedNotes = Int64(writes.filter { $0.old == nil }.count)
+            var growth = Int64(replayText?.utf8.count ?? 0)
+            for (new, old) in writes {
+                let size = Int64(new.text.utf8.count)
+                growth += size - Int64(old?.text.utf8.count ?? 0) + size
+            }
             let bytes = usage.storedBytes + growth
-            if addsNote, usage.noteCount + 1 > quota.maxNotes {
+            if addedNotes > 0, usage.noteCount + addedNotes > quota.maxNotes {
                 return "The account holds its limit of \(quota.maxNotes) notes (deleted ones included); this change needs a new one."
             }
             if growth > 0, bytes > quota.maxTextBytes {
-                return "The account would store \(bytes) bytes (its notes' texts and the texts kept to answer replays), over its limit of \(quota.maxTextBytes); shorten or delete notes to make room."
+                return "The account would store \(bytes) bytes (its notes' texts, the texts kept to answer replays and its notes' history), over its limit of \(quota.maxTextBytes); delete notes to make room (their history goes with the retention), or ask the operator."
             }
             return nil
         }
@@ -393,6 +448,47 @@ public enum PushPlanner {
             if isNew { created.insert(note.serverID) }
             notes[note.serverID] = note
             byKey[note.key] = note.serverID
+            versions.append(StoredVersion(note, savedAt: now, device: device))
+            usage.historyBytes += Int64(note.text.utf8.count)
+        }
+    }
+
+    /// What a change makes of a note's tags and flags: each the change carries, merged three-way against its base
+    /// with the note's (``TagMerge``: a change without `baseTags` has the empty set as base; ``FlagMerge``: a flag
+    /// without its base wins); each it leaves out, the note's.
+    struct Labels: Equatable {
+        var tags: [String]
+        var pinned: Bool
+        var archived: Bool
+
+        /// The note's own.
+        init(_ note: StoredNote) {
+            tags = note.tags
+            pinned = note.pinned
+            archived = note.archived
+        }
+
+        init(merging change: NoteChange, onto note: StoredNote) {
+            tags = change.tags.map { TagMerge.merge(base: change.baseTags ?? [], ours: $0, theirs: note.tags) } ?? note.tags
+            pinned = Self.flag(change.pinned, base: change.basePinned, theirs: note.pinned)
+            archived = Self.flag(change.archived, base: change.baseArchived, theirs: note.archived)
+        }
+
+        private static func flag(_ ours: Bool?, base: Bool?, theirs: Bool) -> Bool {
+            guard let ours else { return theirs }
+            guard let base else { return ours }
+            return FlagMerge.merge(base: base, ours: ours, theirs: theirs)
+        }
+
+        func apply(to note: inout StoredNote) {
+            note.tags = tags
+            note.pinned = pinned
+            note.archived = archived
+        }
+
+        /// Equal tags compare by their display forms in order (both sorted), so a changed spelling counts.
+        static func == (a: Labels, b: Labels) -> Bool {
+            a.pinned == b.pinned && a.archived == b.archived && a.tags.map { Array($0.utf8) } == b.tags.map { Array($0.utf8) }
         }
     }
 }

@@ -65,26 +65,33 @@ public struct AccountUsage: Sendable, Equatable {
     /// UTF-8 bytes of the texts the account's applied edits keep for replays (``AppliedEdit/text``: the answers of
     /// `merged`, `conflict` and `kept` changes), until the retention purge removes them.
     public var replayTextBytes: Int64
+    /// UTF-8 bytes of the texts of the notes' kept versions (``StoredVersion/text``), until the history retention
+    /// prunes them.
+    public var historyBytes: Int64
 
-    public init(noteCount: Int64 = 0, textBytes: Int64 = 0, replayTextBytes: Int64 = 0) {
+    public init(noteCount: Int64 = 0, textBytes: Int64 = 0, replayTextBytes: Int64 = 0, historyBytes: Int64 = 0) {
         self.noteCount = noteCount
         self.textBytes = textBytes
         self.replayTextBytes = replayTextBytes
+        self.historyBytes = historyBytes
     }
 
-    /// What the byte limit counts: the notes' texts and the replay texts.
-    public var storedBytes: Int64 { textBytes + replayTextBytes }
+    /// What the byte limit counts: the notes' texts, the replay texts and the history's texts.
+    public var storedBytes: Int64 { textBytes + replayTextBytes + historyBytes }
 }
 
 /// The per-account limits a push enforces (the daemon's `--max-notes-per-account` and `--max-bytes-per-account`).
 ///
 /// A change that would take an account over either limit is `rejected` with `quota_exceeded`; a change that does not
-/// grow what it is over (a delete, a shorter text) is always accepted, so an account over a lowered limit can shrink.
-/// The byte limit counts the notes' texts plus the texts kept for replays (``AccountUsage/storedBytes``).
+/// grow what it is over (a delete) is always accepted, so an account over a lowered limit can shrink. The byte limit
+/// counts the notes' texts plus the texts kept for replays plus the texts of the versions the history keeps
+/// (``AccountUsage/storedBytes``): every accepted change of a note keeps its text in the history, so only a delete
+/// (whose version's text is empty) never grows it.
 public struct AccountQuota: Sendable, Equatable {
     /// Most stored notes per account, tombstones included.
     public var maxNotes: Int64
-    /// Most UTF-8 bytes per account: the notes' texts plus the texts their applied edits keep for replays.
+    /// Most UTF-8 bytes per account: the notes' texts plus the texts their applied edits keep for replays plus the
+    /// texts of the kept versions.
     public var maxTextBytes: Int64
 
     public init(maxNotes: Int64 = AccountQuota.default.maxNotes, maxTextBytes: Int64 = AccountQuota.default.maxTextBytes) {
@@ -150,11 +157,20 @@ public struct StoredNote: Sendable, Equatable {
     /// ``NoteChange/editedAt``, else the server's time). Informational only, never used for ordering. Nil for notes
     /// written before the server stored it: ``updatedAt`` stands in.
     public var editedAt: Int64?
+    /// The note's tags, display forms in ``TagRules/sorted(_:)`` order, no two equal keys (a tombstone keeps the
+    /// tags it had).
+    public var tags: [String]
+    public var pinned: Bool
+    public var archived: Bool
 
     public init(
         accountID: FlakeID, serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String,
-        deleted: Bool, conflictOf: FlakeID?, changeSeq: Int64, createdAt: Int64, updatedAt: Int64, editedAt: Int64? = nil
+        deleted: Bool, conflictOf: FlakeID?, changeSeq: Int64, createdAt: Int64, updatedAt: Int64, editedAt: Int64? = nil,
+        tags: [String] = [], pinned: Bool = false, archived: Bool = false
     ) {
+        self.tags = tags
+        self.pinned = pinned
+        self.archived = archived
         self.accountID = accountID
         self.serverID = serverID
         self.clientID = clientID
@@ -184,8 +200,77 @@ public struct StoredNote: Sendable, Equatable {
         NoteRecord(
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
             conflictOf: conflictOf, updatedAt: times.format(unixMilliseconds: updatedAt),
-            editedAt: times.format(unixMilliseconds: editedAt ?? updatedAt)
+            editedAt: times.format(unixMilliseconds: editedAt ?? updatedAt), tags: tags, pinned: pinned, archived: archived
         )
+    }
+}
+
+/// One kept version of a note (`note_versions`): its state right after a change the server accepted, with who saved
+/// it and when. Written in the push's transaction, one per write of a note (``PushPlanner/Plan/versions``), pruned by
+/// age (the daemon's `--history-days`, the note's newest kept version excepted), served by
+/// `GET /v1/notes/{serverID}/versions`.
+public struct StoredVersion: Sendable, Equatable {
+    public var accountID: FlakeID
+    public var serverID: FlakeID
+    /// The note's version this row holds.
+    public var version: Int64
+    /// "" for a delete.
+    public var text: String
+    public var deleted: Bool
+    /// Display forms in ``TagRules/sorted(_:)`` order.
+    public var tags: [String]
+    public var pinned: Bool
+    public var archived: Bool
+    /// When the content was edited, by the editing device's clock, Unix milliseconds (informational).
+    public var editedAt: Int64
+    /// When the server accepted the change, Unix milliseconds (server clock; the retention counts from it).
+    public var savedAt: Int64
+    /// The device name of the session that pushed it, if it gave one.
+    public var device: String?
+
+    public init(
+        accountID: FlakeID, serverID: FlakeID, version: Int64, text: String, deleted: Bool, tags: [String], pinned: Bool,
+        archived: Bool, editedAt: Int64, savedAt: Int64, device: String?
+    ) {
+        self.accountID = accountID
+        self.serverID = serverID
+        self.version = version
+        self.text = text
+        self.deleted = deleted
+        self.tags = tags
+        self.pinned = pinned
+        self.archived = archived
+        self.editedAt = editedAt
+        self.savedAt = savedAt
+        self.device = device
+    }
+
+    /// The version a note is in right after a write (``StoredNote``'s state, saved at `savedAt` by `device`).
+    public init(_ note: StoredNote, savedAt: Int64, device: String?) {
+        self.init(
+            accountID: note.accountID, serverID: note.serverID, version: note.version, text: note.text, deleted: note.deleted,
+            tags: note.tags, pinned: note.pinned, archived: note.archived, editedAt: note.editedAt ?? savedAt,
+            savedAt: savedAt, device: device)
+    }
+
+    /// The version as the history endpoint returns it, its times formatted through `times`.
+    public func record(times: inout WireTime.Cache) -> NoteVersion {
+        NoteVersion(
+            version: version, text: text, deleted: deleted, tags: tags, pinned: pinned, archived: archived,
+            editedAt: times.format(unixMilliseconds: editedAt), savedAt: times.format(unixMilliseconds: savedAt), device: device)
+    }
+}
+
+/// One page of a note's history as a store read it (``NoteStore/versions(accountID:serverID:query:)``).
+public struct VersionPage: Sendable, Equatable {
+    /// The note's kept versions after the query's `after`, ascending, within the page's bounds.
+    public var versions: [StoredVersion]
+    /// More versions follow the page's last.
+    public var hasMore: Bool
+
+    public init(versions: [StoredVersion], hasMore: Bool) {
+        self.versions = versions
+        self.hasMore = hasMore
     }
 }
 
@@ -212,13 +297,23 @@ public struct AppliedEdit: Sendable, Equatable {
     public var text: String?
     /// For `conflict`: the copy that took the pushed text.
     public var conflict: ConflictCopy?
+    /// The tags the original answer carried (``ChangeResult/tags``), nil when it carried none.
+    public var tags: [String]?
+    /// The pin the original answer carried, nil when it carried none.
+    public var pinned: Bool?
+    /// The archived flag the original answer carried, nil when it carried none.
+    public var archived: Bool?
     /// Unix milliseconds.
     public var createdAt: Int64
 
     public init(
         editID: FlakeID, noteKey: NoteKey, pusher: FlakeID? = nil, status: ChangeStatus, serverID: FlakeID?,
-        version: Int64?, text: String? = nil, conflict: ConflictCopy?, createdAt: Int64
+        version: Int64?, text: String? = nil, conflict: ConflictCopy?, tags: [String]? = nil, pinned: Bool? = nil,
+        archived: Bool? = nil, createdAt: Int64
     ) {
+        self.tags = tags
+        self.pinned = pinned
+        self.archived = archived
         self.editID = editID
         self.noteKey = noteKey
         self.pusher = pusher
@@ -263,15 +358,33 @@ public struct PushContext: Sendable {
     public var pusher: FlakeID?
     /// The account's limits (see ``AccountQuota``).
     public var quota: AccountQuota
+    /// The pushing session's device name, kept with each version the push writes (``StoredVersion/device``).
+    public var device: String?
 
     public init(
-        limits: SyncLimits, now: Int64, pusher: FlakeID? = nil, quota: AccountQuota = .default,
+        limits: SyncLimits, now: Int64, pusher: FlakeID? = nil, quota: AccountQuota = .default, device: String? = nil,
         mintID: @escaping @Sendable () throws -> FlakeID
     ) {
+        self.device = device
         self.limits = limits
         self.now = now
         self.pusher = pusher
         self.quota = quota
         self.mintID = mintID
+    }
+}
+
+/// How both stores keep a set of tags in one text column (`notes.tags`, `note_versions.tags`, `applied_edits.tags`):
+/// the display forms in ``TagRules/sorted(_:)`` order joined by "\n", '' for none (a tag never holds "\n"). A column,
+/// not a table: a note's tags are read and written with its row, at no cost per tag.
+enum TagsColumn {
+    /// The column's text for a set (already in canonical order).
+    static func text(_ tags: [String]) -> String {
+        tags.joined(separator: "\n")
+    }
+
+    /// The set a column holds.
+    static func tags(_ text: String) -> [String] {
+        text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     }
 }

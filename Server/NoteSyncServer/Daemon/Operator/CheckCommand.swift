@@ -11,8 +11,8 @@ public struct CheckCommand: AsyncParsableCommand {
         abstract: "Check the store: SQLite's integrity check and the store's own invariants.",
         discussion: """
             Checks one note per (account, client ID, origin), change sequences consistent with their account, every \
-            row's IDs valid and every row's account existing (and, with SQLite, PRAGMA integrity_check and \
-            foreign_key_check). Exit status 0 when clean, 2 when problems were found (one line each), 1 on error.
+            row's IDs valid and every row's account existing, every kept version a version of a note of its account, \
+            the accounts' running totals (and, with SQLite, PRAGMA integrity_check and foreign_key_check). Exit status 0 when clean, 2 when problems were found (one line each), 1 on error.
             """ + " " + OperatorStoreOptions.help)
     @ParentCommand var daemon: NotesyncdCommand
     var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }

@@ -4,7 +4,7 @@ import Foundation
 /// `notesyncd stats [--json]`: the store's counts and size (``StoreStatistics``).
 public struct StatsCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "Show counts (accounts, devices, notes, applied edits) and the database's size.",
+        commandName: "stats", abstract: "Show counts (accounts, devices, notes, applied edits, history) and the database's size.",
         discussion: OperatorStoreOptions.help)
     @ParentCommand var daemon: NotesyncdCommand
     var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
@@ -20,6 +20,7 @@ public struct StatsCommand: AsyncParsableCommand {
                 ["notes", "\(statistics.notes) (+ \(statistics.tombstones) deleted)"],
                 ["text", "\(statistics.textBytes) bytes"],
                 ["applied edits", "\(statistics.appliedEdits) (\(statistics.replayTextBytes) bytes of text kept for replays)"],
+                ["history", "\(statistics.noteVersions) versions (\(statistics.historyBytes) bytes of text)"],
                 ["database", "\(statistics.databaseBytes) bytes"],
             ]
         }
