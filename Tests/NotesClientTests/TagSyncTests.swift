@@ -124,6 +124,31 @@ struct TagSyncTests {
         #expect(seen.text == "to share" && seen.tags == ["Shared"] && seen.isArchived)
     }
 
+    /// A device holds one note twice, under one key: as a note of no account (kept from a deleted account) and as a
+    /// note of the account signed up again, which it tagged. When that account is deleted too, its note meets its
+    /// twin of no account: the same text, but other tags and flags, so it is not dropped as a duplicate but becomes a
+    /// new note of this device, tags and all.
+    @Test func aNoteOfADeletedAccountWithOtherTagsThanItsTwinIsKept() async throws {
+        let (_, a, b) = try await aliceOnTwoDevices()
+        _ = try a.add("shared")
+        try await a.syncOK()
+        try await b.syncOK()
+        _ = try await b.deleteAccount(password: "correct horse battery")
+        try await signUp(b, "alice", unowned: .keepAside)
+        try await a.signOut()
+        try await signIn(a, "alice", unowned: .carry)
+        try await a.syncOK()
+        try await b.syncOK()
+        let pulled = try #require(try b.notes().first { $0.text == "shared" })
+        try b.tag(pulled.id, adding: ["kept"])
+        try b.pin(pulled.id)
+        _ = try await b.deleteAccount(password: "correct horse battery")
+        let notes = try b.allNotes(includingSetAside: true).filter { $0.text == "shared" && !$0.isDeleted }
+        #expect(notes.count == 2, "the note of no account, and the tagged one as a new note")
+        #expect(notes.contains { $0.tags == ["kept"] && $0.isPinned })
+        try expectTagIndexMatchesNotes(b)
+    }
+
     @Test func historyIsFetchedWhenAskedForAndKeptSoAskingAgainIsLocal() async throws {
         let server = try TestServer.make()
         let transport = FaultInjectingTransport(server.transport)

@@ -120,9 +120,9 @@ extension LocalStore.Transaction {
     /// Before the notes of owner `source` move to owner `target` (nil: no owner), where `target` may already hold a
     /// note with the same (client ID, origin): after an account deletion, a note can be both a note of no account
     /// here and, carried there by another device, a note of the account signed up again. Local notes are unique by
-    /// (owner, client ID, origin), and nothing may be lost: a `source` note with the same text (and deleted state) as
-    /// its twin is dropped (the twin holds it); one with another text becomes a new note of this device (a fresh
-    /// client ID and this origin, unsynced), as a copy would.
+    /// (owner, client ID, origin), and nothing may be lost: a `source` note with the same text, deleted state, tags
+    /// and flags as its twin is dropped (the twin holds it); one that differs in any of them becomes a new note of this
+    /// device (a fresh client ID and this origin, unsynced), as a copy would.
     @discardableResult
     func resolveKeyClashes(moving source: FlakeID?, to target: FlakeID?, minter: IDMinter, origin: FlakeID, now: Int64) throws
         -> [RekeyedNote]
@@ -131,7 +131,8 @@ extension LocalStore.Transaction {
         let rows = try Row.fetchAll(
             db,
             sql: """
-                SELECT s.id, s.text IS t.text AND s.deleted = t.deleted, s.client_id, s.origin FROM notes s
+                SELECT s.id, s.text IS t.text AND s.deleted = t.deleted AND s.tags IS t.tags AND s.pinned = t.pinned
+                AND s.archived = t.archived, s.client_id, s.origin FROM notes s
                 JOIN notes t ON t.client_id = s.client_id AND t.origin = s.origin AND t.id <> s.id
                 WHERE s.owner_account_id IS ? AND t.owner_account_id IS ?
                 """,
