@@ -73,21 +73,52 @@ struct History: AsyncParsableCommand {
         if version.isDeleted { return "deleted" }
         var parts: [String] = []
         if previous.isDeleted { parts.append("restored") }
-        var added = 0
-        var removed = 0
-        for line in LineDiff.lines(from: previous.isDeleted ? "" : previous.text, to: version.text) {
-            switch line {
-            case .added: added += 1
-            case .removed: removed += 1
-            case .same: break
-            }
-        }
+        let (added, removed) = lineChanges(from: previous.isDeleted ? "" : previous.text, to: version.text)
         if added > 0 || removed > 0 { parts.append("+\(added) -\(removed) lines") }
         let tags = TagChange(from: previous.tags, to: version.tags)
         if !tags.isEmpty { parts.append(tags.description) }
         if previous.isPinned != version.isPinned { parts.append(version.isPinned ? "pinned" : "unpinned") }
         if previous.isArchived != version.isArchived { parts.append(version.isArchived ? "archived" : "unarchived") }
         return parts.isEmpty ? "no change" : parts.joined(separator: ", ")
+    }
+
+    /// How many lines ``LineDiff/lines(from:to:)`` adds and removes from `old` to `new`, diffing only what lies
+    /// between the lines both start and end with (the usual version changes a few lines: a history of 1,000 versions
+    /// diffed whole took most of `notes history`'s time).
+    static func lineChanges(from old: String, to new: String) -> (added: Int, removed: Int) {
+        var a = lines(old)[...]
+        var b = lines(new)[...]
+        while let x = a.first, let y = b.first, x.utf8.elementsEqual(y.utf8) {
+            a.removeFirst()
+            b.removeFirst()
+        }
+        while let x = a.last, let y = b.last, x.utf8.elementsEqual(y.utf8) {
+            a.removeLast()
+            b.removeLast()
+        }
+        if a.isEmpty || b.isEmpty { return (b.count, a.count) }
+        var added = 0
+        var removed = 0
+        // A final newline ends the last line, so an empty last line survives the round trip.
+        for line in LineDiff.lines(from: a.joined(separator: "\n") + "\n", to: b.joined(separator: "\n") + "\n") {
+            switch line {
+            case .added: added += 1
+            case .removed: removed += 1
+            case .same: break
+            }
+        }
+        return (added, removed)
+    }
+
+    /// The text's lines as ``LineDiff`` reads them (a final newline ends the last line), split on its UTF-8 bytes:
+    /// splitting by `Character` walked every grapheme, most of the time of a long history.
+    static func lines(_ text: String) -> [Substring] {
+        guard !text.isEmpty else { return [] }
+        var lines = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+            text[$0.startIndex..<$0.endIndex]
+        }
+        if text.utf8.last == UInt8(ascii: "\n") { lines.removeLast() }
+        return lines
     }
 
     static func lineCount(_ text: String) -> Int {

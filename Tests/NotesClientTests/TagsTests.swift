@@ -1,5 +1,6 @@
 import Foundation
 import MiniFlake
+import NoteMerge
 import NoteSyncProtocol
 import Testing
 import TestSupport
@@ -129,6 +130,30 @@ struct TagsTests {
     @Test func aFileThatOnlyLooksLikeFrontMatterIsAllText() {
         for file in ["---\ntitle: x\n---\nbody", "---\ntags: work\n---\n", "---\npinned: yes\n---\n", "---\ntags: [a]\nno end"] {
             #expect(MarkdownNote.parse(file).text == file && MarkdownNote.parse(file).tags.isEmpty, "\(file)")
+        }
+    }
+
+    /// `notes history`'s count of the lines a version adds and removes, which diffs only between the lines both texts
+    /// start and end with, counts what the whole diff counts (seeded texts from a few lines, empty ones among them).
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
+    func historyLineCountsAreTheWholeDiffs(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        let pool = ["a", "b", "c", "", "d e", "é", "e\u{301}"]
+        func text() -> String {
+            let lines = (0..<Int(random.next() % 8)).map { _ in pool[Int(random.next() % UInt64(pool.count))] }
+            return lines.joined(separator: "\n") + (random.next() % 2 == 0 ? "\n" : "")
+        }
+        for _ in 0..<500 {
+            let old = text()
+            let new = text()
+            var added = 0
+            var removed = 0
+            for line in LineDiff.lines(from: old, to: new) {
+                if case .added = line { added += 1 }
+                if case .removed = line { removed += 1 }
+            }
+            let counted = History.lineChanges(from: old, to: new)
+            #expect(counted.added == added && counted.removed == removed, "\(old.debugDescription) -> \(new.debugDescription)")
         }
     }
 
