@@ -90,16 +90,39 @@ class Daemon:
         return 0
 
 
-def fill(port, username, count):
-    """Signs up `username` and pushes `count` notes in batches of 1,000 (as one device)."""
+class Flakes:
+    """MiniFlake IDs as a device mints them (41-bit milliseconds since 2018-03-01, 12-bit sequence, 10-bit instance):
+    roughly time-ordered, so a device's notes arrive in the order of their IDs, as real accounts' do. With
+    `random_ids`, uniformly random 62-bit IDs instead (the worst case for the client's indexes)."""
+
+    EPOCH_MS = 1_519_862_400_000
+
+    def __init__(self, rng, random_ids=False, start_ms=None):
+        self.rng, self.random_ids = rng, random_ids
+        self.ms = (start_ms if start_ms is not None else int(time.time() * 1000)) - self.EPOCH_MS
+        self.sequence, self.instance = 0, rng.randrange(1024)
+
+    def next(self):
+        if self.random_ids:
+            return str(self.rng.randrange(1, 2**62))
+        if self.sequence == 4096:
+            self.ms, self.sequence = self.ms + 1, 0
+        value = (self.ms << 22) | (self.sequence << 10) | self.instance
+        self.sequence += 1
+        return str(value)
+
+
+def fill(port, username, count, random_ids=False):
+    """Signs up `username` and pushes `count` notes in batches of 1,000 (as one device, whose client and edit IDs
+    are MiniFlakes; see ``Flakes``)."""
     conn = notesync_http.connect(port)
     token = notesync_http.account(conn, username, device="filler")
     rng = random.Random(7)
+    flakes = Flakes(rng, random_ids)
     origin = str(rng.randrange(1, 2**62))
     batch = []
     for text in texts(count):
-        batch.append({"clientID": str(rng.randrange(1, 2**62)), "origin": origin, "editID": str(rng.randrange(1, 2**62)),
-                      "text": text, "deleted": False})
+        batch.append({"clientID": flakes.next(), "origin": origin, "editID": flakes.next(), "text": text, "deleted": False})
         if len(batch) == 1000 or len(batch) == count:
             push(conn, batch, token)
             batch = []
@@ -165,10 +188,10 @@ class Build:
         self.first, self.again, self.client_rss = [], [], 0
         self.idle_rss = 0
 
-    def prepare(self, count):
+    def prepare(self, count, random_ids=False):
         self.daemon.start()
         started = time.perf_counter()
-        fill(self.daemon.port, self.username, count)
+        fill(self.daemon.port, self.username, count, random_ids)
         print(f"{self.name}: filled {count} notes in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         self.daemon.stop()
         self.url = self.daemon.start()
@@ -198,6 +221,8 @@ def main():
     parser.add_argument("--notes", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--database", help="postgres://... (default: each daemon's own SQLite)")
+    parser.add_argument("--random-ids", action="store_true",
+                        help="fill with uniformly random client IDs instead of a device's time-ordered MiniFlakes")
     args = parser.parse_args()
     scratch = tempfile.mkdtemp(prefix="notes-signin-bench.")
     builds = [Build("A", args.bin, scratch, args.database, args.notes)]
@@ -206,14 +231,14 @@ def main():
     floors = []
     try:
         for build in builds:
-            build.prepare(args.notes)
+            build.prepare(args.notes, args.random_ids)
         for index in range(args.runs):
             floors.append(floor(scratch, args.notes))
             for build in builds:
                 build.round(index)
             print(f"round {index + 1}/{args.runs} done (load {open('/proc/loadavg').read().split()[0]})", file=sys.stderr)
         floor_median = statistics.median(floors)
-        print(f"{args.notes} notes, {args.runs} rounds, {'PostgreSQL' if args.database else 'SQLite'}; "
+        print(f"{args.notes} notes ({'random' if args.random_ids else 'MiniFlake'} client IDs), {args.runs} rounds, {'PostgreSQL' if args.database else 'SQLite'}; "
               f"load average {' '.join(open('/proc/loadavg').read().split()[:3])}")
         print(f"{'measure':44} {'median s':>9} {'min':>7} {'max':>7} {'vs floor':>9}")
         print(f"{'floor (sqlite3, WAL + FTS5, one transaction)':44} {floor_median:9.2f} {min(floors):7.2f} {max(floors):7.2f} {1:8.2f}x")

@@ -1,0 +1,43 @@
+import NoteMerge
+import NoteSyncProtocol
+
+extension PushPlanner {
+    /// What a change makes of a note's tags and flags: each the change carries, merged three-way against its base
+    /// with the note's (``TagMerge``: a change without `baseTags` has the empty set as base; ``FlagMerge``: a flag
+    /// without its base wins); each it leaves out, the note's.
+    struct Labels: Equatable {
+        var tags: [String]
+        var pinned: Bool
+        var archived: Bool
+
+        /// The note's own.
+        init(_ note: StoredNote) {
+            tags = note.tags
+            pinned = note.pinned
+            archived = note.archived
+        }
+
+        init(merging change: NoteChange, onto note: StoredNote) {
+            tags = change.tags.map { TagMerge.merge(base: change.baseTags ?? [], ours: $0, theirs: note.tags) } ?? note.tags
+            pinned = Self.flag(change.pinned, base: change.basePinned, theirs: note.pinned)
+            archived = Self.flag(change.archived, base: change.baseArchived, theirs: note.archived)
+        }
+
+        private static func flag(_ ours: Bool?, base: Bool?, theirs: Bool) -> Bool {
+            guard let ours else { return theirs }
+            guard let base else { return ours }
+            return FlagMerge.merge(base: base, ours: ours, theirs: theirs)
+        }
+
+        func apply(to note: inout StoredNote) {
+            note.tags = tags
+            note.pinned = pinned
+            note.archived = archived
+        }
+
+        /// Equal tags compare by their display forms in order (both sorted), so a changed spelling counts.
+        static func == (a: Labels, b: Labels) -> Bool {
+            a.pinned == b.pinned && a.archived == b.archived && a.tags.map { Array($0.utf8) } == b.tags.map { Array($0.utf8) }
+        }
+    }
+}
