@@ -38,15 +38,72 @@ public struct LocalNote: Sendable, Equatable, Identifiable {
     /// For a conflict copy: whether it holds this device's text (its own push overlapped another device's edit),
     /// rather than another device's.
     public var isConflictFromThisDevice: Bool = false
+    /// The note's tags, as first written, in the order of their keys (see ``TagRules``).
+    public var tags: [String] = []
+    /// Pinned: listed first.
+    public var isPinned = false
+    /// Archived: hidden from `notes list` unless asked for; searches still find it.
+    public var isArchived = false
+    /// The tags last synced with the note's owner (empty for a note never synced): the base the server merges this
+    /// device's tag changes against.
+    public var baseTags: [String] = []
+    /// The flags last synced with the note's owner (false for a note never synced).
+    public var basePinned = false
+    public var baseArchived = false
 
     /// The first non-blank line of the text, trimmed (for listings).
     public var title: String { NoteSummary.title(of: text) }
 }
 
-/// A listing: notes newest first and the display ID of every local note (see ``ShortID``), keyed by local ID.
+/// A listing: pinned notes first, then the most recently edited first, and the display ID of every note listed (see
+/// ``ShortID``), keyed by local ID.
 public struct Listing: Sendable, Equatable {
     public var notes: [NoteSummary]
     public var displayIDs: [Int64: String]
+}
+
+/// Which notes a listing shows (`notes list`).
+public struct ListingFilter: Sendable, Equatable {
+    /// What a listing does with archived notes.
+    public enum Archived: Sendable, Equatable {
+        /// Leaves them out (`notes list`).
+        case hidden
+        /// Shows only them (`--archived`).
+        case only
+        /// Shows them with the others (`--all`).
+        case included
+    }
+
+    public var archived: Archived
+    /// Tombstones too (`--all`). A tag filter lists live notes only: a deleted note is listed by no tag.
+    public var includeDeleted: Bool
+    /// Only the notes that have every one of these tags (compared by key, ``Tags/key(_:)``).
+    public var tags: [String]
+
+    public init(archived: Archived = .hidden, includeDeleted: Bool = false, tags: [String] = []) {
+        self.archived = archived
+        self.includeDeleted = includeDeleted
+        self.tags = tags
+    }
+
+    /// Every note on show: archived and deleted ones too.
+    public static let all = ListingFilter(archived: .included, includeDeleted: true)
+
+    /// Whether a note with these properties is listed (tags aside).
+    func lists(isDeleted: Bool, isArchived: Bool) -> Bool {
+        if isDeleted && !includeDeleted { return false }
+        switch archived {
+        case .hidden: return !isArchived
+        case .only: return isArchived
+        case .included: return true
+        }
+    }
+
+    /// The listing order: pinned notes first, then the most recently edited, then the highest local ID.
+    static func precedes(_ a: NoteSummary, _ b: NoteSummary) -> Bool {
+        if a.isPinned != b.isPinned { return a.isPinned }
+        return a.updatedAt != b.updatedAt ? a.updatedAt > b.updatedAt : a.id > b.id
+    }
 }
 
 /// What a listing shows of a note: lighter than ``LocalNote`` (no full text, no sync bookkeeping).
@@ -62,6 +119,10 @@ public struct NoteSummary: Sendable, Equatable, Identifiable {
     /// The code of the server's refusal (see ``LocalNote/pushError``).
     public let pushErrorCode: String?
     public let updatedAt: Int64
+    /// The note's tags, in the order of their keys.
+    public var tags: [String] = []
+    public var isPinned = false
+    public var isArchived = false
 
     public init(_ note: LocalNote) {
         id = note.id
@@ -73,6 +134,9 @@ public struct NoteSummary: Sendable, Equatable, Identifiable {
         isConflict = note.isConflict
         pushErrorCode = note.pushError?.code
         updatedAt = note.updatedAt
+        tags = note.tags
+        isPinned = note.isPinned
+        isArchived = note.isArchived
     }
 
     init(

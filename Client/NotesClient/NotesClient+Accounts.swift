@@ -41,7 +41,7 @@ extension NotesClient {
     }
 
     /// Copies a note on show into another account signed in to on this device before (`username`, on the
-    /// remembered server when several match): a new note with a new client ID and the same text, owned by that
+    /// remembered server when several match): a new note with a new client ID and the same text, tags and flags, owned by that
     /// account, pushed as a create at its next sync (set aside until it signs in, unless it is on show). The
     /// original is untouched.
     ///
@@ -62,7 +62,8 @@ extension NotesClient {
                     "No account '\(canonical)' was signed in to on this device; sign in to it once (`notes login -u \(canonical)`), then copy.")
             }
             let clientID = try tx.mintClientID(with: minter, createdAt: now)
-            let copyID = try tx.insertCopy(clientID: clientID, origin: origin, text: note.text, owner: target.accountID, now: now)
+            let copyID = try tx.insertCopy(
+                clientID: clientID, origin: origin, text: note.text, state: note.tagsAndFlags, owner: target.accountID, now: now)
             return try tx.noteIgnoringOwner(copyID)
         }
     }

@@ -10,7 +10,7 @@ extension NotesClient {
         case keepNote
         /// The copy's text becomes the note's; the copy is deleted.
         case keepCopy
-        /// Both texts: the copy's becomes a new, ordinary note; the copy is deleted.
+        /// Both texts: the copy's becomes a new, ordinary note (with the copy's tags and flags); the copy is deleted.
         case keepBoth
         /// This text (a merge) becomes the note's; the copy is deleted.
         case merged(String)
@@ -60,7 +60,7 @@ extension NotesClient {
                 result = try tx.note(target.id)
             case .keepBoth:
                 let clientID = try tx.mintClientID(with: minter, createdAt: now)
-                result = try tx.insertNote(clientID: clientID, origin: origin, text: copy.text, now: now)
+                result = try tx.insertNote(clientID: clientID, origin: origin, text: copy.text, now: now, state: copy.tagsAndFlags)
             }
             _ = try Self.delete(copyID, in: tx, now: now)
             return result

@@ -5,7 +5,8 @@ import NoteSyncProtocol
 // Export and import: every note with its identity out, exports and plain texts in; each one transaction.
 
 extension NotesClient {
-    /// Every live note (unsynced ones and conflict copies included) with its identity: what `notes export` writes.
+    /// Every live note (unsynced ones, archived ones and conflict copies included) with its identity, tags and
+    /// flags: what `notes export` writes.
     public func export() throws(NotesError) -> NotesExport {
         let notes = try store.read { tx in try tx.notes(includeDeleted: false) }
         return NotesExport(
@@ -14,27 +15,30 @@ extension NotesClient {
                 ExportedNote(
                     clientID: note.clientID, origin: note.origin, text: note.text, conflict: note.isConflict,
                     createdAt: WireTime.format(unixMilliseconds: note.createdAt),
-                    editedAt: WireTime.format(unixMilliseconds: note.updatedAt), pending: note.isDirty)
+                    editedAt: WireTime.format(unixMilliseconds: note.updatedAt), pending: note.isDirty,
+                    tags: note.tags.isEmpty ? nil : note.tags, pinned: note.isPinned ? true : nil,
+                    archived: note.isArchived ? true : nil)
             })
     }
 
     /// Adds notes from exports and plain texts, in one transaction (all or nothing), reporting progress as it goes.
     ///
-    /// - Notes of an export keep their client ID, origin, creation and edit times. A note this device already has
-    ///   (same client ID and origin) is left as it is; so importing an export on a fresh device of the same
-    ///   account, before or after signing in, creates no duplicate: the sign-in finds the notes by client ID.
+    /// - Notes of an export keep their client ID, origin, creation and edit times, tags and flags. A note this device
+    ///   already has (same client ID and origin) is left as it is; so importing an export on a fresh device of the
+    ///   same account, before or after signing in, creates no duplicate: the sign-in finds the notes by client ID.
     /// - A plain text becomes a new note, unless a live note already holds the same text (trailing newlines
-    ///   aside), so importing the same files twice adds nothing the second time.
+    ///   aside), so importing the same files twice adds nothing the second time. A Markdown file's front matter
+    ///   (``MarkdownNote``) gives the note its tags and flags.
     ///
     /// - Throws: `empty_note` never (empty texts are skipped and counted); `invalid_text` for a text over the
-    ///   remembered server's limit (nothing is imported).
+    ///   remembered server's limit, `invalid_input` for a tag that breaks ``TagRules`` (nothing is imported).
     public func importNotes(
         _ items: [ImportItem], progress: ((_ done: Int, _ total: Int) -> Void)? = nil
     ) throws(NotesError) -> ImportReport {
         let total = items.reduce(0) { count, item in
             switch item {
             case .export(let export): count + export.notes.count
-            case .text: count + 1
+            case .text, .markdown: count + 1
             }
         }
         let now = now
@@ -48,6 +52,22 @@ extension NotesClient {
                 if done % 500 == 0 || done == total { progress?(done, total) }
             }
             var highest: FlakeID?
+            /// A file's text as a new note, unless empty or already here.
+            func addText(_ content: String, state: TagsAndFlags) throws {
+                let text = Self.trimmingTrailingNewlines(content)
+                if text.allSatisfy(\.isWhitespace) {
+                    report.empty += 1
+                    return
+                }
+                guard texts.insert(Self.importKey(text)).inserted else {
+                    report.sameText += 1
+                    return
+                }
+                try Self.requireFits(text, baseText: nil, settings: settings)
+                let clientID = try tx.mintClientID(with: minter, createdAt: now)
+                _ = try tx.insertNote(clientID: clientID, origin: origin, text: text, now: now, state: state)
+                report.added += 1
+            }
             for item in items {
                 switch item {
                 case .export(let export):
@@ -63,28 +83,24 @@ extension NotesClient {
                         }
                         try Self.requireFits(note.text, baseText: nil, settings: settings)
                         let edited = WireTime.parse(note.editedAt ?? "") ?? now
+                        let state = TagsAndFlags(
+                            tags: try Tags.validatedSet(note.tags ?? []), pinned: note.pinned ?? false, archived: note.archived ?? false)
                         try tx.insertNote(
                             clientID: note.clientID, origin: note.origin, text: note.text, createdAt: note.clientID.unixMilliseconds,
-                            editedAt: edited)
+                            editedAt: edited, state: state)
                         texts.insert(Self.importKey(note.text))
                         if note.origin == origin { highest = max(highest ?? note.clientID, note.clientID) }
                         report.added += 1
                     }
-                case .text(let text, _):
+                case .text(let content, _):
                     defer { advance() }
-                    let text = Self.trimmingTrailingNewlines(text)
-                    if text.allSatisfy(\.isWhitespace) {
-                        report.empty += 1
-                        continue
-                    }
-                    guard texts.insert(Self.importKey(text)).inserted else {
-                        report.sameText += 1
-                        continue
-                    }
-                    try Self.requireFits(text, baseText: nil, settings: settings)
-                    let clientID = try tx.mintClientID(with: minter, createdAt: now)
-                    _ = try tx.insertNote(clientID: clientID, origin: origin, text: text, now: now)
-                    report.added += 1
+                    try addText(content, state: TagsAndFlags())
+                case .markdown(let content, _):
+                    defer { advance() }
+                    let parsed = MarkdownNote.parse(content)
+                    try addText(
+                        parsed.text,
+                        state: TagsAndFlags(tags: try Tags.validatedSet(parsed.tags), pinned: parsed.pinned, archived: parsed.archived))
                 }
             }
             // Client IDs of this installation's origin, imported from its own export: never mint them again.
@@ -132,11 +148,20 @@ public struct ExportedNote: Codable, Sendable, Equatable {
     public var editedAt: String?
     /// It had changes no server had when exported (informational).
     public var pending: Bool?
+    /// Its tags, as written (absent: none; absent from exports older than tags).
+    public var tags: [String]?
+    /// Pinned (absent: no).
+    public var pinned: Bool?
+    /// Archived (absent: no).
+    public var archived: Bool?
 
     public init(
         clientID: FlakeID, origin: FlakeID, text: String, conflict: Bool = false, createdAt: String? = nil,
-        editedAt: String? = nil, pending: Bool? = nil
+        editedAt: String? = nil, pending: Bool? = nil, tags: [String]? = nil, pinned: Bool? = nil, archived: Bool? = nil
     ) {
+        self.tags = tags
+        self.pinned = pinned
+        self.archived = archived
         self.clientID = clientID
         self.origin = origin
         self.text = text
@@ -151,8 +176,11 @@ public struct ExportedNote: Codable, Sendable, Equatable {
 public enum ImportItem: Sendable {
     /// A JSON export.
     case export(NotesExport)
-    /// A Markdown or text file's content: one note.
+    /// A text file's content: one note.
     case text(String, source: String)
+    /// A Markdown file's content: one note, whose front matter (``MarkdownNote``), when it has one, gives its tags
+    /// and flags.
+    case markdown(String, source: String)
 }
 
 /// What an import did.

@@ -127,18 +127,21 @@ public final class NotesClient: Sendable {
 
     // MARK: - Local commands
 
-    /// Creates a note with a new client ID. Works offline; the note syncs at the next ``sync(progress:)``.
+    /// Creates a note with a new client ID, and `tags` (``TagRules``; the same tag twice, by key, is one).
+    /// Works offline; the note syncs at the next ``sync(progress:)``.
     ///
     /// - Throws: `empty_note` when `text` is empty or only whitespace; `invalid_text` when it is larger than the
-    ///   remembered server takes (see ``requireFits(_:baseText:settings:)``).
+    ///   remembered server takes (see ``requireFits(_:baseText:settings:)``); `invalid_input` for a tag that breaks
+    ///   ``TagRules``, or more tags than a note may have.
     @discardableResult
-    public func add(_ text: String) throws(NotesError) -> LocalNote {
+    public func add(_ text: String, tags: [String] = []) throws(NotesError) -> LocalNote {
         try Self.requireContent(text)
+        let tags = try Tags.validatedSet(tags)
         let now = now
         return try store.write { tx in
             try Self.requireFits(text, baseText: nil, settings: try tx.requireSettings())
             let clientID = try tx.mintClientID(with: minter, createdAt: now)
-            return try tx.insertNote(clientID: clientID, origin: origin, text: text, now: now)
+            return try tx.insertNote(clientID: clientID, origin: origin, text: text, now: now, state: TagsAndFlags(tags: tags))
         }
     }
 
@@ -226,28 +229,29 @@ public final class NotesClient: Sendable {
         try store.read { tx in try tx.note(id) }
     }
 
-    /// Every note, newest change first; tombstones only when `includeDeleted`.
+    /// Every note (archived ones too), newest change first; tombstones only when `includeDeleted`.
     public func notes(includeDeleted: Bool = false) throws(NotesError) -> [LocalNote] {
         try store.read { tx in try tx.notes(includeDeleted: includeDeleted) }
     }
 
-    /// What a listing shows: every note newest change first (tombstones only when `includeDeleted`), with the
-    /// display ID of each (unique among all local notes, tombstones included). One scan of the notes table that
-    /// reads only the start of each text, so it stays fast with many long notes.
-    public func listing(includeDeleted: Bool = false) throws(NotesError) -> Listing {
-        try store.read { tx in try tx.listing(includeDeleted: includeDeleted) }
+    /// What `notes list` shows: the notes `filter` selects, pinned ones first, then the most recently edited, with
+    /// the display ID of each (unique among all local notes, tombstones included). Without tags, one scan of the
+    /// notes table that reads only the start of each text, so it stays fast with many long notes; with tags, only
+    /// those tags' notes are read.
+    public func listing(_ filter: ListingFilter = ListingFilter()) throws(NotesError) -> Listing {
+        try store.read { tx in try tx.listing(filter) }
     }
 
-    /// The `limit` most recently edited notes (tombstones only when `includeDeleted`), newest first, with their
-    /// display IDs and how many notes there are in all. Reads only that page and each shown note's neighbours, so
-    /// it costs the same with 200,000 notes as with 20.
-    public func recent(limit: Int, includeDeleted: Bool = false) throws(NotesError) -> (listing: Listing, total: Int) {
-        let (notes, total) = try store.read { tx in
-            (try tx.recentSummaries(limit: limit, includeDeleted: includeDeleted), try tx.noteCount(includeDeleted: includeDeleted))
-        }
-        var ids: [Int64: String] = [:]
-        for note in notes { ids[note.id] = try displayID(clientID: note.clientID, origin: note.origin) }
-        return (Listing(notes: notes, displayIDs: ids), total)
+    /// The first `limit` notes of a listing (see ``listing(_:)``), with their display IDs and how many notes the
+    /// listing holds in all. Reads only that page and each shown note's neighbours (and counts the rest), so it costs
+    /// little with 200,000 notes.
+    public func recent(limit: Int, filter: ListingFilter = ListingFilter()) throws(NotesError) -> (listing: Listing, total: Int) {
+        try store.read { tx in (try tx.page(filter, limit: limit), try tx.listingCount(filter)) }
+    }
+
+    /// The notes of a listing (see ``listing(_:)``), in its order, read whole (`notes list --json`).
+    public func notes(_ filter: ListingFilter) throws(NotesError) -> [LocalNote] {
+        try store.read { tx in try tx.notes(filter) }
     }
 
     /// Every note on show (see ``OwnerPlanner``) including tombstones, in local ID order (for invariant checks);

@@ -37,7 +37,34 @@ public struct TrashedNote: Sendable, Equatable {
 /// Turns what a person types into an FTS5 query: every word must appear (in any order, case and accents ignored);
 /// a word ending in `*` matches any word it starts. Each word is quoted, so FTS5's operators and punctuation in a
 /// word (`e-mail`, `AND`, `"`) are plain text: `e-mail` matches the words `e` and `mail` next to each other.
+///
+/// A word `tag:NAME` is not searched for in the text: the notes must have the tag NAME (compared by key, like every
+/// tag; several `tag:` words, all of them). `notes search tag:work milk` finds the notes tagged work that hold milk;
+/// `notes search tag:work` every note tagged work.
 public enum SearchQuery {
+    /// The prefix of a word that names a tag.
+    public static let tagPrefix = "tag:"
+
+    /// The words of a search, apart: the tags `tag:` words name, and the other words.
+    public static func split(_ words: [String]) -> (words: [String], tags: [String]) {
+        var plain: [String] = []
+        var tags: [String] = []
+        for word in words.flatMap({ $0.split(whereSeparator: \.isWhitespace) }) {
+            if word.lowercased().hasPrefix(tagPrefix), word.count > tagPrefix.count {
+                tags.append(String(word.dropFirst(tagPrefix.count)))
+            } else {
+                plain.append(String(word))
+            }
+        }
+        return (plain, tags)
+    }
+
+    /// Whether `words` hold something to search for: a word FTS5 can match, or a tag.
+    public static func hasTerms(_ words: [String]) -> Bool {
+        let (plain, tags) = split(words)
+        return !tags.isEmpty || fts5(plain) != nil
+    }
+
     /// The FTS5 query, or nil when `words` hold nothing to search for.
     public static func fts5(_ words: [String]) -> String? {
         var terms: [String] = []

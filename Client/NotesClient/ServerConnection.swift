@@ -23,6 +23,12 @@ struct ServerConnection: Sendable {
         _ endpoint: Endpoint, query: [(String, String)] = [], body: Data? = nil, attempts: Int? = nil
     ) async throws(NotesError) -> WireResponse {
         let request = WireRequest(endpoint, query: query, bearerToken: endpoint.requiresAuthentication ? token : nil, body: body)
+        return try await exchange(request, for: endpoint, attempts: attempts)
+    }
+
+    /// Sends `request`, built for `endpoint` (a path with its parameter filled in, ``NoteVersionsRequest``), and
+    /// returns the 2xx answer, as ``exchange(_:query:body:attempts:)`` does.
+    func exchange(_ request: WireRequest, for endpoint: Endpoint, attempts: Int? = nil) async throws(NotesError) -> WireResponse {
         let maxAttempts = max(1, attempts ?? retry.maxAttempts)
         var attempt = 0
         while true {
@@ -75,6 +81,19 @@ struct ServerConnection: Sendable {
         _ endpoint: Endpoint, _ type: Response.Type, query: [(String, String)] = [], body: Data? = nil, attempts: Int? = nil
     ) async throws(NotesError) -> Response {
         let response = try await exchange(endpoint, query: query, body: body, attempts: attempts)
+        return try decode(response, as: type, for: endpoint)
+    }
+
+    /// Sends one page request of a note's history and decodes its answer.
+    func call(_ request: NoteVersionsRequest) async throws(NotesError) -> NoteVersionsResponse {
+        let response = try await exchange(request.wireRequest(bearerToken: token), for: .noteVersions)
+        return try decode(response, as: NoteVersionsResponse.self, for: .noteVersions)
+    }
+
+    /// A 2xx answer's body decoded.
+    private func decode<Response: Decodable>(
+        _ response: WireResponse, as type: Response.Type, for endpoint: Endpoint
+    ) throws(NotesError) -> Response {
         do {
             // Push and pull answers: the hand-written decoder of their common shape, `JSONDecoder` behind it.
             if let fast = Response.self as? any WireFastDecodable.Type, let value = try fast.decode(response.body) as? Response {

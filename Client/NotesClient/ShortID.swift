@@ -144,11 +144,12 @@ public enum ShortID {
     }
 }
 
-extension String {
-    func trimmingWhitespace() -> Substring {
-        var slice = Substring(self)
-        while let first = slice.first, first.isWhitespace { slice.removeFirst() }
-        while let last = slice.last, last.isWhitespace { slice.removeLast() }
-        return slice
+extension StringProtocol {
+    /// The text without whitespace at either end.
+    func trimmingWhitespace() -> SubSequence {
+        guard let first = firstIndex(where: { !$0.isWhitespace }), let last = lastIndex(where: { !$0.isWhitespace }) else {
+            return self[endIndex...]
+        }
+        return self[first...last]
     }
 }

@@ -55,28 +55,10 @@ struct Conflicts: AsyncParsableCommand {
     }
 }
 
-/// A copy against its note, line by line: `-` lines only in the note, `+` lines only in the copy, with three lines
-/// of context around each change (red and green on a terminal).
+/// A copy against its note, line by line (``textDiff(from:to:oldLabel:newLabel:)``).
 func conflictDiff(note: LocalNote, noteID: String, copy: LocalNote, copyID: String) -> [String] {
     let whose = copy.isConflictFromThisDevice ? "this device's text" : "another device's text"
-    var output = [
-        Screen.styled("--- \(noteID) (the note, as the server kept it)", Screen.bold),
-        Screen.styled("+++ \(copyID) (the conflict copy: \(whose))", Screen.bold),
-    ]
-    let lines = LineDiff.lines(from: note.text, to: copy.text)
-    let changed = lines.indices.filter { if case .same = lines[$0] { false } else { true } }
-    guard !changed.isEmpty else { return output + ["  (the texts are the same)"] }
-    var shown = Set<Int>()
-    for index in changed { for near in max(0, index - 3)...min(lines.count - 1, index + 3) { shown.insert(near) } }
-    var previous: Int?
-    for index in shown.sorted() {
-        if let previous, index > previous + 1 { output.append(Screen.styled("  …", Screen.dim)) }
-        switch lines[index] {
-        case .same(let text): output.append("  " + text)
-        case .removed(let text): output.append(Screen.styled("- " + text, Screen.red))
-        case .added(let text): output.append(Screen.styled("+ " + text, Screen.green))
-        }
-        previous = index
-    }
-    return output
+    return textDiff(
+        from: note.text, to: copy.text, oldLabel: "\(noteID) (the note, as the server kept it)",
+        newLabel: "\(copyID) (the conflict copy: \(whose))")
 }

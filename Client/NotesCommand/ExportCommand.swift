@@ -10,7 +10,9 @@ struct Export: AsyncParsableCommand {
             Every live note on this device, unsynced ones and conflict copies included. JSON (the default) keeps \\
             each note's identity (client ID and origin), so `notes import` on a fresh device of the same account \\
             makes no duplicate; it goes to PATH, or to standard output without one. Markdown writes one .md file \\
-            per note into the directory PATH (created if needed; files of the same name are replaced).
+            per note into the directory PATH (created if needed; files of the same name are replaced), its tags \\
+            and flags in a front matter (tags: [work, idea], pinned: true, archived: true). Both keep tags and \\
+            flags, which `notes import` reads back.
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -50,7 +52,7 @@ struct Export: AsyncParsableCommand {
             let notes = try client.notes()
             for note in notes {
                 let name = Self.fileName(title: note.title, id: ids[note.id] ?? note.clientID.base32)
-                let text = note.text.hasSuffix("\n") ? note.text : note.text + "\n"
+                let text = MarkdownNote.render(text: note.text, tags: note.tags, pinned: note.isPinned, archived: note.isArchived)
                 try write(Data(text.utf8), to: directory.appendingPathComponent(name).path)
             }
             Console.warn("Exported \(plural(notes.count, "note")) to \(directory.path) (one .md file each).")

@@ -7,7 +7,8 @@ struct Import: AsyncParsableCommand {
         abstract: "Add notes from a JSON export, or from Markdown and text files (one note each).",
         discussion: """
             Each PATH is a JSON export (from `notes export`), a file whose whole text becomes one note, or a \\
-            directory whose .md, .markdown and .txt files are read. Everything is added in one transaction: all \\
+            directory whose .md, .markdown and .txt files are read; a Markdown file's front matter (as `notes \\
+            export --format markdown` writes it) gives the note its tags and flags. Everything is added in one transaction: all \\
             or nothing. No duplicates: an exported note this device already has (same client ID and origin) is \\
             skipped, and so is a file whose text (trailing newlines aside) a live note already holds, so importing \\
             the same files twice adds nothing. Text must be UTF-8 (the first bad byte's offset is reported).
@@ -80,7 +81,8 @@ struct Import: AsyncParsableCommand {
                 }
             }
         }
-        return .text(text, source: path)
+        let lowered = path.lowercased()
+        return lowered.hasSuffix(".md") || lowered.hasSuffix(".markdown") ? .markdown(text, source: path) : .text(text, source: path)
     }
 }
 

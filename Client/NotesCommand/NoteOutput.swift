@@ -27,6 +27,10 @@ struct NoteOutput: Encodable {
     var updatedAt: String
     /// For a conflict copy: whose text it holds (`this device`, `another device`).
     var conflictFrom: String?
+    /// Its tags, as written, in the order of their keys.
+    var tags: [String]
+    var pinned: Bool
+    var archived: Bool
 
     init(_ note: LocalNote, id: String, conflictOf: String? = nil) {
         self.id = id
@@ -44,11 +48,47 @@ struct NoteOutput: Encodable {
         editedAt = NotesTime.iso8601(unixMilliseconds: note.updatedAt)
         updatedAt = editedAt
         if note.isConflict { conflictFrom = note.isConflictFromThisDevice ? "this device" : "another device" }
+        tags = note.tags
+        pinned = note.isPinned
+        archived = note.isArchived
     }
 }
 
-/// A listing, one line a note: `ID  2 hours ago  first line  [tags]`, built as one UTF-8 buffer (no newline at
-/// the end).
+/// A version of a note's history as `--json` prints it.
+struct VersionOutput: Encodable {
+    /// The note's short ID.
+    var id: String
+    var version: Int64
+    var text: String
+    var deleted: Bool
+    var tags: [String]
+    var pinned: Bool
+    var archived: Bool
+    /// When it was edited (the editing device's clock) and saved (the server's).
+    var editedAt: String
+    var savedAt: String
+    /// The device that pushed it, when it gave a name.
+    var device: String?
+    /// The UTF-8 bytes of its text.
+    var bytes: Int
+
+    init(_ version: NoteHistory.Version, id: String) {
+        self.id = id
+        self.version = version.version
+        text = version.text
+        deleted = version.isDeleted
+        tags = version.tags
+        pinned = version.isPinned
+        archived = version.isArchived
+        editedAt = NotesTime.iso8601(unixMilliseconds: version.editedAt)
+        savedAt = NotesTime.iso8601(unixMilliseconds: version.savedAt)
+        device = version.device
+        bytes = version.text.utf8.count
+    }
+}
+
+/// A listing, one line a note: `ID  2 hours ago  first line  [pinned]  #tag #tag`, built as one UTF-8 buffer (no
+/// newline at the end). Markers after the title: `[pinned]`, `[archived]`, `[conflict copy]`, `[not synced: CODE]`.
 ///
 /// - Parameters:
 ///   - suffixes: text added to the end of a note's line, keyed by local ID.
@@ -72,12 +112,23 @@ func listing(_ notes: [NoteSummary], ids: [Int64: String], suffixes: [Int64: Str
             output.append(contentsOf: "(deleted)".utf8)
         } else {
             output.append(contentsOf: note.title.utf8)
+            if note.isPinned { output.append(contentsOf: "  [pinned]".utf8) }
+            if note.isArchived { output.append(contentsOf: "  [archived]".utf8) }
             if note.isConflict { output.append(contentsOf: "  [conflict copy]".utf8) }
         }
         if let code = note.pushErrorCode { output.append(contentsOf: "  [not synced: \(code)]".utf8) }
+        if !note.tags.isEmpty && !note.isDeleted {
+            output.append(contentsOf: "  ".utf8)
+            output.append(contentsOf: shownTags(note.tags).utf8)
+        }
         if let suffix = suffixes[note.id] { output.append(contentsOf: suffix.utf8) }
     }
     return output
+}
+
+/// Tags as a listing shows them: `#work #idea`.
+func shownTags(_ tags: [String]) -> String {
+    tags.map { "#" + $0 }.joined(separator: " ")
 }
 
 /// Now, in Unix milliseconds (for relative times on screen; the library's clock stamps notes).

@@ -7,19 +7,21 @@ struct Search: AsyncParsableCommand {
         abstract: "Find notes containing every word, best match first.",
         discussion: """
             Words match whole words, ignoring case and accents; end a word with * to match words starting with it \
-            (meet* finds meeting). Each result shows the note's ID, when it was edited, its title and the first \
-            line that matches, with the words highlighted on a terminal. On a terminal the 20 best by default; \
-            --limit 0 shows all.
+            (meet* finds meeting). tag:NAME finds only notes with that tag (tag:work milk: notes tagged work that \
+            hold milk; tag:work alone: every note tagged work, most recently edited first). Archived notes are \
+            searched too, and marked [archived]. Each result shows the note's ID, when it was edited, its title and \
+            the first line that matches, with the words highlighted on a terminal. On a terminal the 20 best by \
+            default; --limit 0 shows all.
             """)
 
     @OptionGroup var options: GlobalOptions
     @Option(name: .shortAndLong, help: "Show at most N results (0: all; default: 20 on a terminal, else all).")
     var limit: Int?
-    @Argument(help: "Words that must all appear.") var words: [String]
+    @Argument(help: "Words that must all appear, and tag:NAME for tags the notes must have.") var words: [String]
 
     func validate() throws {
-        if SearchQuery.fts5(words) == nil {
-            throw ValidationError("Give at least one word (with a letter or a digit) to search for.")
+        if !SearchQuery.hasTerms(words) {
+            throw ValidationError("Give at least one word (with a letter or a digit) or tag:NAME to search for.")
         }
         if let limit, limit < 0 { throw ValidationError("--limit is 0 (all) or more.") }
     }
@@ -55,12 +57,13 @@ struct Search: AsyncParsableCommand {
         for hit in results.hits {
             let id = ids[hit.note.id]!
             let head = id + String(repeating: " ", count: width - id.count + 2) + LocalTime.relative(hit.note.updatedAt, now: now) + "  "
+            let marks = (hit.note.isArchived ? "  [archived]" : "") + (hit.note.tags.isEmpty ? "" : "  " + shownTags(hit.note.tags))
             let title = hit.note.title
             let line = Self.trimmed(hit.matchingLine.trimmingCharacters(in: .whitespaces), width: max(30, columns - width - 4))
             if Self.plain(line).trimmingCharacters(in: .whitespaces) == title {
-                lines.append(head + Self.render(line))
+                lines.append(head + Self.render(line) + marks)
             } else {
-                lines.append(head + Screen.styled(title, Screen.bold))
+                lines.append(head + Screen.styled(title, Screen.bold) + marks)
                 lines.append(String(repeating: " ", count: width + 2) + Self.render(line))
             }
         }

@@ -4,15 +4,27 @@ import NotesClient
 struct Show: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a note in full.",
-        discussion: "For a conflict copy, --diff shows how it differs from its note instead of its text.")
+        discussion: """
+            For a conflict copy, --diff shows how it differs from its note instead of its text. --version N shows             version N of the note as the server kept it (`notes history ID` lists them; fetched from the server             when this device does not have it yet).
+            """)
 
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The note's ID (any unique prefix).") var id: String
     @Flag(name: .long, help: "For a conflict copy: its differences from its note.") var diff = false
+    @Option(name: .long, help: ArgumentHelp("Show this version from the note's history.", valueName: "n")) var version: Int64?
+
+    func validate() throws {
+        if diff && version != nil { throw ValidationError("Give one of --diff and --version.") }
+        if let version, version < 1 { throw ValidationError("Versions are numbered from 1.") }
+    }
 
     func run() async throws {
         let client = try options.openClient()
         let note = try client.note(byPrefix: id)
+        if let version {
+            try show(try await client.version(version, of: note.id), of: note, id: try client.displayID(of: note))
+            return
+        }
         let shortID = try client.displayID(of: note)
         let source = try client.original(ofConflictCopy: note)
         let original = try source.map { source throws(NotesError) in try client.displayID(of: source) }
@@ -43,6 +55,9 @@ struct Show: AsyncParsableCommand {
             state.append("conflict copy" + (original.map { " of \($0)" } ?? "") + ", \(whose)")
         }
         Console.out("Status:   \(state.joined(separator: "; "))")
+        let marks = (note.isPinned ? ["pinned"] : []) + (note.isArchived ? ["archived"] : [])
+        if !marks.isEmpty { Console.out("Flags:    \(marks.joined(separator: ", "))") }
+        if !note.tags.isEmpty { Console.out("Tags:     \(shownTags(note.tags))") }
         Console.out()
         if diff {
             guard let source, let original else {
@@ -52,5 +67,21 @@ struct Show: AsyncParsableCommand {
         } else {
             Console.out(note.text)
         }
+    }
+
+    /// A version of the note's history, as `show` shows a note.
+    func show(_ version: NoteHistory.Version, of note: LocalNote, id shortID: String) throws {
+        if options.json {
+            try Console.json(VersionOutput(version, id: shortID))
+            return
+        }
+        Console.out("ID:       \(shortID), version \(version.version)")
+        Console.out("Edited:   \(LocalTime.format(version.editedAt))" + (version.device.map { " on \($0)" } ?? ""))
+        Console.out("Saved:    \(LocalTime.format(version.savedAt)) (by the server)")
+        let marks = (version.isDeleted ? ["deleted"] : []) + (version.isPinned ? ["pinned"] : []) + (version.isArchived ? ["archived"] : [])
+        if !marks.isEmpty { Console.out("Flags:    \(marks.joined(separator: ", "))") }
+        if !version.tags.isEmpty { Console.out("Tags:     \(shownTags(version.tags))") }
+        Console.out()
+        Console.out(version.isDeleted ? "(this version deleted the note)" : version.text)
     }
 }

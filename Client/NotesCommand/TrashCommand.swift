@@ -43,17 +43,38 @@ struct Trash: AsyncParsableCommand {
 
 struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Bring a deleted note back from the trash.",
-        discussion: "The note comes back with the text it had when deleted, and on every device at the next sync.")
+        abstract: "Bring a deleted note back from the trash, or a note back to an earlier version.",
+        discussion: """
+            The note comes back with the text it had when deleted, and on every device at the next sync. With \
+            --version N, version N from the note's history (`notes history ID`) becomes the note's text, tags and \
+            flags, as a new edit that syncs and merges like any other; this brings back a deleted note too, even \
+            one deleted on another device that this device's trash never held.
+            """)
 
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The deleted note's ID (see `notes trash`).") var id: String
+    @Argument(help: "The note's ID (see `notes trash` for deleted notes).") var id: String
+    @Option(name: .long, help: ArgumentHelp("Restore this version from the note's history.", valueName: "n")) var version: Int64?
+
+    func validate() throws {
+        if let version, version < 1 { throw ValidationError("Versions are numbered from 1.") }
+    }
 
     func run() async throws {
         let client = try options.openClient()
         let note = try client.note(byPrefix: id)
-        let restored = try client.restore(note.id)
+        let restored: LocalNote
+        if let version {
+            restored = try await client.restore(note.id, version: version)
+        } else {
+            restored = try client.restore(note.id)
+        }
         let shortID = try client.displayID(of: restored)
-        if options.json { try Console.json(NoteOutput(restored, id: shortID)) } else { Console.out("Restored \(shortID)") }
+        if options.json {
+            try Console.json(NoteOutput(restored, id: shortID))
+        } else if let version {
+            Console.out(restored.revision == note.revision ? "\(shortID) is already as version \(version) was" : "Restored \(shortID) to version \(version)")
+        } else {
+            Console.out("Restored \(shortID)")
+        }
     }
 }

@@ -31,6 +31,14 @@ public enum Invariant: String, Codable, Sendable, CaseIterable {
     /// it, or its re-read finds the change), and once faults stop a watching device converges with its account
     /// through its watch iterations alone, with no explicit sync (issue 19).
     case watchConverges = "watch-converges"
+    /// Issue 31: a tag a device put on a note stays on it (on the device, or in its account) unless someone who saw it
+    /// took it off or a device deleted the note; a tag a device took off does not come back once the device has synced (the
+    /// three-way expectation: each push changes only what its device changed against what it last synced).
+    case noLostTagChange = "no-lost-tag-change"
+    /// Issue 31: every version of a note the server acknowledged (every version number up to the note's, as the
+    /// checks read them after each step: text, deleted, tags and flags) is in the note's history, read through the
+    /// versions endpoint, within retention (the simulation runs well within the server's 90 days).
+    case historyComplete = "history-complete"
 }
 
 /// An invariant broken at a step.
@@ -140,6 +148,11 @@ extension Simulation {
                 throw fail(.noCrossAccount, "account \(k) holds note \(note.clientID)/\(note.origin) that no device signed in to it created, carried from notes written while signed out, or copied")
             }
             if !note.deleted { oracle.seen(tokens: Lines.tokens(note.text), in: k) }
+            let version = NoteContent(note)
+            if let seen = oracle.versionsSeen[k]?[note.serverID]?[note.version], seen != version {
+                throw fail(.historyComplete, "account \(k): note \(note.serverID) version \(note.version) read twice with other contents")
+            }
+            oracle.versionsSeen[k, default: [:]][note.serverID, default: [:]][note.version] = version
         }
     }
 
@@ -251,19 +264,22 @@ extension Simulation {
                 if !copies.insert("\(original)\u{0}\(note.text)").inserted { summary.repeatedCopies += 1 }
             }
         }
-        // Convergence.
+        // Convergence: the same notes, each with the same text, tags (by key) and flags.
         for device in devices {
             guard let account = try accountIndex(of: device), let serverNotes = finalTexts[account] else { continue }
             let expected = Dictionary(
-                serverNotes.filter { !$0.deleted }.map { (NoteKeyValue(clientID: $0.clientID, origin: $0.origin), $0.text) },
+                serverNotes.filter { !$0.deleted }.map { (NoteKeyValue(clientID: $0.clientID, origin: $0.origin), NoteContent($0)) },
                 uniquingKeysWith: { a, _ in a })
             let local = try device.client.notes()
-            let actual = Dictionary(local.map { ($0.key, $0.text) }, uniquingKeysWith: { a, _ in a })
+            let actual = Dictionary(local.map { ($0.key, NoteContent($0)) }, uniquingKeysWith: { a, _ in a })
             if actual != expected {
                 let missing = expected.keys.filter { actual[$0] == nil }.count
                 let extra = actual.keys.filter { expected[$0] == nil }.count
-                let differ = expected.keys.filter { actual[$0] != nil && actual[$0] != expected[$0] }.count
-                throw fail(.convergence, "device \(device.index) differs from account \(account): \(missing) missing, \(extra) extra, \(differ) with other text")
+                let differ = expected.keys.filter { actual[$0] != nil && actual[$0]?.text != expected[$0]?.text }.count
+                let tagged = expected.keys.filter { actual[$0] != nil && actual[$0]?.text == expected[$0]?.text && actual[$0] != expected[$0] }.count
+                throw fail(
+                    .convergence,
+                    "device \(device.index) differs from account \(account): \(missing) missing, \(extra) extra, \(differ) with other text, \(tagged) with other tags or flags")
             }
         }
         // No lost edit: per account, every token the server ever held is still there unless someone who saw it
@@ -282,6 +298,72 @@ extension Simulation {
             }
             for (token, author) in oracle.author where author == device.index && !present.contains(token) && !oracle.legitimatelyRemoved.contains(token) {
                 throw fail(.noLostEdit, "device \(device.index) lost its own edit \(token); nobody who saw it removed it")
+            }
+        }
+        try checkTags(final: finalTexts)
+        try await checkHistories()
+    }
+
+    /// `no-lost-tag-change` at quiescence (see ``Invariant/noLostTagChange``).
+    func checkTags(final: [Int: [NoteRecord]]) throws {
+        for device in devices {
+            let account = try accountIndex(of: device)
+            let inAccount = Dictionary(
+                (account.flatMap { final[$0] } ?? []).map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+            var here: [NoteKeyValue: [LocalNote]] = [:]
+            for note in try device.client.allNotes(includingSetAside: true) { here[note.key, default: []].append(note) }
+            // Every tag it put on a note is on that note, here or in its account, unless it may be gone: taken off by
+            // a device that saw it, or its note deleted by any device (``Oracle/deletedNotes``).
+            for (pair, adders) in oracle.tagAdds
+            where adders.contains(device.index) && !oracle.tagsMayBeGone.contains(pair) && !oracle.deletedNotes.contains(pair.note) {
+                let local = here[pair.note] ?? []
+                let server = inAccount[pair.note]
+                if local.contains(where: { !$0.isDeleted && $0.tags.contains { Tags.key($0) == pair.tag } }) { continue }
+                if let server, !server.deleted, (server.tags ?? []).contains(where: { Tags.key($0) == pair.tag }) { continue }
+                // Gone with its note (deleted by no step of this device's: a tombstone pulled, a deleted account's
+                // notes), or no longer here (a wipe).
+                if local.allSatisfy(\.isDeleted) && (server?.deleted ?? true) { continue }
+                throw fail(
+                    .noLostTagChange,
+                    "device \(device.index) put tag \(pair.tag) on note \(pair.note.clientID)/\(pair.note.origin) and it is gone; nobody who saw it took it off")
+            }
+            // Every tag it took off stays off, once it synced: it is signed in at the end to the account it took the
+            // tag off in (quiescence synced it).
+            guard let account, let accountID = try device.client.account()?.accountID else { continue }
+            for (pair, removal) in oracle.tagRemovals
+            where removal.device == device.index && removal.account == accountID && (oracle.tagAdds[pair]?.count ?? 0) <= 1 {
+                guard let server = inAccount[pair.note], !server.deleted else { continue }
+                if (server.tags ?? []).contains(where: { Tags.key($0) == pair.tag }) {
+                    throw fail(
+                        .noLostTagChange,
+                        "device \(device.index) took tag \(pair.tag) off note \(pair.note.clientID)/\(pair.note.origin), and account \(account) has it again")
+                }
+            }
+        }
+    }
+
+    /// `history-complete` at quiescence (see ``Invariant/historyComplete``): every note of every account, tombstones
+    /// too, read through the versions endpoint.
+    func checkHistories() async throws {
+        for k in accounts.indices {
+            for (serverID, note) in views[k].byServerID {
+                let versions = try await server.versions(serverID: serverID, token: accounts[k].auditToken)
+                summary.versionsChecked += versions.count
+                let numbers = versions.map(\.version)
+                guard numbers == Array(1...max(1, note.version)) || (note.version == 0 && numbers.isEmpty) else {
+                    let missing = Set(1...max(1, note.version)).subtracting(numbers).sorted()
+                    throw fail(
+                        .historyComplete,
+                        "account \(k): note \(serverID) is at version \(note.version) but its history holds \(numbers.count) versions (missing \(missing.prefix(6).map(String.init).joined(separator: ", ")))")
+                }
+                for version in versions {
+                    guard let seen = oracle.versionsSeen[k]?[serverID]?[version.version] else { continue }
+                    if seen != NoteContent(version) {
+                        throw fail(
+                            .historyComplete,
+                            "account \(k): note \(serverID) version \(version.version) in its history is not what the server acknowledged")
+                    }
+                }
             }
         }
     }

@@ -9,11 +9,13 @@ public struct NoteSimCommand: AsyncParsableCommand {
         abstract: "Simulate many devices signing in and out, editing offline and syncing, and check that nothing is duplicated, lost or leaked.",
         discussion: """
             Each run is generated from a seed: accounts, devices, and a schedule of steps (create, edit, delete, \
-            sync, sign out, sign in to the same or another account, clock jumps, concurrent edits, forced client-ID \
-            collisions, server restarts) with transport faults (lost requests, lost responses, duplicated requests, \
-            interrupted syncs). After every step and at quiescence it checks: no duplicates, no cross-account data, \
-            no lost edit, convergence, cursors only move forward, server IDs never change, valid IDs, pulls miss \
-            nothing, a push delivered twice is answered the same. Each step checks what it could have changed (the \
+            sync, sign out, sign in to the same or another account, clock jumps, concurrent edits, tags, pins and \
+            archiving, also concurrent, forced client-ID collisions, server restarts) with transport faults (lost \
+            requests, lost responses, duplicated requests, interrupted syncs). After every step and at quiescence it \
+            checks: no duplicates, no cross-account data, no lost edit, convergence (texts, tags and flags), cursors \
+            only move forward, server IDs never change, valid IDs, pulls miss nothing, a push delivered twice is \
+            answered the same; at quiescence also no lost tag change, and every version the server acknowledged in \
+            the note's history. Each step checks what it could have changed (the \
             accounts' changed notes, the stores of the devices it acted on); a server restart and the end of the run \
             check everything from scratch.
 
@@ -37,7 +39,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
     @Option(help: "Devices.")
     var devices: Int = 3
 
-    @Option(help: "Steps per run.")
+    @Option(help: "Steps per run, besides the tag steps (about one more in five).")
     var steps: Int = 300
 
     @Option(help: "Probability of a fault on each request of a network step (0...1).")

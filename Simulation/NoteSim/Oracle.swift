@@ -28,6 +28,10 @@ struct Oracle {
         deletedAccountIDs[k, default: []].insert(id)
         legitimatelyRemoved.formUnion(seenOnServer[k] ?? [])
         seenOnServer[k] = nil
+        versionsSeen[k] = nil
+        // The account's notes, carried into an account again, start from no base: a tag taken off before may be there.
+        let notes = permitted[k] ?? []
+        tagRemovals = tagRemovals.filter { !notes.contains($0.key.note) }
         permitted[k] = nil
         serverIDs[k] = nil
     }
@@ -42,9 +46,107 @@ struct Oracle {
         for key in unowned[device] ?? [] { permit(key, in: account) }
         unowned[device] = nil
     }
+    /// Issue 31. Every tag a device put on a note (a tag step, or a copy of a tagged note into another account),
+    /// keyed by the note and the tag's key, with the devices that did: it must stay on that note (on the device, or in
+    /// its account), unless someone who saw it took it off or a device deleted the note. This is the three-way expectation
+    /// spelled as changes: a device's push changes only what it changed against what it last synced, so a tag one device
+    /// adds survives another device's removal of another tag, and the same tag added on both is one.
+    var tagAdds: [TagPair: Set<Int>] = [:]
+    /// Tags taken off a synced note (one with a base) by a device that saw them (a tag step): once the device has
+    /// synced with the account it took them off in (still signed in to it), they must not come back there.
+    var tagRemovals: [TagPair: TagRemoval] = [:]
+    /// Tags that may be gone from their note: taken off by a device that saw them (notes a device deleted are in
+    /// ``deletedNotes``).
+    var tagsMayBeGone: Set<TagPair> = []
+    /// Per account and server note: what the checks read of each version (text, deleted, tags by key, flags), which the
+    /// note's history must hold (`history-complete`).
+    var versionsSeen: [Int: [FlakeID: [Int64: NoteContent]]] = [:]
+
+    mutating func addedTag(_ pair: TagPair, by device: Int) { tagAdds[pair, default: []].insert(device) }
+    mutating func removedTag(_ pair: TagPair, by device: Int, in account: FlakeID?) {
+        if let account { tagRemovals[pair] = TagRemoval(device: device, account: account) } else if tagRemovals[pair]?.device == device {
+            tagRemovals[pair] = nil
+        }
+        tagsMayBeGone.insert(pair)
+    }
+    /// Notes a device deleted: every tag put on one may be gone, before the delete or after it, since the server takes
+    /// a delete whose base text is the note's text however its tags changed meanwhile (only an edit of the text wins
+    /// over a delete), and a device that carries the note back brings its own tags.
+    var deletedNotes: Set<NoteKeyValue> = []
+
+    /// A note of `device` lost its account (deleted): it is a note of no account there, and it lost its base with its
+    /// server ID, so a tag the device took off it meanwhile is not known as taken off when the note is carried into
+    /// an account again (its merge starts from no base, like its text's).
+    mutating func disowned(_ key: NoteKeyValue, on device: Int) {
+        unowned[device, default: []].insert(key)
+        for (pair, removal) in tagRemovals where pair.note == key && removal.device == device { tagRemovals[pair] = nil }
+    }
+
+    /// A note of a deleted account became a new note of `device` (another key), holding `tags` (keys): the tags the
+    /// device itself put on the old note and still there go with it; the old note keeps the other devices' (their
+    /// copies of it are not this note). A tag the device took off the old note stays off the new one.
+    mutating func rekeyed(from old: NoteKeyValue, to new: NoteKeyValue, on device: Int, holding tags: Set<String>) {
+        for (pair, devices) in tagAdds where pair.note == old && devices.contains(device) {
+            var others = devices
+            others.remove(device)
+            tagAdds[pair] = others.isEmpty ? nil : others
+            if tags.contains(pair.tag) { tagAdds[TagPair(note: new, tag: pair.tag), default: []].insert(device) }
+        }
+        for (pair, removal) in tagRemovals where pair.note == old && removal.device == device {
+            tagRemovals[TagPair(note: new, tag: pair.tag)] = removal
+            tagsMayBeGone.insert(TagPair(note: new, tag: pair.tag))
+        }
+    }
+
     mutating func added(token: String, by device: Int) { author[token] = device }
     mutating func removed(tokens: [String]) { legitimatelyRemoved.formUnion(tokens) }
     mutating func seen(tokens: [String], in account: Int) { seenOnServer[account, default: []].formUnion(tokens) }
+}
+
+/// A tag taken off a note: by which device, in which account.
+struct TagRemoval: Equatable {
+    var device: Int
+    var account: FlakeID
+}
+
+/// A tag (by key) on a note.
+struct TagPair: Hashable {
+    var note: NoteKeyValue
+    var tag: String
+}
+
+/// A note or one of its versions as the checks compare them: its text, whether it is deleted, its tags (by key) and
+/// flags (convergence compares live notes; `history-complete` each version read after a step with the note's history).
+struct NoteContent: Equatable {
+    var text: String
+    var deleted: Bool
+    var tags: Set<String>
+    var pinned: Bool
+    var archived: Bool
+
+    init(_ record: NoteRecord) {
+        text = record.text
+        deleted = record.deleted
+        tags = Set((record.tags ?? []).map(Tags.key))
+        pinned = record.pinned ?? false
+        archived = record.archived ?? false
+    }
+
+    init(_ note: LocalNote) {
+        text = note.text
+        deleted = note.isDeleted
+        tags = Set(note.tags.map(Tags.key))
+        pinned = note.isPinned
+        archived = note.isArchived
+    }
+
+    init(_ version: NoteVersion) {
+        text = version.text
+        deleted = version.deleted
+        tags = Set(version.tags.map(Tags.key))
+        pinned = version.pinned
+        archived = version.archived
+    }
 }
 
 /// A note's identity in an account.

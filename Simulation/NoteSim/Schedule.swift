@@ -10,6 +10,11 @@ public enum SimAction: Codable, Sendable, Equatable {
     case edit(device: Int, note: Int, op: EditOp)
     /// The device deletes one of its live notes.
     case delete(device: Int, note: Int)
+    /// The device changes one of its live notes' tags or flags (issue 31).
+    case tagNote(device: Int, note: Int, op: TagOp)
+    /// Two devices change the tags or flags of the same note (one both hold) before either syncs: the server merges
+    /// them three-way (issue 31).
+    case concurrentTags(first: Int, second: Int, note: Int, firstOp: TagOp, secondOp: TagOp)
     /// The device syncs; `faults` maps the index of a request within this step to the fault injected on it.
     case sync(device: Int, faults: [FaultPlan])
     /// The device signs out (its notes stay).
@@ -46,10 +51,10 @@ public enum SimAction: Codable, Sendable, Equatable {
     /// The devices the step touches.
     public var devices: [Int] {
         switch self {
-        case .create(let d, _), .edit(let d, _, _), .delete(let d, _), .sync(let d, _), .signOut(let d, _),
+        case .create(let d, _), .edit(let d, _, _), .delete(let d, _), .tagNote(let d, _, _), .sync(let d, _), .signOut(let d, _),
             .signIn(let d, _, _, _), .clockJump(let d, _), .copy(let d, _, _), .revoke(let d, _), .deleteAccount(let d), .watchWake(let d, _):
             [d]
-        case .concurrentEdit(let a, let b, _, _, _), .collide(let a, let b, _, _): [a, b]
+        case .concurrentEdit(let a, let b, _, _, _), .concurrentTags(let a, let b, _, _, _), .collide(let a, let b, _, _): [a, b]
         case .restartServer: []
         }
     }
@@ -57,7 +62,7 @@ public enum SimAction: Codable, Sendable, Equatable {
     /// Whether the step writes notes locally (a `notes` command), which a watching device's local trigger syncs.
     public var writesLocally: Bool {
         switch self {
-        case .create, .edit, .delete, .copy, .concurrentEdit, .collide: true
+        case .create, .edit, .delete, .tagNote, .concurrentTags, .copy, .concurrentEdit, .collide: true
         default: false
         }
     }
@@ -79,6 +84,20 @@ public enum EditOp: Codable, Sendable, Equatable {
     case remove(at: Int)
     /// Replace line `at` with a new token line.
     case replace(at: Int, token: String)
+}
+
+/// A change of a note's tags or flags (issue 31). Every tag a step adds is new (`g1`, `g2`, ...), like every line's
+/// token, so the checker can follow each one; a concurrent step may add the same tag on both devices, written in two
+/// cases (`g7`, `G7`), which must end as one tag.
+public enum TagOp: Codable, Sendable, Equatable {
+    /// Add this tag.
+    case add(tag: String)
+    /// Take off the note's tag at `index` (modulo its tag count); a no-op without tags.
+    case remove(index: Int)
+    /// Pin (true) or unpin it.
+    case pin(Bool)
+    /// Archive (true) or unarchive it.
+    case archive(Bool)
 }
 
 /// A transport fault on one request of a step.
@@ -189,6 +208,44 @@ public enum ScheduleGenerator {
             let amount = Int64(rng.next() % UInt64(magnitude)) + 1
             return rng.chance(0.5) ? -amount : amount
         }
+        // Tag steps (issue 31) come from a stream of their own too, on top of `parameters.steps` (which counts the
+        // others): after each step, one with probability 0.2, so they are about a sixth of a run, and the other steps
+        // are exactly those of a run without them, in the same order. Of them: 35% add a tag, 20% take one off, 10% pin or unpin, 10% archive or unarchive, 25%
+        // two devices change the same note's tags before either syncs (a quarter of those add the same tag on both).
+        var tagRNG = SplitMix64(seed: parameters.seed ^ 0x7A65_7A65)
+        var tagCounter = 0
+        func tagOp(_ random: inout SplitMix64) -> TagOp {
+            switch random.next() % 20 {
+            case 0..<9:
+                tagCounter += 1
+                return .add(tag: "g\(tagCounter)")
+            case 9..<14: return .remove(index: Int(random.next() % 64))
+            case 14..<17: return .pin(random.chance(0.6))
+            default: return .archive(random.chance(0.5))
+            }
+        }
+        func tagStep() -> SimAction? {
+            guard tagRNG.chance(0.2) else { return nil }
+            let d = Int(tagRNG.next() % UInt64(max(1, parameters.devices)))
+            let note = Int(tagRNG.next() % 1024)
+            guard tagRNG.chance(0.25), parameters.devices > 1 else {
+                switch tagRNG.next() % 15 {
+                case 0..<7:
+                    tagCounter += 1
+                    return .tagNote(device: d, note: note, op: .add(tag: "g\(tagCounter)"))
+                case 7..<11: return .tagNote(device: d, note: note, op: .remove(index: Int(tagRNG.next() % 64)))
+                case 11..<13: return .tagNote(device: d, note: note, op: .pin(tagRNG.chance(0.6)))
+                default: return .tagNote(device: d, note: note, op: .archive(tagRNG.chance(0.5)))
+                }
+            }
+            let other = (d + 1 + Int(tagRNG.next() % UInt64(parameters.devices - 1))) % parameters.devices
+            if tagRNG.chance(0.25) {
+                tagCounter += 1
+                return .concurrentTags(
+                    first: d, second: other, note: note, firstOp: .add(tag: "g\(tagCounter)"), secondOp: .add(tag: "G\(tagCounter)"))
+            }
+            return .concurrentTags(first: d, second: other, note: note, firstOp: tagOp(&tagRNG), secondOp: tagOp(&tagRNG))
+        }
         // Watch iterations come from a stream of their own, so the other steps are those of a run without watchers.
         let watchers = min(max(0, parameters.watchers ?? 0), max(1, parameters.devices))
         var watchRNG = SplitMix64(seed: parameters.seed ^ 0x57A7_C4ED)
@@ -205,7 +262,8 @@ public enum ScheduleGenerator {
         for d in 0..<parameters.devices where steps.count < parameters.steps {
             steps.append(.signIn(device: d, account: d % max(1, parameters.accounts), faults: []))
         }
-        while steps.count < parameters.steps {
+        var tagSteps = 0
+        while steps.count - tagSteps < parameters.steps {
             let roll = rng.next() % 100
             let step: SimAction
             switch roll {
@@ -233,7 +291,11 @@ public enum ScheduleGenerator {
             default: step = .restartServer
             }
             steps.append(step)
-            if steps.count < parameters.steps, let watch = watchStep() { steps.append(watch) }
+            if steps.count - tagSteps < parameters.steps, let watch = watchStep() { steps.append(watch) }
+            if let tags = tagStep() {
+                steps.append(tags)
+                tagSteps += 1
+            }
         }
         return steps
     }

@@ -27,6 +27,22 @@ protocol SimServer: AnyObject {
 
 extension SimServer {
     func transport(forDevice index: Int) -> any SyncTransport { transport }
+
+    /// Every version of a note the server keeps (`GET /v1/notes/{serverID}/versions`, page by page), oldest first.
+    func versions(serverID: FlakeID, token: String) async throws -> [NoteVersion] {
+        var all: [NoteVersion] = []
+        var after: Int64 = 0
+        while true {
+            let response = try await transport.send(NoteVersionsRequest(serverID: serverID, after: after).wireRequest(bearerToken: token))
+            guard response.status == 200 else {
+                throw SimSetupError("the history of note \(serverID) answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+            }
+            let page = try JSONDecoder().decode(NoteVersionsResponse.self, from: response.body)
+            all += page.versions
+            guard page.hasMore, let last = page.versions.last?.version, last > after else { return all }
+            after = last
+        }
+    }
 }
 
 /// The real server code in this process over an in-memory SQLite store: deterministic and fast, no sockets.

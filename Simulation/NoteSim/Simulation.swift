@@ -49,6 +49,9 @@ public struct SimSummary: Sendable, Equatable {
     public var watchWakes = 0
     public var watchSyncs = 0
     public var feedFaults = 0
+    /// Tag and flag changes made by tag steps (issue 31), and the versions read back from the notes' histories.
+    public var tagChanges = 0
+    public var versionsChecked = 0
 
     public init() {}
 
@@ -65,6 +68,7 @@ public struct SimSummary: Sendable, Equatable {
         revocations += other.revocations; revokedMidSync += other.revokedMidSync; accountsDeleted += other.accountsDeleted
         rekeyed += other.rekeyed
         watchWakes += other.watchWakes; watchSyncs += other.watchSyncs; feedFaults += other.feedFaults
+        tagChanges += other.tagChanges; versionsChecked += other.versionsChecked
     }
 
     public var fields: [(String, String)] {
@@ -81,7 +85,8 @@ public struct SimSummary: Sendable, Equatable {
             ("notes set aside", "\(setAside)"), ("notes restored", "\(restored)"), ("notes carried", "\(carried)"),
             ("notes kept aside", "\(keptAside)"), ("copies to another account", "\(copies)"),
             ("devices revoked", "\(revocations)"), ("revocations met mid-sync", "\(revokedMidSync)"),
-            ("accounts deleted", "\(accountsDeleted)"),
+            ("accounts deleted", "\(accountsDeleted)"), ("tag and flag changes", "\(tagChanges)"),
+            ("versions checked in histories", "\(versionsChecked)"),
         ] + watchFields + schemeFields
     }
 }
@@ -234,8 +239,18 @@ public final class Simulation {
         case .delete(let d, let index):
             guard let device = devices[safe: d], let target = try liveNote(d, index: index) else { return }
             oracle.removed(tokens: Lines.tokens(target.text))
+            oracle.deletedNotes.insert(target.key)
             _ = try local(d) { try device.client.delete(target.id) }
             note(d, .delete, target.clientID.base32)
+
+        case .tagNote(let d, let index, let op):
+            guard let device = devices[safe: d], let target = try liveNote(d, index: index) else { return }
+            try apply(op, to: target, on: device)
+
+        case .concurrentTags(let a, let b, let index, let firstOp, let secondOp):
+            guard let (mine, theirs) = try sharedNote(a, b, index: index) else { return }
+            try apply(firstOp, to: mine, on: devices[a])
+            try apply(secondOp, to: theirs, on: devices[b])
 
         case .sync(let d, let faults):
             guard let device = devices[safe: d], try device.client.account() != nil else { return }
@@ -260,6 +275,7 @@ public final class Simulation {
             else { return }
             let copy = try local(d) { try device.client.copy(source.id, to: target.username) }
             oracle.permit(copy.key, in: account)
+            for tag in copy.tags { oracle.addedTag(TagPair(note: copy.key, tag: Tags.key(tag)), by: d) }
             summary.copies += 1
             note(d, .create, "copy of \(source.clientID.base32) into account \(account): \(copy.clientID.base32)")
 
@@ -271,16 +287,9 @@ public final class Simulation {
             note(d, .clockJump, "\(milliseconds > 0 ? "+" : "")\(milliseconds / 1000) s")
 
         case .concurrentEdit(let a, let b, let index, let firstOp, let secondOp):
-            guard a != b, let first = devices[safe: a], let second = devices[safe: b],
-                let account = try accountIndex(of: first), try accountIndex(of: second) == account
-            else { return }
-            let shared = try first.client.notes().filter { $0.serverID != nil }
-            guard !shared.isEmpty else { return }
-            let mine = shared[index % shared.count]
-            guard let serverID = mine.serverID, let theirs = try second.client.note(serverID: serverID), !theirs.isDeleted
-            else { return }
-            try apply(firstOp, to: mine, on: first)
-            try apply(secondOp, to: theirs, on: second)
+            guard let (mine, theirs) = try sharedNote(a, b, index: index) else { return }
+            try apply(firstOp, to: mine, on: devices[a])
+            try apply(secondOp, to: theirs, on: devices[b])
 
         case .collide(let a, let b, let firstToken, let secondToken):
             guard a != b, let first = devices[safe: a], let second = devices[safe: b] else { return }
@@ -345,9 +354,10 @@ public final class Simulation {
         oracle.deleted(account: k, id: old.accountID)
         // The deleting device's notes of the account are now its notes of no account.
         for note in try local(device.index, { try device.client.identities() }).notes where note.owner == nil {
-            oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
+            oracle.disowned(NoteKeyValue(clientID: note.clientID, origin: note.origin), on: device.index)
         }
         summary.rekeyed += report.rekeyed.count
+        try followRekeys(report.rekeyed, on: device)
         device.lastCursor = nil
         device.knownAccounts.remove(k)  // forgotten with the account
         for other in devices where other.index != device.index {
@@ -364,7 +374,7 @@ public final class Simulation {
         let notes = try local(device.index) { try device.client.identities() }.notes
         for note in notes {
             guard let owner = note.owner, deleted.contains(owner) else { continue }
-            oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
+            oracle.disowned(NoteKeyValue(clientID: note.clientID, origin: note.origin), on: device.index)
         }
     }
 
@@ -446,6 +456,57 @@ public final class Simulation {
         let live = devices[d].liveIDs
         guard !live.isEmpty else { return nil }
         return try devices[d].client.note(live[index % live.count])
+    }
+
+    /// The oracle follows the tags `device` put on notes that became new notes of it (``Oracle/rekeyed(from:to:on:holding:)``).
+    func followRekeys(_ rekeyed: [RekeyedNote], on device: SimDevice) throws {
+        guard !rekeyed.isEmpty else { return }
+        let notes = try local(device.index) { try device.client.allNotes(includingSetAside: true) }
+        for note in rekeyed {
+            let new = NoteKeyValue(clientID: note.clientID, origin: note.origin)
+            let tags = Set(notes.filter { $0.key == new }.flatMap(\.tags).map(Tags.key))
+            oracle.rekeyed(
+                from: NoteKeyValue(clientID: note.oldClientID, origin: note.oldOrigin), to: new, on: device.index, holding: tags)
+        }
+    }
+
+    /// A live note devices `a` and `b` (signed in to the same account) both hold, the `index`-th of `a`'s synced ones:
+    /// `a`'s and `b`'s copies of it; nil when there is none.
+    func sharedNote(_ a: Int, _ b: Int, index: Int) throws -> (LocalNote, LocalNote)? {
+        guard a != b, let first = devices[safe: a], let second = devices[safe: b],
+            let account = try accountIndex(of: first), try accountIndex(of: second) == account
+        else { return nil }
+        let shared = try first.client.notes().filter { $0.serverID != nil }
+        guard !shared.isEmpty else { return nil }
+        let mine = shared[index % shared.count]
+        guard let serverID = mine.serverID, let theirs = try second.client.note(serverID: serverID), !theirs.isDeleted
+        else { return nil }
+        return (mine, theirs)
+    }
+
+    /// A tag step on a device's note; the oracle learns the tags it adds and those it takes off (issue 31).
+    func apply(_ op: TagOp, to target: LocalNote, on device: SimDevice) throws {
+        let d = device.index
+        switch op {
+        case .add(let tag):
+            guard target.tags.count < TagRules.maxTagsPerNote else { return }
+            _ = try local(d) { try device.client.tag(target.id, adding: [tag]) }
+            oracle.addedTag(TagPair(note: target.key, tag: Tags.key(tag)), by: d)
+        case .remove(let index):
+            guard !target.tags.isEmpty else { return }
+            let tag = target.tags[index % target.tags.count]
+            _ = try local(d) { try device.client.tag(target.id, adding: [], removing: [tag]) }
+            // Taken off a note with a base (synced), the removal must hold in its account; a note without one (never
+            // synced, or of a deleted account) sends its tags with an empty base, so another device's copy keeps the tag.
+            let account = target.serverID == nil ? nil : try device.client.account()?.accountID
+            oracle.removedTag(TagPair(note: target.key, tag: Tags.key(tag)), by: d, in: account)
+        case .pin(let on):
+            _ = try local(d) { try device.client.pin(target.id, on) }
+        case .archive(let on):
+            _ = try local(d) { try device.client.archive(target.id, on) }
+        }
+        summary.tagChanges += 1
+        note(d, .edit, "\(target.clientID.base32): \(op)")
     }
 
     func apply(_ op: EditOp, to target: LocalNote, on device: SimDevice) throws {
@@ -559,6 +620,7 @@ public final class Simulation {
             oracle.unowned[device.index, default: []].insert(NoteKeyValue(clientID: note.clientID, origin: note.origin))
         }
         summary.rekeyed += report.owners.rekeyed.count
+        try followRekeys(report.owners.rekeyed, on: device)
         // Only the notes the device wrote while signed out (never synced) may join the account, and only when asked.
         if carry { oracle.carry(from: device.index, into: index) }
         summary.setAside += report.owners.setAside

@@ -283,7 +283,8 @@ extension Invariant {
         case .noCrossAccount:
             "A note is only in an account a device signed in to it created, carried (from notes written signed out) or copied it into; a signed-in device shows only its account's notes."
         case .noLostEdit: "Every edit survives: in its note, merged, or in a conflict copy, unless someone who saw it removed it."
-        case .convergence: "After every device syncs twice with no faults, each signed-in device shows exactly its account's notes, with the same texts."
+        case .convergence:
+            "After every device syncs twice with no faults, each signed-in device shows exactly its account's notes, with the same texts, tags and flags."
         case .cursorMonotonic: "A device's pull cursor never moves backward within one sign-in."
         case .serverIDStable: "A note's server ID never changes once given."
         case .validIDs: "Every ID is a valid MiniFlake value, and server IDs carry the server's instance number."
@@ -292,6 +293,9 @@ extension Invariant {
         case .pullComplete: "Pulls from a cursor miss nothing: an account's changes pulled step by step add up to all of its notes."
         case .watchConverges:
             "A watching device's waiting pull is answered once its account moves, and with faults stopped it converges through its watch iterations alone."
+        case .noLostTagChange:
+            "A tag a device put on a note stays unless someone who saw it took it off or a device deleted the note; a tag a device took off stays off once it synced."
+        case .historyComplete: "Every version of a note the server acknowledged is in the note's history, as it was acknowledged."
         }
     }
 }
@@ -311,8 +315,19 @@ extension SimAction {
             case .replace(_, let token): "replaces a line by \(token)"
             }
         }
+        func tagOp(_ op: TagOp) -> String {
+            switch op {
+            case .add(let tag): "adds tag \(tag)"
+            case .remove: "takes a tag off"
+            case .pin(let on): on ? "pins" : "unpins"
+            case .archive(let on): on ? "archives" : "unarchives"
+            }
+        }
         switch self {
         case .create(let d, let token): return "device \(d) creates note \(token)"
+        case .tagNote(let d, _, let op): return "device \(d) \(tagOp(op)) a note"
+        case .concurrentTags(let a, let b, _, let first, let second):
+            return "devices \(a) and \(b) change the same note's tags or flags before either syncs (\(tagOp(first)); \(tagOp(second)))"
         case .edit(let d, _, let edit): return "device \(d) edits a note: \(op(edit))"
         case .delete(let d, _): return "device \(d) deletes a note"
         case .sync(let d, let plans): return "device \(d) syncs\(faults(plans))"

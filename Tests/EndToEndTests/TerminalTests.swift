@@ -156,6 +156,40 @@ struct TerminalTests {
         #expect(try setup.leftovers().isEmpty)
     }
 
+    /// Issue 31 on a terminal: `add -t` tags the note written in vi (a bad tag is refused before vi opens), and the
+    /// listing shows pinned notes first with their tags; an archived one is left out.
+    @Test func addWithTagsInViThenListOnTheTerminal() async throws {
+        let setup = try Setup()
+        defer { setup.remove() }
+        let refused = try await TmuxSession(setup.notes(["add", "-t", "no spaces"], editor: Self.vi), directory: setup.directory)
+        #expect(try await refused.exitStatus() == 2)
+        #expect(try await refused.screen().contains("notes: A tag holds only letters"))
+        #expect(try setup.leftovers().isEmpty, "the editor never opened")
+        await refused.kill()
+
+        let session = try await TmuxSession(setup.notes(["add", "-t", "idea", "-t", "Work"], editor: Self.vi), directory: setup.directory)
+        try await session.waitFor("vi's screen", Self.viIsUp)
+        try await session.send(["i"])
+        try await session.send("tagged in vi", literal: true)
+        try await session.send(["Escape", ":wq", "Enter"])
+        #expect(try await session.exitStatus() == 0)
+        await session.kill()
+        let device = NotesDevice(home: setup.home)
+        #expect(try await device.run(["add", "older, pinned"]).status == 0)
+        #expect(try await device.run(["add", "archived"]).status == 0)
+        let listed = try await device.run(["list", "--json"]).json([NotesE2EListedNote].self)
+        let older = try #require(listed.first { $0.text == "older, pinned" })
+        #expect(try await device.run(["pin", older.id]).status == 0)
+        #expect(try await device.run(["archive", try #require(listed.first { $0.text == "archived" }).id]).status == 0)
+
+        let list = try await TmuxSession(setup.notes(["list"], editor: Self.vi), directory: setup.directory)
+        #expect(try await list.exitStatus() == 0)
+        let lines = try await list.screen().split(separator: "\n")
+        #expect(lines.count >= 2 && lines[0].hasSuffix("older, pinned  [pinned]"), "\(lines)")
+        #expect(lines[1].hasSuffix("tagged in vi  #idea #Work"), "\(lines)")
+        #expect(!lines.contains { $0.contains("archived") }, "\(lines)")
+    }
+
     /// Ctrl-C goes to the editor, not to `notes`: an editor that dies of it saves nothing, and `notes` reports it
     /// and removes its file.
     @Test func controlCInTheEditorSavesNothingAndLeavesNoFile() async throws {

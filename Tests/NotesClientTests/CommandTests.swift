@@ -21,6 +21,33 @@ struct CommandTests {
         #expect(add.text == ["buy", "milk"])
     }
 
+    /// Issue 31's commands: `-home` takes a tag off (it is no option), `--json` still is one.
+    @Test func tagAndHistoryCommandsParse() throws {
+        let tag = try #require(try Notes.parseAsRoot(["tag", "7F3K", "+work", "-home", "idea", "--json"]) as? TagNote)
+        #expect(tag.id == "7F3K" && tag.options.json)
+        #expect(tag.parsed.adding == ["work", "idea"] && tag.parsed.removing == ["home"])
+        // -h alone asks for help; after `--` it takes the tag h off.
+        #expect(try !(Notes.parseAsRoot(["tag", "7F3K", "-h"]) is TagNote))
+        let short = try #require(try Notes.parseAsRoot(["tag", "7F3K", "--", "-h", "+x"]) as? TagNote)
+        #expect(short.parsed.removing == ["h"] && short.parsed.adding == ["x"], "\(short.changes)")
+        #expect(throws: (any Error).self) { try Notes.parseAsRoot(["tag", "7F3K"]) }
+        let add = try #require(try Notes.parseAsRoot(["add", "-t", "work", "--tag", "idea", "text"]) as? Add)
+        #expect(add.tags == ["work", "idea"] && add.text == ["text"])
+        let list = try #require(try Notes.parseAsRoot(["list", "--tag", "a", "-t", "b", "--archived"]) as? List)
+        #expect(list.filter == ListingFilter(archived: .only, tags: ["a", "b"]))
+        #expect(try #require(try Notes.parseAsRoot(["ls", "--all"]) as? List).filter == .all)
+        #expect(throws: (any Error).self) { try Notes.parseAsRoot(["list", "--all", "--archived"]) }
+        #expect(try Notes.parseAsRoot(["tags"]) is TagList)
+        #expect(try Notes.parseAsRoot(["pin", "7F3K"]) is Pin)
+        #expect(try Notes.parseAsRoot(["unarchive", "7F3K"]) is Unarchive)
+        #expect(try Notes.parseAsRoot(["history", "7F3K"]) is History)
+        let diff = try #require(try Notes.parseAsRoot(["diff", "7F3K", "2", "5"]) as? Diff)
+        #expect(diff.from == 2 && diff.to == 5)
+        #expect(try #require(try Notes.parseAsRoot(["show", "7F3K", "--version", "3"]) as? Show).version == 3)
+        #expect(try #require(try Notes.parseAsRoot(["restore", "7F3K", "--version", "3"]) as? Restore).version == 3)
+        #expect(throws: (any Error).self) { try Notes.parseAsRoot(["show", "7F3K", "--version", "0"]) }
+    }
+
     @Test func exitStatuses() {
         #expect(ExitStatus.for(NotesError(.noteNotFound, "x")) == .failure)
         #expect(ExitStatus.for(NotesError(.serverUnreachable, "x")) == .unavailable)
@@ -49,7 +76,7 @@ struct CommandTests {
         clock.advance(milliseconds: 60_000)
         let gone = try client.add("to delete")
         try client.delete(gone.id)
-        let listing = try client.listing(includeDeleted: true)
+        let listing = try client.listing(.all)
         #expect(listing.notes.map(\.id) == [gone.id, first.id])
         #expect(listing.displayIDs == (try client.displayIDs()))
         let text = String(decoding: NotesCommand.listing(listing.notes, ids: listing.displayIDs), as: UTF8.self)

@@ -135,6 +135,35 @@ struct OutboxPlannerTests {
         #expect(OutboxPlanner.snapshots(of: [], editIDs: []).isEmpty)
     }
 
+    @Test func aChangeSendsTheNotesTagsAndFlagsWithTheirBases() throws {
+        let note = OutboxPlanner.DirtyNote(
+            id: 3, text: "hello", isDeleted: false, serverVersion: 4, baseText: "hell", serverID: try FlakeID(validating: 77),
+            revision: 5, tagsAndFlags: TagsAndFlags(tags: ["idea", "Work"], pinned: true),
+            baseTagsAndFlags: TagsAndFlags(tags: ["idea"], archived: true))
+        let snapshot = OutboxPlanner.snapshots(of: [note], editIDs: [try FlakeID(validating: 1000)])[0]
+        let entry = OutboxEntry(snapshot: snapshot, clientID: try FlakeID(validating: 5), origin: try FlakeID(validating: 42), isConflict: false)
+        let change = entry.change
+        #expect(change.tags == ["idea", "Work"] && change.pinned == true && change.archived == false)
+        #expect(change.baseTags == ["idea"] && change.basePinned == false && change.baseArchived == true)
+
+        // A note never synced sends the empty set and false as its bases: nothing the server has is taken off.
+        let new = OutboxPlanner.DirtyNote(id: 4, text: "new", isDeleted: false, serverVersion: nil, baseText: nil, serverID: nil, revision: 1)
+        let fresh = OutboxEntry(
+            snapshot: OutboxPlanner.snapshots(of: [new], editIDs: [try FlakeID(validating: 1001)])[0], clientID: try FlakeID(validating: 6),
+            origin: try FlakeID(validating: 42), isConflict: false
+        ).change
+        #expect(fresh.tags == [] && fresh.baseTags == [] && fresh.basePinned == false && fresh.baseArchived == false)
+
+        // A snapshot taken before tags existed is sent as it was: without them.
+        var old = entry
+        old.tagsAndFlags = nil
+        old.baseTagsAndFlags = nil
+        let sent = old.change
+        #expect(sent.tags == nil && sent.pinned == nil && sent.archived == nil)
+        #expect(sent.baseTags == nil && sent.basePinned == nil && sent.baseArchived == nil)
+        #expect(!String(decoding: sent.encodedJSON(), as: UTF8.self).contains("ags"), "no tag field on the wire")
+    }
+
     // MARK: - Order
 
     @Test func pushOrderPutsConflictCopiesFirstThenOldestEdit() throws {

@@ -18,6 +18,8 @@ struct LocalNoteValue: PullLocalNote, Sendable, Equatable {
     var isConflict = false
     var conflictOf: Int64?
     var pushError: String?
+    var tagsAndFlags = TagsAndFlags()
+    var baseTagsAndFlags = TagsAndFlags()
 }
 
 /// Counts what the planner reads (it must read each property at most once, and only what it needs).
@@ -40,6 +42,8 @@ final class CountingNote: PullLocalNote {
     var isConflict: Bool { read("isConflict", note.isConflict) }
     var conflictOf: Int64? { read("conflictOf", note.conflictOf) }
     var pushError: String? { read("pushError", note.pushError) }
+    var tagsAndFlags: TagsAndFlags { read("tagsAndFlags", note.tagsAndFlags) }
+    var baseTagsAndFlags: TagsAndFlags { read("baseTagsAndFlags", note.baseTagsAndFlags) }
 }
 
 /// `PullPlanner`: what one pulled record does to the local notes. Values only, no database.
@@ -49,21 +53,29 @@ struct PullPlannerTests {
     static let recordTime = "2026-11-22T00:00:01.500Z"
     static let recordMilliseconds: Int64 = 1_795_305_601_500
 
+    /// A record from this server (tags and flags always written: none, unless given), or, with `older`, from a
+    /// server older than tags (none written).
     static func record(
         serverID: Int64 = 500, version: Int64 = 3, text: String = "text", deleted: Bool = false, conflictOf: Int64? = nil,
-        updatedAt: String = recordTime, editedAt: Int64? = nil
+        updatedAt: String = recordTime, editedAt: Int64? = nil, tags: [String] = [], pinned: Bool = false,
+        archived: Bool = false, older: Bool = false
     ) -> NoteRecord {
         NoteRecord(
             serverID: try! FlakeID(validating: serverID), clientID: try! FlakeID(validating: 1 << 40),
             origin: try! FlakeID(validating: 42), version: version, text: text, deleted: deleted,
             conflictOf: conflictOf.map { try! FlakeID(validating: $0) }, updatedAt: updatedAt,
-            editedAt: editedAt.map { WireTime.format(unixMilliseconds: $0) })
+            editedAt: editedAt.map { WireTime.format(unixMilliseconds: $0) }, tags: older ? nil : tags,
+            pinned: older ? nil : pinned, archived: older ? nil : archived)
     }
 
-    static func pulled(_ record: NoteRecord) -> SyncedState {
-        SyncedState(
+    /// The state `take` or `insert` writes for a record: the record's, its tags and flags as its bases too (or,
+    /// from an older server, `kept` and `keptBase`).
+    static func pulled(_ record: NoteRecord, kept: TagsAndFlags = TagsAndFlags(), keptBase: TagsAndFlags = TagsAndFlags()) -> SyncedState {
+        let state = record.tags.map { TagsAndFlags(tags: $0, pinned: record.pinned ?? false, archived: record.archived ?? false) }
+        return SyncedState(
             serverID: record.serverID.rawValue, version: record.version, text: record.text, deleted: record.deleted,
-            baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue)
+            baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue,
+            tagsAndFlags: state ?? kept, baseTagsAndFlags: state ?? keptBase)
     }
 
     // MARK: - Table
@@ -95,11 +107,11 @@ struct PullPlannerTests {
                 name: "an edit takes the editing device's time when the record carries it",
                 record: record(version: 4, text: "edited elsewhere", editedAt: 777_000), local: LocalNoteValue(),
                 outcome: PullPlanner.Outcome(
-                    action: .take(noteID: 1, pulled(edited), updatedAt: 777_000), applied: true, matched: false)),
+                    action: .take(noteID: 1, pulled(edited), updatedAt: 777_000, reindexTags: false), applied: true, matched: false)),
             Case(
                 name: "a note already as pulled but with another edit time takes the time",
                 record: record(editedAt: 2_000), local: LocalNoteValue(),
-                outcome: PullPlanner.Outcome(action: .take(noteID: 1, pulled(same), updatedAt: 2_000), applied: false, matched: false)),
+                outcome: PullPlanner.Outcome(action: .take(noteID: 1, pulled(same), updatedAt: 2_000, reindexTags: false), applied: false, matched: false)),
             Case(
                 name: "a note already as pulled, edit time included, is not written",
                 record: record(editedAt: 1_000), local: LocalNoteValue(),
@@ -108,7 +120,7 @@ struct PullPlannerTests {
                 name: "a tombstone here that an edit elsewhere brings back is reported",
                 record: edited, local: LocalNoteValue(text: "", isDeleted: true, baseText: ""),
                 outcome: PullPlanner.Outcome(
-                    action: .take(noteID: 1, pulled(edited), updatedAt: recordMilliseconds), applied: true, matched: false,
+                    action: .take(noteID: 1, pulled(edited), updatedAt: recordMilliseconds, reindexTags: true), applied: true, matched: false,
                     undeleted: true)),
             Case(
                 name: "a note already as pulled is not written",
@@ -118,30 +130,30 @@ struct PullPlannerTests {
                 name: "an edit from elsewhere is taken with the server's time",
                 record: edited, local: LocalNoteValue(),
                 outcome: PullPlanner.Outcome(
-                    action: .take(noteID: 1, pulled(edited), updatedAt: recordMilliseconds), applied: true, matched: false)),
+                    action: .take(noteID: 1, pulled(edited), updatedAt: recordMilliseconds, reindexTags: false), applied: true, matched: false)),
             Case(
                 name: "a delete from elsewhere is taken",
                 record: deleted, local: LocalNoteValue(),
                 outcome: PullPlanner.Outcome(
-                    action: .take(noteID: 1, pulled(deleted), updatedAt: recordMilliseconds), applied: true, matched: false)),
+                    action: .take(noteID: 1, pulled(deleted), updatedAt: recordMilliseconds, reindexTags: true), applied: true, matched: false)),
             Case(
                 name: "a new version with the same text is taken and keeps the note's time",
                 record: record(version: 9), local: LocalNoteValue(),
                 outcome: PullPlanner.Outcome(
-                    action: .take(noteID: 1, pulled(record(version: 9)), updatedAt: 1_000), applied: false, matched: false)),
+                    action: .take(noteID: 1, pulled(record(version: 9)), updatedAt: 1_000, reindexTags: false), applied: false, matched: false)),
             Case(
                 name: "a push refusal is cleared by taking the record",
                 record: same, local: LocalNoteValue(pushError: "note_too_large"),
-                outcome: PullPlanner.Outcome(action: .take(noteID: 1, pulled(same), updatedAt: 1_000), applied: false, matched: false)),
+                outcome: PullPlanner.Outcome(action: .take(noteID: 1, pulled(same), updatedAt: 1_000, reindexTags: false), applied: false, matched: false)),
             Case(
                 name: "a clean note found by (client ID, origin) takes the account's version",
                 record: edited, local: LocalNoteValue(serverID: nil, serverVersion: nil),
                 outcome: PullPlanner.Outcome(
-                    action: .take(noteID: 1, pulled(edited), updatedAt: recordMilliseconds), applied: true, matched: true)),
+                    action: .take(noteID: 1, pulled(edited), updatedAt: recordMilliseconds, reindexTags: false), applied: true, matched: true)),
             Case(
                 name: "a clean unchanged note found by (client ID, origin) learns its server ID",
                 record: same, local: LocalNoteValue(serverID: nil, serverVersion: nil),
-                outcome: PullPlanner.Outcome(action: .take(noteID: 1, pulled(same), updatedAt: 1_000), applied: false, matched: true)),
+                outcome: PullPlanner.Outcome(action: .take(noteID: 1, pulled(same), updatedAt: 1_000, reindexTags: false), applied: false, matched: true)),
             Case(
                 name: "a dirty note found by (client ID, origin) learns its server ID only",
                 record: edited, local: LocalNoteValue(isDirty: true, serverID: nil, text: "mine"),
@@ -154,11 +166,58 @@ struct PullPlannerTests {
                 name: "a dirty note keeps its changes",
                 record: edited, local: LocalNoteValue(isDirty: true, text: "mine"),
                 outcome: PullPlanner.Outcome(action: .none, applied: false, matched: false)),
+            // Tags and flags (issue 31).
+            Case(
+                name: "a clean note takes the server's tags and flags, and their bases, and indexes the tags again",
+                record: record(tags: ["Work", "idea"], pinned: true), local: LocalNoteValue(),
+                outcome: PullPlanner.Outcome(
+                    action: .take(noteID: 1, pulled(record(tags: ["idea", "Work"], pinned: true)), updatedAt: 1_000, reindexTags: true),
+                    applied: true, matched: false)),
+            Case(
+                name: "a clean note with the server's tags and flags is not written",
+                record: record(tags: ["idea", "Work"], archived: true),
+                local: LocalNoteValue(
+                    tagsAndFlags: TagsAndFlags(tags: ["idea", "Work"], archived: true),
+                    baseTagsAndFlags: TagsAndFlags(tags: ["idea", "Work"], archived: true)),
+                outcome: PullPlanner.Outcome(action: .none, applied: false, matched: false)),
+            Case(
+                name: "a flag changed elsewhere is taken without indexing the tags again",
+                record: record(tags: ["idea"], pinned: true),
+                local: LocalNoteValue(tagsAndFlags: TagsAndFlags(tags: ["idea"]), baseTagsAndFlags: TagsAndFlags(tags: ["idea"])),
+                outcome: PullPlanner.Outcome(
+                    action: .take(noteID: 1, pulled(record(tags: ["idea"], pinned: true)), updatedAt: 1_000, reindexTags: false),
+                    applied: true, matched: false)),
+            Case(
+                name: "a dirty note keeps its tags and flags for the server to merge",
+                record: record(version: 4, tags: ["theirs"], pinned: true),
+                local: LocalNoteValue(isDirty: true, tagsAndFlags: TagsAndFlags(tags: ["mine"]), baseTagsAndFlags: TagsAndFlags()),
+                outcome: PullPlanner.Outcome(action: .none, applied: false, matched: false)),
+            Case(
+                name: "a record from a server older than tags keeps the note's tags, flags and bases",
+                record: record(version: 4, text: "edited elsewhere", older: true),
+                local: LocalNoteValue(
+                    tagsAndFlags: TagsAndFlags(tags: ["mine"], pinned: true), baseTagsAndFlags: TagsAndFlags(tags: ["base"])),
+                outcome: PullPlanner.Outcome(
+                    action: .take(
+                        noteID: 1,
+                        pulled(
+                            record(version: 4, text: "edited elsewhere", older: true), kept: TagsAndFlags(tags: ["mine"], pinned: true),
+                            keptBase: TagsAndFlags(tags: ["base"])), updatedAt: recordMilliseconds, reindexTags: false),
+                    applied: true, matched: false)),
+            Case(
+                name: "a note new here comes with its tags and flags",
+                record: record(serverID: 601, version: 1, tags: ["b", "A"], archived: true), local: nil,
+                outcome: PullPlanner.Outcome(
+                    action: .insert(
+                        NewSyncedNote(
+                            clientID: 1 << 40, origin: 42, state: pulled(record(serverID: 601, version: 1, tags: ["A", "b"], archived: true)),
+                            createdAt: (try! FlakeID(validating: 1 << 40)).unixMilliseconds, updatedAt: recordMilliseconds)),
+                    applied: true, matched: false)),
             Case(
                 name: "a record time that does not parse is now",
                 record: record(text: "new", updatedAt: "yesterday"), local: LocalNoteValue(),
                 outcome: PullPlanner.Outcome(
-                    action: .take(noteID: 1, pulled(record(text: "new", updatedAt: "yesterday")), updatedAt: now), applied: true,
+                    action: .take(noteID: 1, pulled(record(text: "new", updatedAt: "yesterday")), updatedAt: now, reindexTags: false), applied: true,
                     matched: false)),
         ]
     }()
@@ -194,8 +253,9 @@ struct PullPlannerTests {
             return LocalNoteValue(
                 id: 99, isDirty: false, serverID: new.state.serverID, text: new.state.text, isDeleted: new.state.deleted,
                 updatedAt: new.updatedAt, serverVersion: new.state.version, baseText: new.state.baseText,
-                isConflict: new.state.isConflict, conflictOf: new.state.conflictOf, pushError: nil)
-        case .take(_, let state, let updatedAt):
+                isConflict: new.state.isConflict, conflictOf: new.state.conflictOf, pushError: nil,
+                tagsAndFlags: new.state.tagsAndFlags, baseTagsAndFlags: new.state.baseTagsAndFlags)
+        case .take(_, let state, let updatedAt, _):
             var note = local!
             note.serverID = state.serverID
             note.serverVersion = state.version
@@ -206,6 +266,8 @@ struct PullPlannerTests {
             note.conflictOf = state.conflictOf
             note.pushError = nil
             note.updatedAt = updatedAt
+            note.tagsAndFlags = state.tagsAndFlags
+            note.baseTagsAndFlags = state.baseTagsAndFlags
             return note
         }
     }
@@ -220,7 +282,9 @@ struct PullPlannerTests {
                 text: texts.randomElement(using: &random)!, deleted: Bool.random(using: &random),
                 conflictOf: Bool.random(using: &random) ? 7 : nil,
                 updatedAt: Bool.random(using: &random) ? Self.recordTime : "garbage",
-                editedAt: [nil, 1_000, 5_000].randomElement(using: &random)!)
+                editedAt: [nil, 1_000, 5_000].randomElement(using: &random)!,
+                tags: [[], ["a"], ["a", "B"]].randomElement(using: &random)!, pinned: Bool.random(using: &random),
+                older: Int.random(in: 0..<4, using: &random) == 0)
             let local: LocalNoteValue? =
                 Int.random(in: 0..<5, using: &random) == 0
                 ? nil
@@ -231,7 +295,9 @@ struct PullPlannerTests {
                     serverVersion: [nil, 1, 2, 3].randomElement(using: &random)!,
                     baseText: [nil, "a", "b", ""].randomElement(using: &random)!, isConflict: Bool.random(using: &random),
                     conflictOf: [nil, 7].randomElement(using: &random)!,
-                    pushError: Bool.random(using: &random) ? "note_too_large" : nil)
+                    pushError: Bool.random(using: &random) ? "note_too_large" : nil,
+                    tagsAndFlags: TagsAndFlags(tags: [[], ["a"], ["c"]].randomElement(using: &random)!, archived: Bool.random(using: &random)),
+                    baseTagsAndFlags: TagsAndFlags(tags: [[], ["a"]].randomElement(using: &random)!))
             let first = PullPlanner.apply(record, local: local, now: Self.now)
             let context = "seed \(seed): \(record) over \(String(describing: local)) → \(first)"
             #expect(first.matched == (local != nil && local?.serverID == nil), "\(context)")

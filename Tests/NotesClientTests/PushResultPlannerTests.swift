@@ -80,7 +80,7 @@ struct PushResultPlannerTests {
                         update: .settle(
                             PushResultPlanner.Settle(
                                 serverID: Self.serverID, serverVersion: 4, text: "merged text", deleted: false,
-                                baseText: "merged text", updatedAt: Self.now)))))
+                                baseText: "merged text", updatedAt: Self.now, tagsAndFlags: TagsAndFlags())))))
     }
 
     @Test func aReplayForgetsTheVersion() {
@@ -104,7 +104,8 @@ struct PushResultPlannerTests {
                         releaseServerID: nil, conflictCopy: nil,
                         update: .settle(
                             PushResultPlanner.Settle(
-                                serverID: nil, serverVersion: nil, text: "", deleted: true, baseText: nil, updatedAt: nil)))))
+                                serverID: nil, serverVersion: nil, text: "", deleted: true, baseText: nil, updatedAt: nil,
+                                tagsAndFlags: TagsAndFlags())))))
     }
 
     // MARK: - Accepted, edited meanwhile
@@ -116,7 +117,7 @@ struct PushResultPlannerTests {
                 == .accept(
                     PushResultPlanner.Acceptance(
                         releaseServerID: Self.serverID, conflictCopy: nil,
-                        update: .rebase(serverID: Self.serverID, baseText: "pushed"))))
+                        update: .rebase(serverID: Self.serverID, baseText: "pushed", baseTagsAndFlags: TagsAndFlags()))))
         #expect(
             PushResultPlanner.apply(Self.result(.unchanged, serverID: nil), to: entry, localRevision: 4, now: Self.now)
                 == .accept(PushResultPlanner.Acceptance(releaseServerID: nil, conflictCopy: nil, update: nil)),
@@ -148,7 +149,7 @@ struct PushResultPlannerTests {
                 == .settle(
                     PushResultPlanner.Settle(
                         serverID: Self.serverID, serverVersion: 4, text: "their line", deleted: false, baseText: "their line",
-                        updatedAt: Self.now + 5)))
+                        updatedAt: Self.now + 5, tagsAndFlags: TagsAndFlags())))
 
         let noServerID = PushResultPlanner.apply(
             Self.result(.conflict, serverID: nil, conflict: copy), to: entry, localRevision: 3, now: Self.now)
@@ -157,6 +158,93 @@ struct PushResultPlannerTests {
             return
         }
         #expect(without.conflictCopy == nil, "a copy needs the note it was split from")
+    }
+
+    // MARK: - Tags and flags (issue 31)
+
+    static func tagged(_ entry: OutboxEntry, _ state: TagsAndFlags?, base: TagsAndFlags? = TagsAndFlags()) -> OutboxEntry {
+        var entry = entry
+        entry.tagsAndFlags = state
+        entry.baseTagsAndFlags = base
+        return entry
+    }
+
+    @Test func theServersMergedTagsAndFlagsBecomeTheNotesAndItsBases() {
+        let entry = Self.tagged(Self.entry(), TagsAndFlags(tags: ["mine"]))
+        var result = Self.result(.merged, text: "merged text")
+        result.tags = ["theirs", "Mine"]
+        result.pinned = true
+        guard case .accept(let acceptance) = PushResultPlanner.apply(result, to: entry, localRevision: 3, now: Self.now),
+            case .settle(let settle) = acceptance.update
+        else {
+            Issue.record("expected a settle")
+            return
+        }
+        #expect(settle.tagsAndFlags == TagsAndFlags(tags: ["Mine", "theirs"], pinned: true), "in key order")
+        #expect(settle.reindexTags, "the tags changed")
+
+        // The answer leaves out what the note holds as pushed.
+        guard case .accept(let same) = PushResultPlanner.apply(Self.result(.updated), to: entry, localRevision: 3, now: Self.now),
+            case .settle(let settled) = same.update
+        else {
+            Issue.record("expected a settle")
+            return
+        }
+        #expect(settled.tagsAndFlags == TagsAndFlags(tags: ["mine"]) && !settled.reindexTags)
+    }
+
+    @Test func aDeleteTheServerRefusedBringsTheTagsBack() {
+        let entry = Self.tagged(Self.entry(deleted: true), TagsAndFlags(tags: ["kept"]))
+        guard case .accept(let acceptance) = PushResultPlanner.apply(Self.result(.kept, text: "edited elsewhere"), to: entry, localRevision: 3, now: Self.now),
+            case .settle(let settle) = acceptance.update
+        else {
+            Issue.record("expected a settle")
+            return
+        }
+        #expect(!settle.deleted && settle.reindexTags, "a live note again: its tags are listed again")
+    }
+
+    @Test func aConflictCopyKeepsThePushingDevicesTagsAndFlags() throws {
+        let copy = ConflictCopy(serverID: try FlakeID(validating: 6_000), clientID: try FlakeID(validating: 1 << 30))
+        let mine = TagsAndFlags(tags: ["mine"], archived: true)
+        let entry = Self.tagged(Self.entry(text: "my line"), mine)
+        var result = Self.result(.conflict, text: "their line", conflict: copy)
+        result.tags = ["mine", "theirs"]
+        result.archived = false
+        guard case .accept(let acceptance) = PushResultPlanner.apply(result, to: entry, localRevision: 3, now: Self.now),
+            case .settle(let settle) = acceptance.update
+        else {
+            Issue.record("expected a settle")
+            return
+        }
+        #expect(acceptance.conflictCopy?.state.tagsAndFlags == mine && acceptance.conflictCopy?.state.baseTagsAndFlags == mine)
+        #expect(settle.tagsAndFlags == TagsAndFlags(tags: ["mine", "theirs"]), "the note keeps the merged ones")
+    }
+
+    @Test func aSnapshotTakenBeforeTagsLeavesTheNotesTagsAndFlags() {
+        let entry = Self.tagged(Self.entry(), nil, base: nil)
+        guard case .accept(let acceptance) = PushResultPlanner.apply(Self.result(.updated), to: entry, localRevision: 3, now: Self.now),
+            case .settle(let settle) = acceptance.update
+        else {
+            Issue.record("expected a settle")
+            return
+        }
+        #expect(settle.tagsAndFlags == nil && !settle.reindexTags)
+        #expect(
+            PushResultPlanner.apply(Self.result(.updated), to: entry, localRevision: 4, now: Self.now)
+                == .accept(
+                    PushResultPlanner.Acceptance(
+                        releaseServerID: Self.serverID, update: .rebase(serverID: Self.serverID, baseText: "pushed", baseTagsAndFlags: nil))))
+    }
+
+    @Test func aNoteEditedMeanwhileTakesThePushedTagsAndFlagsAsItsBases() {
+        let pushed = TagsAndFlags(tags: ["a", "b"], pinned: true)
+        let entry = Self.tagged(Self.entry(), pushed, base: TagsAndFlags(tags: ["a"]))
+        #expect(
+            PushResultPlanner.apply(Self.result(.updated), to: entry, localRevision: 4, now: Self.now)
+                == .accept(
+                    PushResultPlanner.Acceptance(
+                        releaseServerID: Self.serverID, update: .rebase(serverID: Self.serverID, baseText: "pushed", baseTagsAndFlags: pushed))))
     }
 
     // MARK: - Refusals
@@ -226,8 +314,10 @@ struct PushResultPlannerTests {
                 #expect(settle.baseText == nil || settle.baseText == settle.text, "\(context)")
                 #expect((settle.updatedAt != nil) == (result.text != nil), "\(context)")
                 #expect(settle.serverVersion == (result.replayed ? nil : result.version), "\(context)")
-            case .rebase(let rebasedID, let baseText):
+                #expect(settle.reindexTags == (settle.deleted != entry.deleted), "\(context)")
+            case .rebase(let rebasedID, let baseText, let baseTagsAndFlags):
                 #expect(revision != entry.revision && rebasedID == serverID && baseText == entry.text, "\(context)")
+                #expect(baseTagsAndFlags == entry.tagsAndFlags, "\(context)")
             case nil:
                 #expect(revision != entry.revision && serverID == nil, "\(context)")
             }

@@ -117,35 +117,35 @@ struct SignInPlannerTests {
     static let queueCases: [QueueCase] = [
         QueueCase(
             name: "a note whose text is its base waits for the pull",
-            state: State(isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: false, textDiffersFromBase: false, hasSnapshot: false),
+            state: State(isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: false, differsFromBase: false, hasSnapshot: false),
             queued: false),
         QueueCase(
             name: "a note edited since it was synced with this account",
-            state: State(isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: false, textDiffersFromBase: true, hasSnapshot: false),
+            state: State(isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: false, differsFromBase: true, hasSnapshot: false),
             queued: true),
         QueueCase(
             name: "a note never synced with this account",
-            state: State(isDirty: false, isDeleted: false, hasBaseText: false, hasServerID: false, textDiffersFromBase: true, hasSnapshot: false),
+            state: State(isDirty: false, isDeleted: false, hasBaseText: false, hasServerID: false, differsFromBase: true, hasSnapshot: false),
             queued: true),
         QueueCase(
             name: "a dirty note",
-            state: State(isDirty: true, isDeleted: false, hasBaseText: true, hasServerID: false, textDiffersFromBase: false, hasSnapshot: false),
+            state: State(isDirty: true, isDeleted: false, hasBaseText: true, hasServerID: false, differsFromBase: false, hasSnapshot: false),
             queued: true),
         QueueCase(
             name: "a tombstone synced with this account",
-            state: State(isDirty: false, isDeleted: true, hasBaseText: true, hasServerID: false, textDiffersFromBase: true, hasSnapshot: false),
+            state: State(isDirty: false, isDeleted: true, hasBaseText: true, hasServerID: false, differsFromBase: true, hasSnapshot: false),
             queued: true),
         QueueCase(
             name: "a tombstone never synced anywhere",
-            state: State(isDirty: true, isDeleted: true, hasBaseText: false, hasServerID: false, textDiffersFromBase: true, hasSnapshot: false),
+            state: State(isDirty: true, isDeleted: true, hasBaseText: false, hasServerID: false, differsFromBase: true, hasSnapshot: false),
             queued: false),
         QueueCase(
             name: "a tombstone whose snapshot waits for an answer",
-            state: State(isDirty: true, isDeleted: true, hasBaseText: false, hasServerID: false, textDiffersFromBase: true, hasSnapshot: true),
+            state: State(isDirty: true, isDeleted: true, hasBaseText: false, hasServerID: false, differsFromBase: true, hasSnapshot: true),
             queued: true),
         QueueCase(
             name: "an unchanged note whose snapshot waits for an answer",
-            state: State(isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: false, textDiffersFromBase: false, hasSnapshot: true),
+            state: State(isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: false, differsFromBase: false, hasSnapshot: true),
             queued: true),
     ]
 
@@ -159,14 +159,14 @@ struct SignInPlannerTests {
         for bits in 0..<64 {
             let state = State(
                 isDirty: bits & 1 != 0, isDeleted: bits & 2 != 0, hasBaseText: bits & 4 != 0, hasServerID: bits & 8 != 0,
-                textDiffersFromBase: bits & 16 != 0, hasSnapshot: bits & 32 != 0)
+                differsFromBase: bits & 16 != 0, hasSnapshot: bits & 32 != 0)
             let expected: Bool
             if state.isDeleted && !state.hasBaseText && !state.hasServerID && !state.hasSnapshot {
                 expected = false  // never synced anywhere: nothing to tell any account
             } else if state.hasSnapshot || state.isDeleted {
                 expected = true  // an unacknowledged snapshot, or a delete the account may not have
             } else {
-                expected = state.isDirty || !state.hasBaseText || state.textDiffersFromBase  // changed for this account
+                expected = state.isDirty || !state.hasBaseText || state.differsFromBase  // changed for this account
             }
             #expect(SignInPlanner.queues(state) == expected, "\(state)")
         }

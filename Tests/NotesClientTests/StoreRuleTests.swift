@@ -107,14 +107,23 @@ struct StoreRuleTests {
             expected.append(
                 SignInPlanner.NoteState(
                     isDirty: bits & 1 != 0, isDeleted: bits & 2 != 0, hasBaseText: base != nil, hasServerID: bits & 8 != 0,
-                    textDiffersFromBase: base != "text", hasSnapshot: bits & 32 != 0))
+                    differsFromBase: base != "text", hasSnapshot: bits & 32 != 0))
         }
         // Canonically equivalent to its base but not the same bytes: the account may not have this text.
         rows.append((false, false, "e\u{301}", false, false, false, "\u{e9}"))
         expected.append(
             SignInPlanner.NoteState(
-                isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: false, textDiffersFromBase: true, hasSnapshot: false))
-        let ids = try insert(rows, into: store)
+                isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: false, differsFromBase: true, hasSnapshot: false))
+        var ids = try insert(rows, into: store)
+        // The text is its base, but a tag or a flag is not (issue 31): the account may not have it either.
+        for (column, value) in [("tags", "'work'"), ("pinned", "1"), ("archived", "1")] {
+            ids += try insert([(false, false, "text", true, false, false, "text")], into: store)
+            try store.write { tx in try tx.db.execute(sql: "UPDATE notes SET \(column) = \(value) WHERE id = ?", arguments: [ids.last!]) }
+            expected.append(
+                SignInPlanner.NoteState(
+                    isDirty: false, isDeleted: false, hasBaseText: true, hasServerID: true, differsFromBase: true, hasSnapshot: false))
+        }
+        rows += Array(repeating: (false, false, "text", true, false, false, "text"), count: 3)
 
         let read = try store.read { tx in try tx.signInQueueStates() }
         #expect(read.map(\.id) == ids)
@@ -127,7 +136,8 @@ struct StoreRuleTests {
                 sql: """
                     SELECT id FROM notes
                     WHERE NOT (deleted AND base_text IS NULL AND server_id IS NULL AND id NOT IN (SELECT note_id FROM outbox))
-                    AND (dirty OR deleted OR base_text IS NULL OR text IS NOT base_text OR id IN (SELECT note_id FROM outbox))
+                    AND (dirty OR deleted OR base_text IS NULL OR text IS NOT base_text OR tags IS NOT base_tags
+                        OR pinned IS NOT base_pinned OR archived IS NOT base_archived OR id IN (SELECT note_id FROM outbox))
                     ORDER BY id
                     """)
         }

@@ -1,9 +1,10 @@
 import Foundation
+import GRDB
 import Logging
 import MiniFlake
 import NoteSyncProtocol
 import NoteSyncServer
-import NotesClient
+@testable import NotesClient
 import Synchronization
 import Testing
 import TestSupport
@@ -101,4 +102,27 @@ func serverTexts(_ server: InProcessServer, _ username: String, seed: UInt64 = 9
     let serverIDs = Set(notes.compactMap(\.serverID))
     #expect(serverIDs.count == notes.count, "every note has its own server ID")
     return notes.map(\.text).sorted()
+}
+
+/// The `note_tags` rows of every device's notes are exactly the tags of its live notes, and `tag_counts` counts them
+/// (migration `v-tags-flags-history`).
+func expectTagIndexMatchesNotes(_ devices: NotesClient..., sourceLocation: SourceLocation = #_sourceLocation) throws {
+    for device in devices {
+        let (expected, actual) = try device.store.read { tx in
+            let notes = try Row.fetchAll(tx.db, sql: "SELECT id, tags FROM notes WHERE NOT deleted")
+            var expected: Set<String> = []
+            for row in notes {
+                let id: Int64 = row[0]
+                for name in StoredTags.names(row[1]) { expected.insert("\(id) \(Tags.key(name)) \(name)") }
+            }
+            let rows = try Row.fetchAll(tx.db, sql: "SELECT note_id, key, name FROM note_tags")
+            let counted = try Row.fetchAll(tx.db, sql: "SELECT key, COUNT(*) FROM note_tags GROUP BY key")
+            let kept = try Row.fetchAll(tx.db, sql: "SELECT key, notes FROM tag_counts WHERE notes <> 0")
+            #expect(
+                Set(kept.map { "\($0[0] as String) \($0[1] as Int)" }) == Set(counted.map { "\($0[0] as String) \($0[1] as Int)" }),
+                "tag_counts counts note_tags", sourceLocation: sourceLocation)
+            return (expected, Set(rows.map { "\($0[0] as Int64) \($0[1] as String) \($0[2] as String)" }))
+        }
+        #expect(actual == expected, sourceLocation: sourceLocation)
+    }
 }

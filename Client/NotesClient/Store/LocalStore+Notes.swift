@@ -8,41 +8,80 @@ extension LocalStore.Transaction {
     // MARK: - Local commands
 
     /// Inserts a new dirty note (revision 1, never synced) created and edited at `now`, and returns it.
-    func insertNote(clientID: FlakeID, origin: FlakeID, text: String, now: Int64) throws -> LocalNote {
-        try insertNote(clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now)
+    func insertNote(clientID: FlakeID, origin: FlakeID, text: String, now: Int64, state: TagsAndFlags = TagsAndFlags()) throws -> LocalNote {
+        try insertNote(clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now, state: state)
     }
 
     /// Inserts a new dirty note (revision 1, never synced), and returns it: a note written here, or one from an
     /// export with its own identity and times (a sign-in or push finds it on the server by client ID and origin).
-    /// Its owner is `owner`, else the signed-in account (none while signed out); its text is indexed for search.
+    /// Its owner is `owner`, else the signed-in account (none while signed out); its text is indexed for search and
+    /// its tags (`state`, in canonical order) for `list --tag`.
     @discardableResult
     func insertNote(
-        clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64, owner: FlakeID? = nil
+        clientID: FlakeID, origin: FlakeID, text: String, createdAt: Int64, editedAt: Int64, owner: FlakeID? = nil,
+        state: TagsAndFlags = TagsAndFlags()
     ) throws -> LocalNote {
         let stored = text.stored
         try db.cachedStatement(
             sql: """
                 INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at,
-                owner_account_id) VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?, \(NoteInsert.owner))
+                tags, pinned, archived, owner_account_id) VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?, ?, ?, ?, \(NoteInsert.owner))
                 """
-        ).execute(arguments: [clientID.rawValue, origin.rawValue, stored, createdAt, editedAt, owner?.rawValue])
+        ).execute(arguments: [
+            clientID.rawValue, origin.rawValue, stored, createdAt, editedAt, StoredTags.text(state.tags), state.pinned, state.archived,
+            owner?.rawValue,
+        ])
         let id = db.lastInsertedRowID
         try indexForSearch(noteID: id, text: stored)
-        return LocalNote(
+        try indexTags(ofNote: id, state.tags)
+        var note = LocalNote(
             id: id, clientID: clientID, origin: origin, serverID: nil, serverVersion: nil,
             text: text, isDeleted: false, baseText: nil, revision: 1, isDirty: true, isConflict: false,
             conflictOf: nil, pushError: nil, createdAt: createdAt, updatedAt: editedAt)
+        note.tags = state.tags
+        note.isPinned = state.pinned
+        note.isArchived = state.archived
+        return note
     }
 
     /// Gives a note new text, restores it when deleted, bumps its revision and marks it dirty; clears its push
     /// error (an edit is what makes a refused note pushable again).
     func replaceText(ofNote id: LocalNote.ID, with text: String, now: Int64) throws {
+        let wasDeleted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT deleted FROM notes WHERE id = ?"), arguments: [id]) ?? false
         try db.execute(
             sql: """
                 UPDATE notes SET text = ?, deleted = 0, revision = revision + 1, dirty = 1, push_error = NULL,
                 push_error_message = NULL, updated_at = ? WHERE id = ?
                 """,
             arguments: [text.stored, now, id])
+        if wasDeleted {
+            let tags = try String.fetchOne(db.cachedStatement(sql: "SELECT tags FROM notes WHERE id = ?"), arguments: [id])
+            try indexTags(ofNote: id, StoredTags.names(tags))
+        }
+    }
+
+    /// Gives a note new content (text, tags and flags: a version restored from its history), brings it back when
+    /// deleted, bumps its revision and marks it dirty, as an edit does. Only what differs is written.
+    func replaceContent(ofNote note: LocalNote, with text: String, state: TagsAndFlags, now: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE notes SET text = ?, deleted = 0, tags = ?, pinned = ?, archived = ?, revision = revision + 1, dirty = 1,
+                push_error = NULL, push_error_message = NULL, updated_at = ? WHERE id = ?
+                """,
+            arguments: [text.stored, StoredTags.text(state.tags), state.pinned, state.archived, now, note.id])
+        if note.isDeleted || note.tags != state.tags { try reindexTags(ofNote: note.id, state.tags, live: true) }
+    }
+
+    /// Gives a note other tags or flags (`state`), bumps its revision and marks it dirty, as an edit does; clears its
+    /// push error. The text and the edit time stay: tags and flags are not the note's content's edit.
+    func replaceState(ofNote note: LocalNote, with state: TagsAndFlags) throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE notes SET tags = ?, pinned = ?, archived = ?, revision = revision + 1, dirty = 1, push_error = NULL,
+                push_error_message = NULL WHERE id = ?
+                """
+        ).execute(arguments: [StoredTags.text(state.tags), state.pinned, state.archived, note.id])
+        if note.tags != state.tags { try reindexTags(ofNote: note.id, state.tags, live: !note.isDeleted) }
     }
 
     /// Makes a note a tombstone and bumps its revision; `syncs` says whether the delete is to be pushed (it is
@@ -54,6 +93,7 @@ extension LocalStore.Transaction {
                 push_error_message = NULL, updated_at = ? WHERE id = ?
                 """,
             arguments: [syncs, now, id])
+        try unindexTags(ofNote: id)
     }
 
     /// Whether a note with this identity is here (tombstones included).
@@ -103,7 +143,7 @@ extension LocalStore.Transaction {
             .map(LocalNote.init(row:))
     }
 
-    /// Every note, newest change first; tombstones only when `includeDeleted`.
+    /// Every note, newest change first (archived ones too); tombstones only when `includeDeleted`.
     func notes(includeDeleted: Bool) throws -> [LocalNote] {
         let filter = includeDeleted ? "WHERE \(NoteFilter.onShow)" : "WHERE NOT deleted AND \(NoteFilter.onShow)"
         return try fetchNotes(sql: "SELECT \(noteColumns) FROM notes \(filter) ORDER BY updated_at DESC, id DESC")
@@ -131,40 +171,6 @@ extension LocalStore.Transaction {
         var notes: [LocalNote] = []
         while let row = try rows.next() { notes.append(try LocalNote(row: row)) }
         return notes
-    }
-
-    /// What ``NotesClient/listing(includeDeleted:)`` returns, from one scan of the notes table that reads only the
-    /// first 400 characters of each live text.
-    func listing(includeDeleted: Bool) throws -> Listing {
-        let rows = try Row.fetchCursor(
-            db,
-            sql: """
-                SELECT id, client_id, origin, CASE WHEN deleted THEN NULL ELSE substr(text, 1, 400) END, deleted, dirty,
-                is_conflict, push_error, updated_at FROM notes WHERE \(NoteFilter.onShow)
-                """)
-        var keys: [(id: Int64, clientID: FlakeID, origin: FlakeID)] = []
-        var summaries: [NoteSummary] = []
-        while let row = try rows.next() {
-            let key = (id: row[0] as Int64, clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2]))
-            keys.append(key)
-            let deleted: Bool = row[4]
-            guard includeDeleted || !deleted else { continue }
-            // The first 400 bytes: a character cut at the end would decode as U+FFFD, so drop a partial one.
-            let head: String? = row.textIfPresent(at: 3).map(Self.droppingCutCharacter)
-            summaries.append(
-                NoteSummary(
-                    id: key.id, clientID: key.clientID, origin: key.origin, title: head.map(NoteSummary.title(of:)) ?? "",
-                    isDeleted: deleted, isDirty: row[5], isConflict: row[6], pushErrorCode: row[7], updatedAt: row[8]))
-        }
-        summaries.sort { $0.updatedAt != $1.updatedAt ? $0.updatedAt > $1.updatedAt : $0.id > $1.id }
-        return Listing(notes: summaries, displayIDs: ShortID.assign(keys))
-    }
-
-    /// `text` without a replacement character at its end (what a UTF-8 sequence cut by `substr` decodes to).
-    static func droppingCutCharacter(_ text: String) -> String {
-        var scalars = text.unicodeScalars
-        if scalars.last == "\u{FFFD}" { scalars.removeLast() }
-        return String(scalars)
     }
 
     /// Every note's identity (tombstones included, in local ID order), the signed-in account and the pull cursor.

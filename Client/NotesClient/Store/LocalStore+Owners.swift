@@ -74,6 +74,7 @@ extension LocalStore.Transaction {
             report.wiped = try liveCount(ownedBy: previous)
             try forgetKeptCursor(of: previous)
             try db.execute(sql: "DELETE FROM notes WHERE owner_account_id = ?", arguments: [previous.rawValue])
+            try recountTags()
         }
         report.restored = try liveCount(ownedBy: plan.restore, aside: true)
         try db.execute(
@@ -106,8 +107,8 @@ extension LocalStore.Transaction {
         try db.execute(
             sql: """
                 UPDATE notes SET owner_account_id = NULL, aside = 0, server_id = NULL, server_version = NULL,
-                    conflict_of_server_id = NULL, base_text = NULL, dirty = NOT deleted, push_error = NULL,
-                    push_error_message = NULL
+                    conflict_of_server_id = NULL, base_text = NULL, base_tags = '', base_pinned = 0,
+                    base_archived = 0, dirty = NOT deleted, push_error = NULL, push_error_message = NULL
                 WHERE owner_account_id = ?
                 """,
             arguments: [id])
@@ -119,9 +120,9 @@ extension LocalStore.Transaction {
     /// Before the notes of owner `source` move to owner `target` (nil: no owner), where `target` may already hold a
     /// note with the same (client ID, origin): after an account deletion, a note can be both a note of no account
     /// here and, carried there by another device, a note of the account signed up again. Local notes are unique by
-    /// (owner, client ID, origin), and nothing may be lost: a `source` note with the same text (and deleted state) as
-    /// its twin is dropped (the twin holds it); one with another text becomes a new note of this device (a fresh
-    /// client ID and this origin, unsynced), as a copy would.
+    /// (owner, client ID, origin), and nothing may be lost: a `source` note with the same text, deleted state, tags
+    /// and flags as its twin is dropped (the twin holds it); one that differs in any of them becomes a new note of this
+    /// device (a fresh client ID and this origin, unsynced), as a copy would.
     @discardableResult
     func resolveKeyClashes(moving source: FlakeID?, to target: FlakeID?, minter: IDMinter, origin: FlakeID, now: Int64) throws
         -> [RekeyedNote]
@@ -130,7 +131,8 @@ extension LocalStore.Transaction {
         let rows = try Row.fetchAll(
             db,
             sql: """
-                SELECT s.id, s.text IS t.text AND s.deleted = t.deleted, s.client_id, s.origin FROM notes s
+                SELECT s.id, s.text IS t.text AND s.deleted = t.deleted AND s.tags IS t.tags AND s.pinned = t.pinned
+                AND s.archived = t.archived, s.client_id, s.origin FROM notes s
                 JOIN notes t ON t.client_id = s.client_id AND t.origin = s.origin AND t.id <> s.id
                 WHERE s.owner_account_id IS ? AND t.owner_account_id IS ?
                 """,
@@ -138,6 +140,7 @@ extension LocalStore.Transaction {
         for row in rows {
             let id: Int64 = row[0]
             if row[1] as Bool {
+                try unindexTags(ofNote: id)
                 try db.execute(sql: "DELETE FROM notes WHERE id = ?", arguments: [id])
             } else {
                 let clientID = try mintClientID(with: minter, createdAt: now)
@@ -145,8 +148,8 @@ extension LocalStore.Transaction {
                 try db.execute(
                     sql: """
                         UPDATE notes SET client_id = ?, origin = ?, server_id = NULL, server_version = NULL,
-                            conflict_of_server_id = NULL, base_text = NULL, dirty = NOT deleted, push_error = NULL,
-                            push_error_message = NULL
+                            conflict_of_server_id = NULL, base_text = NULL, base_tags = '', base_pinned = 0,
+                            base_archived = 0, dirty = NOT deleted, push_error = NULL, push_error_message = NULL
                         WHERE id = ?
                         """,
                     arguments: [clientID.rawValue, origin.rawValue, id])
@@ -162,10 +165,13 @@ extension LocalStore.Transaction {
         try db.cachedStatement(sql: "UPDATE notes SET aside = 0 WHERE owner_account_id IS NULL AND \(NoteFilter.setAside)").execute()
     }
 
-    /// Inserts a copy of a note's text as a new note owned by `account` (set aside unless it is on show): dirty and
-    /// never synced, so it is pushed as a create at that account's next sync.
-    func insertCopy(clientID: FlakeID, origin: FlakeID, text: String, owner account: FlakeID, now: Int64) throws -> Int64 {
-        let note = try insertNote(clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now, owner: account)
+    /// Inserts a copy of a note's text, tags and flags as a new note owned by `account` (set aside unless it is on
+    /// show): dirty and never synced, so it is pushed as a create at that account's next sync.
+    func insertCopy(
+        clientID: FlakeID, origin: FlakeID, text: String, state: TagsAndFlags, owner account: FlakeID, now: Int64
+    ) throws -> Int64 {
+        let note = try insertNote(
+            clientID: clientID, origin: origin, text: text, createdAt: now, editedAt: now, owner: account, state: state)
         if try shownAccountID() != account {
             try db.execute(sql: "UPDATE notes SET aside = 1 WHERE id = ?", arguments: [note.id])
         }

@@ -8,8 +8,12 @@ import NoteSyncProtocol
 /// The columns of `notes` in the order ``LocalNote/init(row:)`` reads them.
 let noteColumns = """
     id, client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty, is_conflict, \
-    conflict_of_server_id, push_error, push_error_message, created_at, updated_at, conflict_here
+    conflict_of_server_id, push_error, push_error_message, created_at, updated_at, conflict_here, tags, pinned, \
+    archived, base_tags, base_pinned, base_archived
     """
+
+/// How many columns ``noteColumns`` names: a statement that selects more after them reads those from this index on.
+let noteColumnCount = 23
 
 /// A note text as the store keeps it: its UTF-8 bytes in a BLOB, because GRDB binds and reads a Swift string as a
 /// C string, which stops at the first NUL, and a note may hold NUL. The empty text is the TEXT value `''` (GRDB binds
@@ -91,6 +95,12 @@ extension LocalNote {
         createdAt = row[14]
         updatedAt = row[15]
         isConflictFromThisDevice = row[16]
+        tags = StoredTags.names(row[17])
+        isPinned = row[18]
+        isArchived = row[19]
+        baseTags = StoredTags.names(row[20])
+        basePinned = row[21]
+        baseArchived = row[22]
     }
 }
 

@@ -203,6 +203,61 @@ extension LocalStore {
                     CREATE UNIQUE INDEX notes_owner_server_id ON notes(owner_account_id, server_id) WHERE server_id IS NOT NULL;
                     """)
         }
+        migrator.registerMigration("v-tags-flags-history") { db in
+            // Issue 31: tags, pinned and archived notes, and every version kept (see `NoteTags`).
+            // - A note's tags are `notes.tags`, its display forms sorted by key and joined by "\n" ('' for none), and
+            //   one row per tag in `note_tags` (key, display form), which `list --tag` and `notes tags` read by key.
+            //   Both are written together, by the statements of `NoteTags` only; a tombstone keeps its `tags` and has
+            //   no `note_tags` rows, so the counts are those of live notes without reading `notes`. `tag_counts` holds
+            //   each key's count of those rows, kept in step by the same statements (added up per transaction).
+            // - Beside `base_text`, what was last synced of the tags and flags (`base_tags`, `base_pinned`,
+            //   `base_archived`): a push sends them with the note's own, and the server merges three-way. A note
+            //   never synced has the empty set and false: the state every note had before, here and on the server.
+            // - The outbox snapshot carries the tags, flags and their bases; NULL in a snapshot taken before this
+            //   migration, which is sent again without them (the server then leaves them as they are).
+            // - `note_versions` caches the server's history of a note (`notes history`), fetched on demand only.
+            try db.execute(
+                sql: """
+                    ALTER TABLE notes ADD COLUMN tags TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE notes ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE notes ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE notes ADD COLUMN base_tags TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE notes ADD COLUMN base_pinned INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE notes ADD COLUMN base_archived INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE note_tags (
+                        key TEXT NOT NULL,
+                        note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+                        name TEXT NOT NULL,
+                        PRIMARY KEY (key, note_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX note_tags_note ON note_tags(note_id);
+                    -- How many rows of note_tags each key has (notes set aside included): `notes tags` reads these,
+                    -- not the index. Kept by the statements of NoteTags, once per transaction.
+                    CREATE TABLE tag_counts (key TEXT PRIMARY KEY, notes INTEGER NOT NULL) WITHOUT ROWID;
+                    -- `notes list`: pinned notes first, then the most recently edited, archived ones apart.
+                    CREATE INDEX notes_listing ON notes(archived, pinned, updated_at, id);
+                    ALTER TABLE outbox ADD COLUMN tags TEXT;
+                    ALTER TABLE outbox ADD COLUMN pinned INTEGER;
+                    ALTER TABLE outbox ADD COLUMN archived INTEGER;
+                    ALTER TABLE outbox ADD COLUMN base_tags TEXT;
+                    ALTER TABLE outbox ADD COLUMN base_pinned INTEGER;
+                    ALTER TABLE outbox ADD COLUMN base_archived INTEGER;
+                    CREATE TABLE note_versions (
+                        note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+                        server_id INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        text BLOB NOT NULL,
+                        deleted INTEGER NOT NULL,
+                        tags TEXT NOT NULL,
+                        pinned INTEGER NOT NULL,
+                        archived INTEGER NOT NULL,
+                        edited_at INTEGER NOT NULL,
+                        saved_at INTEGER NOT NULL,
+                        device TEXT
+                    );
+                    CREATE UNIQUE INDEX note_versions_by_note ON note_versions(note_id, server_id, version);
+                    """)
+        }
         return migrator
     }
 }

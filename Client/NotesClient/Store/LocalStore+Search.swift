@@ -2,7 +2,7 @@ import GRDB
 import MiniFlake
 import NoteSyncProtocol
 
-// Search (the FTS5 index `notes_search`), pages of the listing, and the trash.
+// Search (the FTS5 index `notes_search`) and the trash.
 
 extension LocalStore.Transaction {
     // MARK: - The index
@@ -16,24 +16,40 @@ extension LocalStore.Transaction {
 
     // MARK: - Search
 
-    /// Live notes matching an FTS5 query, best first (bm25), at most `limit` (nil: all), each with its text marked
-    /// up by FTS5's `highlight()`: ``SearchHit/markStart`` and ``SearchHit/markEnd`` around each matching word.
+    /// Live notes matching an FTS5 query (nil: any text) that have every tag of `tagKeys`, best first (bm25; with no
+    /// query, the most recently edited first), at most `limit` (nil: all), each with its text marked up by FTS5's
+    /// `highlight()`: ``SearchHit/markStart`` and ``SearchHit/markEnd`` around each matching word.
     ///
     /// - Throws: `invalid_input` when FTS5 refuses the query (it is built by ``SearchQuery``, which quotes every
     ///   word, so this should not happen).
-    func search(_ query: String, limit: Int?) throws -> [SearchHit] {
-        let sql = """
-            SELECT \(noteColumns.split(separator: ", ").map { "n.\($0)" }.joined(separator: ", ")),
-            highlight(notes_search, 0, ?, ?)
-            FROM notes_search JOIN notes n ON n.id = notes_search.rowid
-            WHERE notes_search MATCH ? AND NOT n.deleted AND \(NoteFilter.onShow) ORDER BY rank LIMIT ?
-            """
+    func search(_ query: String?, tagKeys: [String], limit: Int?) throws -> [SearchHit] {
+        let columns = noteColumns.split(separator: ", ").map { "n.\($0)" }.joined(separator: ", ")
+        let tags = TagFilter.hasEvery(tagKeys, column: "n.id").map { " AND \($0)" } ?? ""
+        let sql: String
+        var arguments: StatementArguments
+        if let query {
+            sql = """
+                SELECT \(columns), highlight(notes_search, 0, ?, ?)
+                FROM notes_search JOIN notes n ON n.id = notes_search.rowid
+                WHERE notes_search MATCH ? AND NOT n.deleted AND \(NoteFilter.onShow)\(tags) ORDER BY rank LIMIT ?
+                """
+            arguments = [SearchHit.markStart, SearchHit.markEnd, query]
+        } else {
+            // Tags alone: their notes read from the index `note_tags` first (see LocalStore+Listing).
+            sql = """
+                SELECT \(columns), n.text FROM (\(TagFilter.notesWithEvery(tagKeys) ?? "SELECT id AS note_id FROM notes"))
+                tagged CROSS JOIN notes n ON n.id = tagged.note_id WHERE NOT n.deleted AND \(NoteFilter.onShow)
+                ORDER BY n.updated_at DESC, n.id DESC LIMIT ?
+                """
+            arguments = []
+        }
+        arguments += StatementArguments(tagKeys)
+        arguments += [limit ?? -1]
         do {
-            let rows = try Row.fetchCursor(
-                db.cachedStatement(sql: sql), arguments: [SearchHit.markStart, SearchHit.markEnd, query, limit ?? -1])
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
             var hits: [SearchHit] = []
             while let row = try rows.next() {
-                hits.append(SearchHit(note: try LocalNote(row: row), marked: row.text(at: 17)))
+                hits.append(SearchHit(note: try LocalNote(row: row), marked: row.text(at: noteColumnCount)))
             }
             return hits
         } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
@@ -41,45 +57,25 @@ extension LocalStore.Transaction {
         }
     }
 
-    /// How many live notes match an FTS5 query.
-    func searchCount(_ query: String) throws -> Int {
-        try Int.fetchOne(
-            db.cachedStatement(
-                sql: """
-                    SELECT COUNT(*) FROM notes_search JOIN notes n ON n.id = notes_search.rowid
-                    WHERE notes_search MATCH ? AND NOT n.deleted AND \(NoteFilter.onShow)
-                    """),
-            arguments: [query]) ?? 0
-    }
-
-    // MARK: - Listing pages
-
-    /// The `limit` most recently edited notes (tombstones only when `includeDeleted`), newest first, read without
-    /// their full texts: from the `(updated_at, id)` index, so a page costs the same with 200,000 notes as with 20.
-    func recentSummaries(limit: Int, includeDeleted: Bool) throws -> [NoteSummary] {
-        let filter = includeDeleted ? "WHERE \(NoteFilter.onShow)" : "WHERE NOT deleted AND \(NoteFilter.onShow)"
-        let rows = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT id, client_id, origin, CASE WHEN deleted THEN NULL ELSE substr(text, 1, 400) END, deleted, dirty,
-                    is_conflict, push_error, updated_at FROM notes \(filter) ORDER BY updated_at DESC, id DESC LIMIT ?
-                    """),
-            arguments: [limit])
-        var summaries: [NoteSummary] = []
-        while let row = try rows.next() {
-            let head = row.textIfPresent(at: 3).map(Self.droppingCutCharacter)
-            summaries.append(
-                NoteSummary(
-                    id: row[0], clientID: try FlakeID(stored: row[1]), origin: try FlakeID(stored: row[2]),
-                    title: head.map(NoteSummary.title(of:)) ?? "", isDeleted: row[4], isDirty: row[5], isConflict: row[6],
-                    pushErrorCode: row[7], updatedAt: row[8]))
+    /// How many live notes match an FTS5 query (nil: any text) and have every tag of `tagKeys`.
+    func searchCount(_ query: String?, tagKeys: [String]) throws -> Int {
+        let tags = TagFilter.hasEvery(tagKeys, column: "n.id").map { " AND \($0)" } ?? ""
+        if let query {
+            return try Int.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT COUNT(*) FROM notes_search JOIN notes n ON n.id = notes_search.rowid
+                        WHERE notes_search MATCH ? AND NOT n.deleted AND \(NoteFilter.onShow)\(tags)
+                        """),
+                arguments: [query] + StatementArguments(tagKeys)) ?? 0
         }
-        return summaries
-    }
-
-    /// Live notes (and tombstones when `includeDeleted`).
-    func noteCount(includeDeleted: Bool) throws -> Int {
-        try Int.fetchOne(db, sql: includeDeleted ? "SELECT COUNT(*) FROM notes WHERE \(NoteFilter.onShow)" : "SELECT COUNT(*) FROM notes WHERE NOT deleted AND \(NoteFilter.onShow)") ?? 0
+        return try Int.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT COUNT(*) FROM (\(TagFilter.notesWithEvery(tagKeys) ?? "SELECT id AS note_id FROM notes")) tagged
+                    CROSS JOIN notes n ON n.id = tagged.note_id WHERE NOT n.deleted AND \(NoteFilter.onShow)
+                    """),
+            arguments: StatementArguments(tagKeys)) ?? 0
     }
 
     // MARK: - Trash
@@ -94,7 +90,7 @@ extension LocalStore.Transaction {
                     """))
         var notes: [TrashedNote] = []
         while let row = try rows.next() {
-            notes.append(TrashedNote(note: try LocalNote(row: row), text: row.text(at: 17), deletedAt: row[18]))
+            notes.append(TrashedNote(note: try LocalNote(row: row), text: row.text(at: noteColumnCount), deletedAt: row[noteColumnCount + 1]))
         }
         return notes
     }

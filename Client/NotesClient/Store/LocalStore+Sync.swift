@@ -22,7 +22,8 @@ extension LocalStore.Transaction {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
-                    SELECT id, text, deleted, server_version, base_text, server_id, revision, updated_at FROM notes
+                    SELECT id, text, deleted, server_version, base_text, server_id, revision, updated_at, tags, pinned, archived,
+                    base_tags, base_pinned, base_archived FROM notes
                     WHERE \(NoteFilter.needsSnapshot) AND \(NoteFilter.onShow) ORDER BY id
                     """))
         var notes: [OutboxPlanner.DirtyNote] = []
@@ -30,7 +31,9 @@ extension LocalStore.Transaction {
             notes.append(
                 OutboxPlanner.DirtyNote(
                     id: row[0], text: row.text(at: 1), isDeleted: row[2], serverVersion: row[3], baseText: row.textIfPresent(at: 4),
-                    serverID: try FlakeID(storedIfPresent: row[5]), revision: row[6], updatedAt: row[7]))
+                    serverID: try FlakeID(storedIfPresent: row[5]), revision: row[6], updatedAt: row[7],
+                    tagsAndFlags: TagsAndFlags(tags: StoredTags.names(row[8]), pinned: row[9], archived: row[10]),
+                    baseTagsAndFlags: TagsAndFlags(tags: StoredTags.names(row[11]), pinned: row[12], archived: row[13])))
         }
         return notes
     }
@@ -40,13 +43,17 @@ extension LocalStore.Transaction {
         guard !snapshots.isEmpty else { return }
         let insert = try db.cachedStatement(
             sql: """
-                INSERT INTO outbox (note_id, edit_id, text, deleted, base_version, base_text, server_id, revision, edited_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO outbox (note_id, edit_id, text, deleted, base_version, base_text, server_id, revision, edited_at,
+                tags, pinned, archived, base_tags, base_pinned, base_archived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         for snapshot in snapshots {
+            let state = snapshot.tagsAndFlags
+            let base = snapshot.baseTagsAndFlags
             try insert.execute(arguments: [
                 snapshot.noteID, snapshot.editID.rawValue, snapshot.text.stored, snapshot.deleted, snapshot.baseVersion,
                 snapshot.baseText.stored, snapshot.serverID?.rawValue, snapshot.revision, snapshot.editedAt,
+                state.map { StoredTags.text($0.tags) }, state?.pinned, state?.archived, base.map { StoredTags.text($0.tags) },
+                base?.pinned, base?.archived,
             ])
         }
     }
@@ -57,7 +64,8 @@ extension LocalStore.Transaction {
             db.cachedStatement(
                 sql: """
                     SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
-                    n.client_id, n.origin, n.is_conflict, o.edited_at
+                    n.client_id, n.origin, n.is_conflict, o.edited_at, o.tags, o.pinned, o.archived, o.base_tags, o.base_pinned,
+                    o.base_archived
                     FROM outbox o JOIN notes n ON n.id = o.note_id WHERE \(NoteFilter.onShow)
                     """))
         var entries: [OutboxEntry] = []
@@ -67,10 +75,18 @@ extension LocalStore.Transaction {
                     snapshot: OutboxPlanner.Snapshot(
                         noteID: row[0], editID: try FlakeID(stored: row[1]), text: row.text(at: 2), deleted: row[3],
                         baseVersion: row[4], baseText: row.textIfPresent(at: 5), serverID: try FlakeID(storedIfPresent: row[6]),
-                        revision: row[7], editedAt: row[11]),
+                        revision: row[7], editedAt: row[11], tagsAndFlags: Self.snapshotTagsAndFlags(row, from: 12),
+                        baseTagsAndFlags: Self.snapshotTagsAndFlags(row, from: 15)),
                     clientID: try FlakeID(stored: row[8]), origin: try FlakeID(stored: row[9]), isConflict: row[10]))
         }
         return entries
+    }
+
+    /// A snapshot's tags, pinned and archived columns from `index` on; nil when the snapshot was taken before they
+    /// existed (NULL).
+    private static func snapshotTagsAndFlags(_ row: Row, from index: Int) -> TagsAndFlags? {
+        guard !row.hasNull(atIndex: index) else { return nil }
+        return TagsAndFlags(tags: StoredTags.names(row[index]), pinned: row[index + 1] ?? false, archived: row[index + 2] ?? false)
     }
 
     /// Every note on show the server refused (its error kept until the note is edited, or refused for the quota,
@@ -149,21 +165,25 @@ extension LocalStore.Transaction {
 
     /// The statements that apply one push answer, prepared once for the batch.
     func pushResultWriter() throws -> PushResultWriter {
-        try PushResultWriter(db: db)
+        try PushResultWriter(tx: self)
     }
 
     /// Applies a push answer's results, change by change, inside one transaction.
     struct PushResultWriter {
         private let db: Database
+        private let tx: LocalStore.Transaction
         private let takeSnapshot: Statement
         private let readRevision: Statement
         private let releaseServerID: Statement
         private let settle: Statement
         private let rebase: Statement
+        private let readTags: Statement
         private let findCopy: Statement
         private let insertCopy: SyncedNoteInsert
 
-        fileprivate init(db: Database) throws {
+        fileprivate init(tx: LocalStore.Transaction) throws {
+            let db = tx.db
+            self.tx = tx
             self.db = db
             takeSnapshot = try db.cachedStatement(sql: "DELETE FROM outbox WHERE edit_id = ?")
             readRevision = try db.cachedStatement(sql: "SELECT revision FROM notes WHERE id = ?")
@@ -171,15 +191,21 @@ extension LocalStore.Transaction {
                 sql: "UPDATE notes SET server_id = NULL, server_version = NULL WHERE \(NoteFilter.onShowWithServerID) AND id != ?")
             settle = try db.cachedStatement(
                 sql: """
-                    UPDATE notes SET server_id = COALESCE(?, server_id), server_version = ?, text = ?, deleted = ?,
-                    base_text = ?, dirty = 0, push_error = NULL, push_error_message = NULL,
-                    updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE id = ?
+                    UPDATE notes SET server_id = COALESCE(?1, server_id), server_version = ?2, text = ?3, deleted = ?4,
+                    base_text = ?5, dirty = 0, push_error = NULL, push_error_message = NULL,
+                    updated_at = CASE WHEN ?6 THEN ?7 ELSE updated_at END, tags = COALESCE(?8, tags), pinned = COALESCE(?9, pinned),
+                    archived = COALESCE(?10, archived), base_tags = COALESCE(?8, base_tags), base_pinned = COALESCE(?9, base_pinned),
+                    base_archived = COALESCE(?10, base_archived) WHERE id = ?11
                     """)
             rebase = try db.cachedStatement(
-                sql: "UPDATE notes SET server_id = ?, server_version = NULL, base_text = ? WHERE id = ?")
+                sql: """
+                    UPDATE notes SET server_id = ?, server_version = NULL, base_text = ?, base_tags = COALESCE(?, base_tags),
+                    base_pinned = COALESCE(?, base_pinned), base_archived = COALESCE(?, base_archived) WHERE id = ?
+                    """)
+            readTags = try db.cachedStatement(sql: "SELECT tags, deleted FROM notes WHERE id = ?")
             findCopy = try db.cachedStatement(
                 sql: "SELECT 1 FROM notes WHERE (\(NoteFilter.onShowWithServerID)) OR (client_id = ? AND origin = ? AND \(NoteFilter.onShow))")
-            insertCopy = try SyncedNoteInsert(db: db)
+            insertCopy = try SyncedNoteInsert(tx: tx)
         }
 
         /// Removes the snapshot an answer is for and returns its note's revision; nil when the snapshot was gone
@@ -205,10 +231,16 @@ extension LocalStore.Transaction {
             case .settle(let state):
                 try settle.execute(arguments: [
                     state.serverID, state.serverVersion, state.text.stored, state.deleted, state.baseText.stored, state.updatedAt != nil,
-                    state.updatedAt, noteID,
+                    state.updatedAt, state.tagsAndFlags.map { StoredTags.text($0.tags) }, state.tagsAndFlags?.pinned,
+                    state.tagsAndFlags?.archived, noteID,
                 ])
-            case .rebase(let serverID, let baseText):
-                try rebase.execute(arguments: [serverID, baseText.stored, noteID])
+                if state.reindexTags, let row = try Row.fetchOne(readTags, arguments: [noteID]) {
+                    try tx.reindexTags(ofNote: noteID, StoredTags.names(row[0]), live: !(row[1] as Bool))
+                }
+            case .rebase(let serverID, let baseText, let base):
+                try rebase.execute(arguments: [
+                    serverID, baseText.stored, base.map { StoredTags.text($0.tags) }, base?.pinned, base?.archived, noteID,
+                ])
             case nil:
                 break
             }
@@ -234,18 +266,21 @@ extension LocalStore.Transaction {
 
     /// The statements that apply one pull page, prepared once for the page.
     func pullPageWriter() throws -> PullPageWriter {
-        try PullPageWriter(db: db)
+        try PullPageWriter(tx: self)
     }
 
     /// Applies a pull page's records, one by one, inside one transaction.
     struct PullPageWriter {
+        private let tx: LocalStore.Transaction
         private let find: Statement
         private let load: Statement
         private let take: Statement
         private let adopt: Statement
         private let insert: SyncedNoteInsert
 
-        fileprivate init(db: Database) throws {
+        fileprivate init(tx: LocalStore.Transaction) throws {
+            let db = tx.db
+            self.tx = tx
             // The local note with the record's server ID, else the one with its (client ID, origin): one statement,
             // whose first arm is read first, so a server ID match wins. It reads the ID only: a note new here (every
             // note of a first sign-in) costs no row (GRDB names a row's columns anew for each statement run).
@@ -259,10 +294,11 @@ extension LocalStore.Transaction {
             take = try db.cachedStatement(
                 sql: """
                     UPDATE notes SET server_id = ?, server_version = ?, text = ?, deleted = ?, base_text = ?, is_conflict = ?,
-                    conflict_of_server_id = ?, push_error = NULL, push_error_message = NULL, updated_at = ? WHERE id = ?
+                    conflict_of_server_id = ?, push_error = NULL, push_error_message = NULL, updated_at = ?, tags = ?, pinned = ?,
+                    archived = ?, base_tags = ?, base_pinned = ?, base_archived = ? WHERE id = ?
                     """)
             adopt = try db.cachedStatement(sql: "UPDATE notes SET server_id = ? WHERE id = ?")
-            insert = try SyncedNoteInsert(db: db)
+            insert = try SyncedNoteInsert(tx: tx)
         }
 
         /// Looks up the local note `record` names and hands it to `decide`, read in place from the statement:
@@ -283,11 +319,15 @@ extension LocalStore.Transaction {
                 try insert.execute(new)
             case .adoptServerID(let noteID, let serverID):
                 try adopt.execute(arguments: [serverID, noteID])
-            case .take(let noteID, let state, let updatedAt):
+            case .take(let noteID, let state, let updatedAt, let reindexTags):
+                let current = state.tagsAndFlags
+                let base = state.baseTagsAndFlags
                 try take.execute(arguments: [
                     state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored, state.isConflict,
-                    state.conflictOf, updatedAt, noteID,
+                    state.conflictOf, updatedAt, StoredTags.text(current.tags), current.pinned, current.archived,
+                    StoredTags.text(base.tags), base.pinned, base.archived, noteID,
                 ])
+                if reindexTags { try tx.reindexTags(ofNote: noteID, current.tags, live: !state.deleted) }
             case .none:
                 break
             }
@@ -296,19 +336,23 @@ extension LocalStore.Transaction {
 
     /// The one statement that adds a note a sync brings (``NewSyncedNote``: a pulled note new here, or a push's
     /// conflict copy): clean, revision 0, owned by the signed-in account (``NoteInsert/owner``), its text indexed for
-    /// search.
+    /// search and, when it is live and has tags, its tags for `list --tag` (one more statement; none without tags).
     struct SyncedNoteInsert {
         private let db: Database
+        private let tx: LocalStore.Transaction
         private let statement: Statement
         private let index: Statement
 
-        fileprivate init(db: Database) throws {
+        fileprivate init(tx: LocalStore.Transaction) throws {
+            let db = tx.db
+            self.tx = tx
             self.db = db
             statement = try db.cachedStatement(
                 sql: """
                     INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
-                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here, owner_account_id)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, \(NoteInsert.owner))
+                    is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here, tags, pinned, archived, base_tags,
+                    base_pinned, base_archived, owner_account_id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \(NoteInsert.owner))
                     """)
             index = try db.cachedStatement(sql: NoteInsert.indexText)
         }
@@ -316,19 +360,27 @@ extension LocalStore.Transaction {
         func execute(_ note: NewSyncedNote) throws {
             let state = note.state
             let text = state.text.stored
+            let current = state.tagsAndFlags
+            let base = state.baseTagsAndFlags
+            let tags = StoredTags.text(current.tags)
             try statement.execute(arguments: [
                 note.clientID, note.origin, state.serverID, state.version, text, state.deleted,
                 state.baseText == state.text ? text : state.baseText.stored, state.isConflict, state.conflictOf, note.createdAt,
-                note.updatedAt, note.conflictHere, nil,
+                note.updatedAt, note.conflictHere, tags, current.pinned, current.archived,
+                base.tags == current.tags ? tags : StoredTags.text(base.tags), base.pinned, base.archived, nil,
             ])
-            try index.execute(arguments: [db.lastInsertedRowID, text])
+            let id = db.lastInsertedRowID
+            try index.execute(arguments: [id, text])
+            if !state.deleted { try tx.indexTags(ofNote: id, current.tags) }
         }
     }
 
     /// A row of the pull lookup, read column by column as ``PullPlanner`` asks.
     struct LookupRow: PullLocalNote {
-        static let columns =
-            "id, dirty, server_id, text, deleted, updated_at, server_version, base_text, is_conflict, conflict_of_server_id, push_error"
+        static let columns = """
+            id, dirty, server_id, text, deleted, updated_at, server_version, base_text, is_conflict, conflict_of_server_id, push_error, \
+            tags, pinned, archived, base_tags, base_pinned, base_archived
+            """
         let row: Row
         var id: Int64 { row[0] }
         var isDirty: Bool { row[1] }
@@ -341,6 +393,8 @@ extension LocalStore.Transaction {
         var isConflict: Bool { row[8] }
         var conflictOf: Int64? { row[9] }
         var pushError: String? { row[10] }
+        var tagsAndFlags: TagsAndFlags { TagsAndFlags(tags: StoredTags.names(row[11]), pinned: row[12], archived: row[13]) }
+        var baseTagsAndFlags: TagsAndFlags { TagsAndFlags(tags: StoredTags.names(row[14]), pinned: row[15], archived: row[16]) }
     }
 
     // MARK: - Sessions and accounts
@@ -391,7 +445,8 @@ extension LocalStore.Transaction {
         let rows = try Row.fetchCursor(
             db,
             sql: """
-                SELECT id, dirty, deleted, base_text IS NOT NULL, server_id IS NOT NULL, text IS NOT base_text,
+                SELECT id, dirty, deleted, base_text IS NOT NULL, server_id IS NOT NULL,
+                text IS NOT base_text OR tags IS NOT base_tags OR pinned <> base_pinned OR archived <> base_archived,
                 \(NoteFilter.hasSnapshot) FROM notes WHERE \(NoteFilter.onShow)
                 """)
         var states: [(id: Int64, state: SignInPlanner.NoteState)] = []
@@ -401,7 +456,7 @@ extension LocalStore.Transaction {
                     id: row[0],
                     state: SignInPlanner.NoteState(
                         isDirty: row[1], isDeleted: row[2], hasBaseText: row[3], hasServerID: row[4],
-                        textDiffersFromBase: row[5], hasSnapshot: row[6])
+                        differsFromBase: row[5], hasSnapshot: row[6])
                 ))
         }
         return states
@@ -430,6 +485,7 @@ extension LocalStore.Transaction {
         let live = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notes WHERE \(NoteFilter.onShow) AND NOT deleted") ?? 0
         if let shown = try shownAccountID() { try forgetKeptCursor(of: shown) }
         try db.execute(sql: "DELETE FROM notes WHERE \(NoteFilter.onShow)")
+        try recountTags()
         return live
     }
 }

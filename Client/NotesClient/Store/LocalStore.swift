@@ -22,6 +22,8 @@ import Synchronization
 ///   (`aside`: not on show, see `OwnerPlanner`); `(owner_account_id, client_id, origin)` unique, `server_id` unique.
 /// - `outbox`: at most one in-flight push snapshot per note, re-sent unchanged (same edit ID) until answered.
 /// - `known_accounts`: the accounts signed in to here (ID, username, server), for messages and copies.
+/// - `note_tags`, `tag_counts`, `note_versions`: a note's tags by key, how many notes have each, its history cache
+///   (migration `v-tags-flags-history`, ``NoteTags``).
 struct LocalStore: Sendable {
     private let writer: any DatabaseWriter
     /// Counts the statements run, when asked (``NotesEnvironment/countsStoreActivity``).
@@ -115,7 +117,14 @@ struct LocalStore: Sendable {
     ///
     /// - Throws: what `body` throws when it is a ``NotesError``; any other failure as `storage`.
     func write<T>(_ body: (Transaction) throws -> T) throws(NotesError) -> T {
-        try mapErrors { try writer.immediateTransaction { db in try body(Transaction(db: db)) } }
+        try mapErrors {
+            try writer.immediateTransaction { db in
+                let tx = Transaction(db: db)
+                let result = try body(tx)
+                try tx.flushTagCounts()
+                return result
+            }
+        }
     }
 
     /// Runs `body` with the connection set for a pull's pages (``SyncEngine``'s pull): commits do not wait for the
@@ -170,6 +179,8 @@ struct LocalStore: Sendable {
         /// The connection, inside the transaction. Only the files in `Store/` use it (the others do not import
         /// GRDB, so they cannot).
         let db: Database
+        /// What the transaction's tag changes add to `tag_counts`, written once before it commits (``NoteTags``).
+        let tagCountChanges = TagCountChanges()
     }
 }
 

@@ -17,6 +17,10 @@ enum NoteFilter {
     /// The note is set aside (``OwnerPlanner``: another account's, or unowned while an account is signed in).
     static let setAside = "aside"
 
+    /// A row of `note_tags` whose note is on show: only the notes set aside (index `notes_aside`, usually none) are
+    /// looked up, so counting tags does not read the notes on show.
+    static let tagOfNoteOnShow = "note_id NOT IN (SELECT id FROM notes WHERE \(setAside))"
+
     /// The note on show that has a server ID, taking that ID as its one argument. Server IDs belong to the notes'
     /// owner (kept while it is signed out or set aside, and unique per owner only: two servers may mint the same
     /// one), and the notes on show that have one are the shown account's (``OwnerPlanner``), so a lookup names that

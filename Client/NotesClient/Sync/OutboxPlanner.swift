@@ -19,12 +19,17 @@ struct OutboxEntry: Sendable, Equatable {
         set { snapshot[keyPath: field] = newValue }
     }
 
-    /// The change as the server reads it.
+    /// The change as the server reads it: the note's whole state (text, tags and flags) with what was last synced of
+    /// it, so the server merges each part three-way; a snapshot taken before tags existed sends none (the server
+    /// leaves them as they are).
     var change: NoteChange {
-        NoteChange(
+        let state = snapshot.tagsAndFlags
+        let base = snapshot.baseTagsAndFlags
+        return NoteChange(
             clientID: clientID, origin: origin, serverID: snapshot.serverID, editID: snapshot.editID, text: snapshot.text,
             deleted: snapshot.deleted, baseVersion: snapshot.baseVersion, baseText: snapshot.baseText,
-            editedAt: snapshot.editedAt.map { WireTime.format(unixMilliseconds: $0) })
+            editedAt: snapshot.editedAt.map { WireTime.format(unixMilliseconds: $0) }, tags: state?.tags, pinned: state?.pinned,
+            archived: state?.archived, baseTags: base?.tags, basePinned: base?.pinned, baseArchived: base?.archived)
     }
 }
 
@@ -120,6 +125,9 @@ enum OutboxPlanner {
         var revision: Int64
         /// The note's edit time (its `updatedAt`).
         var updatedAt: Int64 = 0
+        /// Its tags and flags, and what was last synced of them.
+        var tagsAndFlags = TagsAndFlags()
+        var baseTagsAndFlags = TagsAndFlags()
     }
 
     /// An outbox row: a note's change as it was when snapshotted, sent (with the note's identity, ``OutboxEntry``)
@@ -139,17 +147,21 @@ enum OutboxPlanner {
         /// When the snapshotted edit was made (Unix milliseconds, this device's clock), sent as the change's
         /// `editedAt`; nil for a snapshot taken before edit times were kept (the server then stores its own time).
         var editedAt: Int64?
+        /// The note's tags and flags, and what was last synced of them; nil in a snapshot taken before tags existed
+        /// (migration `v-tags-flags-history`), which is sent again as it was, without them.
+        var tagsAndFlags: TagsAndFlags? = TagsAndFlags()
+        var baseTagsAndFlags: TagsAndFlags? = TagsAndFlags()
     }
 
     /// The snapshots of `notes` (ascending local ID), `editIDs[i]` for `notes[i]`; `editIDs` come from one mint of
-    /// `notes.count` IDs. A delete sends no text.
+    /// `notes.count` IDs. A delete sends no text; every snapshot sends the note's tags and flags with their bases.
     static func snapshots(of notes: [DirtyNote], editIDs: [FlakeID]) -> [Snapshot] {
         precondition(notes.count == editIDs.count, "one edit ID per snapshot")
         return zip(notes, editIDs).map { note, editID in
             Snapshot(
                 noteID: note.id, editID: editID, text: note.isDeleted ? "" : note.text, deleted: note.isDeleted,
                 baseVersion: note.serverVersion, baseText: note.baseText, serverID: note.serverID, revision: note.revision,
-                editedAt: note.updatedAt)
+                editedAt: note.updatedAt, tagsAndFlags: note.tagsAndFlags, baseTagsAndFlags: note.baseTagsAndFlags)
         }
     }
 

@@ -17,6 +17,9 @@ protocol PullLocalNote {
     var conflictOf: Int64? { get }
     /// The code of the note's push refusal, if any.
     var pushError: String? { get }
+    /// The note's tags and flags, and what was last synced of them.
+    var tagsAndFlags: TagsAndFlags { get }
+    var baseTagsAndFlags: TagsAndFlags { get }
 }
 
 /// Decides what one pulled record does to this device's notes. Pure: a function of values.
@@ -27,13 +30,16 @@ protocol PullLocalNote {
 ///
 /// Rules:
 /// - No local note: insert the record as a clean note (its base is its text).
-/// - A dirty note (local changes wait to be pushed): keep its text and base so the server merges them; only learn
-///   the server ID when the note lacked it or had another.
-/// - A clean note: take the record (server ID, version, text, deleted, base, conflict fields; push error cleared).
+/// - A dirty note (local changes wait to be pushed): keep its text, tags and flags and their bases so the server merges
+///   them; only learn the server ID when the note lacked it or had another.
+/// - A clean note: take the record (server ID, version, text, deleted, tags and flags, their bases, conflict fields;
+///   push error cleared). A record without tags or flags (from a server older than them) leaves the note's as they
+///   are. The note's `note_tags` rows are written again only when its tags or its deleted flag changed
+///   (``Action/take(noteID:_:updatedAt:reindexTags:)``).
 ///   Its time becomes the record's `editedAt` (the editing device's time, so every device shows the same); from a
 ///   server that sends none, the record's `updatedAt` when the text or deleted flag changed, and stays otherwise. A
 ///   note already exactly as `take` would write it (a sign-in pulls back every note it just pushed) is not written.
-/// - Counters: `applied` when the record added a note or changed a clean note's text or deleted flag; `matched`
+/// - Counters: `applied` when the record added a note or changed a clean note's text, deleted flag, tags or flags; `matched`
 ///   when the note was found without a server ID (by client ID and origin: after a sign-in, a note the account
 ///   already holds).
 enum PullPlanner {
@@ -43,8 +49,9 @@ enum PullPlanner {
         case insert(NewSyncedNote)
         /// Set the note's server ID, nothing else.
         case adoptServerID(noteID: Int64, serverID: Int64)
-        /// Overwrite the note with the server's state.
-        case take(noteID: Int64, SyncedState, updatedAt: Int64)
+        /// Overwrite the note with the server's state; with `reindexTags`, write its `note_tags` rows again (its tags
+        /// or its deleted flag changed).
+        case take(noteID: Int64, SyncedState, updatedAt: Int64, reindexTags: Bool)
         /// Nothing to write.
         case none
     }
@@ -67,7 +74,7 @@ enum PullPlanner {
         let serverID = record.serverID.rawValue
         guard let local else {
             let new = NewSyncedNote(
-                clientID: record.clientID.rawValue, origin: record.origin.rawValue, state: pulled(record),
+                clientID: record.clientID.rawValue, origin: record.origin.rawValue, state: pulled(record, keeping: TagsAndFlags(), base: TagsAndFlags()),
                 createdAt: record.clientID.unixMilliseconds, updatedAt: editedAt(record) ?? changedAt(record, now: now))
             return Outcome(action: .insert(new), applied: true, matched: false, newConflictCopy: record.conflictOf != nil && !record.deleted)
         }
@@ -82,22 +89,35 @@ enum PullPlanner {
         let changed = local.text != record.text || wasDeleted != record.deleted
         let localTime = local.updatedAt
         let recordTime = editedAt(record)
+        let localTags = local.tagsAndFlags
+        let localBase = local.baseTagsAndFlags
+        let state = pulled(record, keeping: localTags, base: localBase)
         if !changed && localServerID == serverID && local.serverVersion == record.version && local.baseText == record.text
             && local.isConflict == (record.conflictOf != nil) && local.conflictOf == record.conflictOf?.rawValue
             && local.pushError == nil && (recordTime == nil || recordTime == localTime)
+            && localTags == state.tagsAndFlags && localBase == state.baseTagsAndFlags
         {
             return Outcome(action: .none, applied: false, matched: matched)
         }
         let updatedAt = recordTime ?? (changed ? changedAt(record, now: now) : localTime)
+        let reindex = wasDeleted != record.deleted || localTags.tags != state.tagsAndFlags.tags
         return Outcome(
-            action: .take(noteID: id, pulled(record), updatedAt: updatedAt), applied: changed, matched: matched,
-            undeleted: wasDeleted && !record.deleted)
+            action: .take(noteID: id, state, updatedAt: updatedAt, reindexTags: reindex),
+            applied: changed || localTags != state.tagsAndFlags, matched: matched, undeleted: wasDeleted && !record.deleted)
     }
 
-    private static func pulled(_ record: NoteRecord) -> SyncedState {
-        SyncedState(
+    /// The note as the record has it; where the record has no tags or flags (a server older than them), those the
+    /// note has here (`kept`, with their base `keptBase`).
+    private static func pulled(_ record: NoteRecord, keeping kept: TagsAndFlags, base keptBase: TagsAndFlags) -> SyncedState {
+        let tags = record.tags.map(Tags.canonical)
+        let current = TagsAndFlags(
+            tags: tags ?? kept.tags, pinned: record.pinned ?? kept.pinned, archived: record.archived ?? kept.archived)
+        let base = TagsAndFlags(
+            tags: tags ?? keptBase.tags, pinned: record.pinned ?? keptBase.pinned, archived: record.archived ?? keptBase.archived)
+        return SyncedState(
             serverID: record.serverID.rawValue, version: record.version, text: record.text, deleted: record.deleted,
-            baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue)
+            baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue,
+            tagsAndFlags: current, baseTagsAndFlags: base)
     }
 
     /// When the record's note changed, by the server's clock.

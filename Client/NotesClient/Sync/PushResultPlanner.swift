@@ -15,9 +15,11 @@ import NoteSyncProtocol
 ///   device even when the pull fails and the device then signs in to another account; a copy already here (by
 ///   server ID or by client ID and origin) is not stored twice.
 /// - Not edited while the push was in flight (same revision): the note settles, it now matches the server (its
-///   text is the server's when the result carries one, and its base is that text). Edited meanwhile: it stays
-///   dirty and takes the result's server ID and the pushed text as its base, so the next push merges from what
-///   was pushed.
+///   text is the server's when the result carries one, and its base is that text; likewise its tags and flags, and
+///   their bases). Edited meanwhile: it stays dirty and takes the result's server ID and the pushed text, tags and
+///   flags as its bases, so the next push merges from what was pushed. A snapshot taken before tags existed leaves
+///   the note's tags and flags as they are.
+/// - A conflict copy holds the pushing device's text, tags and flags; the note keeps the merged ones.
 /// - Refusals: `unknown_note` (the account has no note with that server ID, e.g. the server lost it) forgets the
 ///   note's server ID, so the next round pushes it by client ID; `invalid_base` (the server's history is behind
 ///   ours, e.g. restored from a backup) forgets its server version, so the next round merges from the base text
@@ -45,9 +47,10 @@ enum PushResultPlanner {
     enum NoteUpdate: Sendable, Equatable {
         /// The note matches the server: clean, no push error.
         case settle(Settle)
-        /// Edited while the push was in flight: stays dirty, takes the server ID, merges from `baseText` next.
-        /// The server version is forgotten (the server may have moved on).
-        case rebase(serverID: Int64, baseText: String)
+        /// Edited while the push was in flight: stays dirty, takes the server ID, merges from `baseText` (and the
+        /// pushed tags and flags, when the snapshot had them) next. The server version is forgotten (the server may
+        /// have moved on).
+        case rebase(serverID: Int64, baseText: String, baseTagsAndFlags: TagsAndFlags?)
     }
 
     /// The note's state once it matches the server.
@@ -62,6 +65,10 @@ enum PushResultPlanner {
         var baseText: String?
         /// Set when the text came from the server; nil keeps the note's time.
         var updatedAt: Int64?
+        /// The note's tags and flags, which are also their base; nil leaves them (a snapshot taken before tags).
+        var tagsAndFlags: TagsAndFlags? = nil
+        /// The note's `note_tags` rows are written again: its tags or its deleted flag changed.
+        var reindexTags = false
     }
 
     /// What a refused change does to its note.
@@ -88,7 +95,8 @@ enum PushResultPlanner {
                 clientID: copy.clientID.rawValue, origin: entry.origin.rawValue,
                 state: SyncedState(
                     serverID: copy.serverID.rawValue, version: 1, text: entry.text, deleted: false, baseText: entry.text,
-                    isConflict: true, conflictOf: serverID),
+                    isConflict: true, conflictOf: serverID, tagsAndFlags: entry.tagsAndFlags ?? TagsAndFlags(),
+                    baseTagsAndFlags: entry.tagsAndFlags ?? TagsAndFlags()),
                 createdAt: copy.clientID.unixMilliseconds, updatedAt: entry.editedAt ?? now, conflictHere: true)
         }
         if localRevision == entry.revision {
@@ -99,12 +107,19 @@ enum PushResultPlanner {
             case .deleted: deleted = true
             default: deleted = entry.deleted
             }
+            let pushed = entry.tagsAndFlags
+            let settled = pushed.map { pushed in
+                TagsAndFlags(
+                    tags: result.tags.map(Tags.canonical) ?? pushed.tags, pinned: result.pinned ?? pushed.pinned,
+                    archived: result.archived ?? pushed.archived)
+            }
             acceptance.update = .settle(
                 Settle(
                     serverID: serverID, serverVersion: result.replayed ? nil : result.version, text: text, deleted: deleted,
-                    baseText: serverID == nil && deleted ? nil : text, updatedAt: result.text != nil ? now : nil))
+                    baseText: serverID == nil && deleted ? nil : text, updatedAt: result.text != nil ? now : nil,
+                    tagsAndFlags: settled, reindexTags: deleted != entry.deleted || settled?.tags != pushed?.tags))
         } else if let serverID {
-            acceptance.update = .rebase(serverID: serverID, baseText: entry.text)
+            acceptance.update = .rebase(serverID: serverID, baseText: entry.text, baseTagsAndFlags: entry.tagsAndFlags)
         }
         return .accept(acceptance)
     }

@@ -24,8 +24,8 @@ import MiniFlake
 ///   that account, against which the server merges a pushed edit.
 /// - The replaced session, when there was one, is revoked on its server (best effort).
 /// - Queueing (``queues(_:)``): what the account may not have. Notes changed since they were last synced with it
-///   (or never synced with it), tombstones, and unacknowledged snapshots are queued. A note whose text is still
-///   its base is not: the sign-in's first pull finds it by (client ID, origin) and brings the account's version
+///   (or never synced with it: text, tags or flags), tombstones, and unacknowledged snapshots are queued. A note
+///   whose text, tags and flags are still their bases is not: the sign-in's first pull finds it by (client ID, origin) and brings the account's version
 ///   (a later edit, or a delete from another device); if the pull does not return it, the push that follows sends
 ///   it after all (``OutboxPlanner/requeues(_:)``). A tombstone never synced anywhere is never queued. Queueing
 ///   clears the note's push error.
@@ -80,8 +80,9 @@ enum SignInPlanner {
         var isDeleted: Bool
         var hasBaseText: Bool
         var hasServerID: Bool
-        /// The text is not the base text byte for byte (true when there is no base).
-        var textDiffersFromBase: Bool
+        /// The text is not the base text byte for byte (true when there is no base), or the tags or flags are not
+        /// their bases.
+        var differsFromBase: Bool
         /// An outbox snapshot of the note waits for its answer.
         var hasSnapshot: Bool
     }
@@ -90,6 +91,6 @@ enum SignInPlanner {
     static func queues(_ note: NoteState) -> Bool {
         let neverSyncedTombstone = note.isDeleted && !note.hasBaseText && !note.hasServerID && !note.hasSnapshot
         if neverSyncedTombstone { return false }
-        return note.isDirty || note.isDeleted || !note.hasBaseText || note.textDiffersFromBase || note.hasSnapshot
+        return note.isDirty || note.isDeleted || !note.hasBaseText || note.differsFromBase || note.hasSnapshot
     }
 }

@@ -396,7 +396,7 @@ final class SyncEngine: Sendable {
             if outcome.applied { counts.applied += 1 }
             if outcome.matched { counts.matched += 1 }
             if outcome.newConflictCopy { counts.conflictCopies += 1 }
-            if outcome.undeleted, case .take(let noteID, _, _) = outcome.action { counts.undeleted.append(noteID) }
+            if outcome.undeleted, case .take(let noteID, _, _, _) = outcome.action { counts.undeleted.append(noteID) }
             try writer.perform(outcome.action)
         }
         try tx.setCursor(page.cursor.text)

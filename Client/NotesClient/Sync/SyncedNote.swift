@@ -10,6 +10,10 @@ struct SyncedState: Sendable, Equatable {
     var isConflict: Bool
     /// For a conflict copy: the server ID of the note it was split from.
     var conflictOf: Int64?
+    /// The note's tags and flags (the server's, for a note as the server stores it).
+    var tagsAndFlags = TagsAndFlags()
+    /// What was last synced of them: ``tagsAndFlags``, for a note as the server stores it.
+    var baseTagsAndFlags = TagsAndFlags()
 }
 
 /// A note a sync adds to this device, clean and as the server stores it: a pulled note new here
