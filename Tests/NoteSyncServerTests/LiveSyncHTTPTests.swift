@@ -206,8 +206,10 @@ struct LiveSyncHTTPTests {
                             connection.hangUp()
                         case 3:
                             // The pull's page comes first, at once, and is the last (not Hummingbird's bare 400).
+                            // "At once" is before the pull's 55 s deadline: under a full parallel test run the
+                            // daemon's tasks can wait long for a thread.
                             try connection.send(waiting + "garbage\r\n\r\n")
-                            let answer = await connection.readUntilClosed(timeout: .seconds(30))
+                            let answer = await connection.readUntilClosed(timeout: .seconds(50))
                             let page = try #require(answer.flatMap { RawResponse($0) }, "closed without the pull's page")
                             #expect(page.status == 200 && page.headers["connection"] == "close")
                         case 4:

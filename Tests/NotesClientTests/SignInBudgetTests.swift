@@ -12,7 +12,7 @@ import TestSupport
 ///
 /// Measured when the budgets were set (Docs/PERFORMANCE.md, issue 30): before, 9.0 statements and 6.6 pages per
 /// pulled note for a first sign-in and 140,000 statements for a re-sign-in; after, see the constants.
-@Suite("Sign-in budgets")
+@Suite("Sign-in budgets", .serialized)
 struct SignInBudgetTests {
     static let accountSize = 20_000
     /// A first sign-in: the lookup, the insert and its search-index entry per note, plus each page's transaction.
