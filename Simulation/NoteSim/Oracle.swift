@@ -69,9 +69,9 @@ struct Oracle {
         }
         tagsMayBeGone.insert(pair)
     }
-    /// Notes a device deleted: every tag put on one may be gone, before the delete or after it, since the server takes
-    /// a delete whose base text is the note's text however its tags changed meanwhile (only an edit of the text wins
-    /// over a delete), and a device that carries the note back brings its own tags.
+    /// Notes a device deleted: every tag put on one may be gone, before the delete or after it: a device that carries
+    /// the note back (into another account, or restoring it) brings its own tags. (The server keeps a note whose tags
+    /// or flags changed since the delete's base, as one whose text changed: `PushPlanner`, rule 5.)
     var deletedNotes: Set<NoteKeyValue> = []
 
     /// A note of `device` lost its account (deleted): it is a note of no account there, and it lost its base with its

@@ -126,6 +126,28 @@ struct PushPlannerTagTests {
         #expect(h.note(serverID)?.tags == ["home", "work"] && h.note(serverID)?.deleted == false)
     }
 
+    /// A delete based on the note's text but on tags and flags older than the note's (another device tagged or
+    /// pinned it since) loses as against a text edit: the note stays, with the tag the deleting device never saw.
+    @Test func aDeleteOfANoteTaggedSinceItsBaseIsKept() {
+        var h = PlannerHarness()
+        let serverID = h.push(alice, [tagged(10, edit: 1, text: "a\n", tags: ["home"])])[0].serverID!
+        let tagged2 = h.push(alice, [tagged(10, server: serverID, edit: 2, text: "a\n", baseVersion: 1, tags: ["home", "work"], baseTags: ["home"])])[0]
+        #expect(tagged2.status == .updated && tagged2.version == 2)
+        let deleted = h.push(
+            alice, [tagged(10, server: serverID, edit: 3, text: "", deleted: true, baseVersion: 1, baseText: "a\n", tags: ["home"], baseTags: ["home"])])[0]
+        #expect(deleted.status == .kept, "the tag added since the delete's base keeps the note")
+        #expect(h.note(serverID)?.deleted == false && h.note(serverID)?.tags == ["home", "work"])
+        let pinned = h.push(alice, [tagged(10, server: serverID, edit: 4, text: "a\n", baseVersion: 2, pinned: true, basePinned: false)])[0]
+        #expect(pinned.status == .updated && pinned.version == 3)
+        let deletedAgain = h.push(
+            alice, [tagged(10, server: serverID, edit: 5, text: "", deleted: true, baseVersion: 2, baseText: "a\n", basePinned: false)])[0]
+        #expect(deletedAgain.status == .kept, "a pin since the base keeps it too")
+        // Based on what the note holds now: deleted. A delete that names no bases (an older client) by its text.
+        let current = h.push(
+            alice, [tagged(10, server: serverID, edit: 6, text: "", deleted: true, baseVersion: 2, baseText: "a\n", baseTags: ["HOME", "work"], basePinned: true)])[0]
+        #expect(current.status == .deleted)
+    }
+
     /// Every write keeps a version: a batch that changes a note twice keeps both, a conflict keeps the copy's and the
     /// note's, and each carries the pushing session's device name.
     @Test func everyWriteKeepsAVersionWithItsDevice() {

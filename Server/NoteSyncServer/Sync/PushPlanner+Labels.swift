@@ -40,4 +40,15 @@ extension PushPlanner {
             a.pinned == b.pinned && a.archived == b.archived && a.tags.map { Array($0.utf8) } == b.tags.map { Array($0.utf8) }
         }
     }
+
+    /// Whether the note's tags and flags are still those the change was based on (a base the change leaves out, as
+    /// an older client does, counts as unchanged): a delete based on the note's text but on older tags or flags is
+    /// the delete of a note another device changed since, and loses like one whose text changed (rule 5).
+    static func labelsUnchanged(since change: NoteChange, on note: StoredNote) -> Bool {
+        if change.baseVersion == note.version { return true }
+        if let base = change.baseTags, Set(base.map(TagRules.key)) != Set(note.tags.map(TagRules.key)) { return false }
+        if let base = change.basePinned, base != note.pinned { return false }
+        if let base = change.baseArchived, base != note.archived { return false }
+        return true
+    }
 }

@@ -17,8 +17,9 @@ import NoteSyncProtocol
 /// 3. Find the note: by server ID (absent in this account → `unknown_note`; other client ID or origin →
 ///    `client_id_mismatch`), else by `(clientID, origin)` (a reconciliation match).
 /// 4. No note: a delete is `unchanged`; anything else creates version 1 (`created`).
-/// 5. A note: `baseVersion > version` → `invalid_base`. Delete: already deleted → `unchanged`; base current →
-///    tombstone (`deleted`); else `kept` (an edit wins over a delete). Edit of a tombstone → restored (`updated`).
+/// 5. A note: `baseVersion > version` → `invalid_base`. Delete: already deleted → `unchanged`; base current (its
+///    text, and its tags and flags when the change names their bases) → tombstone (`deleted`); else `kept` (an edit
+///    wins over a delete, a change of tags or flags too). Edit of a tombstone → restored (`updated`).
 ///    Same text → `unchanged`. Base current → fast-forward (`updated`). Otherwise a three-way merge: clean →
 ///    `merged`; overlapping → `conflict`, the pushed text going to a new note (a conflict copy).
 ///    A note found by `(clientID, origin)` reports `reconciled` instead of `updated` or `unchanged`.
@@ -296,7 +297,7 @@ public enum PushPlanner {
                 if note.deleted {
                     return record(change, status: .unchanged, serverID: note.serverID, version: note.version, note: note)
                 }
-                if baseIsCurrent {
+                if baseIsCurrent, PushPlanner.labelsUnchanged(since: change, on: note) {
                     // The tombstone keeps the note's tags and flags (a restore brings them back).
                     let stored = note
                     note.text = ""
@@ -307,8 +308,9 @@ public enum PushPlanner {
                     write(note, isNew: false)
                     return record(change, status: .deleted, serverID: note.serverID, version: note.version, note: note)
                 }
-                // The note changed since the client's base: an edit wins over a delete. The answer's text is kept for
-                // replays, so it counts against the byte limit like any stored text.
+                // The note changed since the client's base (its text, or its tags or flags: another device tagged,
+                // pinned or archived it): an edit wins over a delete. The answer's text is kept for replays, so it
+                // counts against the byte limit like any stored text.
                 if let refused = overQuota([], replayText: note.text) { return refused }
                 return record(change, status: .kept, serverID: note.serverID, version: note.version, text: note.text, note: note)
             }
