@@ -323,7 +323,6 @@ final class SyncEngine: Sendable {
             let pulled = pages.reduce(0) { $0 + $1.changes.count }
             report.pulled += pulled
             done += pulled
-            progress?(SyncProgress(phase: .pulling, done: done, total: total))
         }
         while true {
             let page: PullResponse
@@ -361,6 +360,8 @@ final class SyncEngine: Sendable {
             group.append(page)
             groupNotes += page.changes.count
             groupBytes += page.changes.reduce(0) { $0 + $1.text.utf8.count }
+            // Progress counts the notes received, page by page (a group is written about once a second).
+            progress?(SyncProgress(phase: .pulling, done: done + groupNotes, total: total))
             if !page.hasMore || groupNotes >= Self.groupNotes || groupBytes >= Self.groupBytes {
                 try write(group, report: &report)
                 if !page.hasMore { return }
