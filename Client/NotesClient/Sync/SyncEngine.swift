@@ -300,6 +300,7 @@ final class SyncEngine: Sendable {
         // IDs' (an account edited over years) touch most of them: 1,000-note commits made a 200,000-note first
         // sign-in 2.5 times as slow (issue 30). A failure commits the pages that came before it.
         var group: [PullResponse] = []
+        var markedUnfinished = false
         var groupNotes = 0
         var groupBytes = 0
         func write(_ pages: [PullResponse], report: inout SyncReport) throws(NotesError) {
@@ -356,6 +357,11 @@ final class SyncEngine: Sendable {
             if let remaining = page.remaining {
                 // An upper bound, exact for a pull from the start: the tightest one seen is the total.
                 total = min(total ?? Int.max, done + groupNotes + page.changes.count + remaining)
+            }
+            if page.hasMore, !markedUnfinished {
+                // Said before the group is written: a pull killed before its first group still shows as unfinished.
+                try store.write { tx in try tx.setPullUnfinished(true) }
+                markedUnfinished = true
             }
             group.append(page)
             groupNotes += page.changes.count
