@@ -1,7 +1,10 @@
+import Foundation
+
 /// The HTTP method of an endpoint, as it appears on the wire.
 public enum HTTPMethodName: String, Sendable, CaseIterable {
     case get = "GET"
     case post = "POST"
+    case put = "PUT"
     case delete = "DELETE"
 }
 
@@ -37,14 +40,26 @@ public enum Endpoint: String, Sendable, CaseIterable {
     case changePassword
     /// `POST /v1/account/delete`: delete the account, its notes and its sessions ([`DeleteAccountRequest`], 204).
     case deleteAccount
+    /// `POST /v1/chunks/missing`: which of these chunks the account lacks ([`MissingChunksRequest`] →
+    /// [`MissingChunksResponse`]).
+    case missingChunks
+    /// `PUT /v1/chunks/{hash}`: store a chunk; the body is its bytes (`application/octet-stream`, at most
+    /// ``ChunkRules/maxChunkBytes``) → [`ChunkStoredResponse`], 201 when stored now, 200 when the account had it.
+    case putChunk
+    /// `GET /v1/chunks/{hash}`: a chunk's bytes (`application/octet-stream`), 404 `chunk_not_found`.
+    case getChunk
 
     public var method: HTTPMethodName {
         switch self {
-        case .health, .info, .account, .pull, .sessions: .get
-        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount: .post
+        case .health, .info, .account, .pull, .sessions, .getChunk: .get
+        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .missingChunks: .post
+        case .putChunk: .put
         case .signOut: .delete
         }
     }
+
+    /// The path, or its template when it holds a parameter (`/v1/chunks/{hash}`, as OpenAPI writes it): see
+    /// ``path(hash:)`` and ``matches(path:)``.
 
     public var path: String {
         switch self {
@@ -61,14 +76,50 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .revokeOtherSessions: "/v1/sessions/revoke-others"
         case .changePassword: "/v1/account/password"
         case .deleteAccount: "/v1/account/delete"
+        case .missingChunks: "/v1/chunks/missing"
+        case .putChunk, .getChunk: "/v1/chunks/{\(Self.hashParameter)}"
         }
     }
+
+    /// The name of the chunk routes' path parameter.
+    public static let hashParameter = "hash"
+
+    /// Whether the path has a parameter (``hashParameter``).
+    public var hasPathParameter: Bool { self == .putChunk || self == .getChunk }
+
+    /// The path of a chunk route for `hash` (`/v1/chunks/<64 hex digits>`).
+    public func path(hash: ContentHash) -> String {
+        precondition(hasPathParameter, "\(self) has no path parameter")
+        return "/v1/chunks/" + hash.hex
+    }
+
+    /// Whether `path` is this endpoint's: equal to ``path``, or, for a template, the same but for any one non-empty
+    /// path component in the parameter's place (its value is checked by the handler: `invalid_hash`).
+    public func matches(path candidate: String) -> Bool {
+        guard hasPathParameter else { return candidate == path }
+        return pathParameter(in: candidate) != nil
+    }
+
+    /// The parameter's value in `path` (the last component of `/v1/chunks/VALUE`), nil when the path is not this
+    /// template's.
+    public func pathParameter(in candidate: String) -> String? {
+        guard hasPathParameter else { return nil }
+        let prefix = "/v1/chunks/"
+        guard candidate.hasPrefix(prefix) else { return nil }
+        let value = candidate.dropFirst(prefix.count)
+        guard !value.isEmpty, !value.contains("/") else { return nil }
+        return String(value)
+    }
+
+    /// The media type of the request body: JSON, or bytes for ``putChunk``.
+    public var requestMediaType: String { self == .putChunk ? ChunkRules.mediaType : "application/json" }
 
     /// Whether the endpoint needs `Authorization: Bearer <token>`.
     public var requiresAuthentication: Bool {
         switch self {
         case .health, .info, .signUp, .signIn: false
-        case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount:
+        case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount,
+            .missingChunks, .putChunk, .getChunk:
             true
         }
     }
@@ -76,7 +127,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// The status of a successful answer.
     public var successStatus: Int {
         switch self {
-        case .signUp: 201
+        case .signUp, .putChunk: 201
         case .signOut, .revokeSession, .deleteAccount: 204
         default: 200
         }
@@ -84,7 +135,25 @@ public enum Endpoint: String, Sendable, CaseIterable {
 
     /// The endpoint for a method and path, if any.
     public static func matching(method: String, path: String) -> Endpoint? {
-        allCases.first { $0.path == path && $0.method.rawValue == method }
+        endpoints(at: path).first { $0.method.rawValue == method }
+    }
+
+    /// The endpoints whose path is `path` (a fixed path before a template: `/v1/chunks/missing` is not a chunk's).
+    public static func endpoints(at path: String) -> [Endpoint] {
+        let fixed = isFixedPath(path)
+        return allCases.filter { $0.matches(path: path) && !($0.hasPathParameter && fixed) }
+    }
+
+    /// Whether an endpoint without a parameter has exactly this path (`/v1/chunks/missing` is not a chunk's).
+    static func isFixedPath(_ path: String) -> Bool {
+        allCases.contains { !$0.hasPathParameter && $0.path == path }
+    }
+}
+
+extension WireRequest {
+    /// A request for a chunk route (``Endpoint/putChunk``, ``Endpoint/getChunk``) for `hash`.
+    public init(_ endpoint: Endpoint, hash: ContentHash, bearerToken: String? = nil, body: Data? = nil) {
+        self.init(method: endpoint.method, path: endpoint.path(hash: hash), bearerToken: bearerToken, body: body)
     }
 }
 

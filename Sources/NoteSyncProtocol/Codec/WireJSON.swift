@@ -34,6 +34,9 @@ public enum WireJSON {
                 if context.codingPath.isEmpty {
                     return APIErrorBody(code: .invalidJSON, message: "The body is not valid JSON.")
                 }
+                if context.underlyingError is ContentHashError {
+                    return APIErrorBody(code: .invalidHash, message: "\(context.codingPath.wirePath): \(ContentHashError.rule).", field: context.codingPath.wirePath)
+                }
                 if context.underlyingError is FlakeError || isFlakeIDField(context.codingPath) {
                     return APIErrorBody(code: .invalidID, message: "\(context.codingPath.wirePath) is not a valid MiniFlake ID: \(context.debugDescription)", field: context.codingPath.wirePath)
                 }
