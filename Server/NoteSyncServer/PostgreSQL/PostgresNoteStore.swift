@@ -248,11 +248,12 @@ public final class PostgresNoteStore: NoteStore {
     public func usage(accountID: FlakeID) async throws -> AccountUsage? {
         try await run { client in
             let rows = try await client.query(
-                "SELECT note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = \(accountID.rawValue)", logger: self.logger
+                "SELECT note_count, text_bytes, replay_text_bytes, chunk_bytes FROM accounts WHERE id = \(accountID.rawValue)",
+                logger: self.logger
             )
             var usage: AccountUsage?
-            for try await (notes, bytes, replayBytes) in rows.decode((Int64, Int64, Int64).self) {
-                usage = AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes)
+            for try await (notes, bytes, replayBytes, chunkBytes) in rows.decode((Int64, Int64, Int64, Int64).self) {
+                usage = AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes, chunkBytes: chunkBytes)
             }
             return usage
         }

@@ -12,12 +12,13 @@ struct PostgresPushTransaction: AsyncPushTransaction {
     /// `SELECT ... FOR UPDATE` on the account row: the lock that serializes the account's pushes across every daemon.
     func lockAccount(_ accountID: FlakeID) async throws -> LockedAccount? {
         var locked: LockedAccount?
-        for try await (sequence, notes, bytes, replayBytes) in try await connection.query(
-            "SELECT change_seq, note_count, text_bytes, replay_text_bytes FROM accounts WHERE id = \(accountID.rawValue) FOR UPDATE",
+        for try await (sequence, notes, bytes, replayBytes, chunkBytes) in try await connection.query(
+            "SELECT change_seq, note_count, text_bytes, replay_text_bytes, chunk_bytes FROM accounts WHERE id = \(accountID.rawValue) FOR UPDATE",
             logger: logger
-        ).decode((Int64, Int64, Int64, Int64).self) {
+        ).decode((Int64, Int64, Int64, Int64, Int64).self) {
             locked = LockedAccount(
-                sequence: sequence, usage: AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes))
+                sequence: sequence,
+                usage: AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes, chunkBytes: chunkBytes))
         }
         return locked
     }

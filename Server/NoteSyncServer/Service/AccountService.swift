@@ -166,7 +166,7 @@ public final class AccountService: Sendable {
         return AccountResponse(
             accountID: account.id, username: account.username,
             usage: StorageUsage(
-                notes: usage.noteCount, textBytes: usage.textBytes, replayTextBytes: usage.replayTextBytes, maxNotes: quota.maxNotes,
-                maxTextBytes: quota.maxTextBytes))
+                notes: usage.noteCount, textBytes: usage.textBytes, replayTextBytes: usage.replayTextBytes, chunkBytes: usage.chunkBytes,
+                maxNotes: quota.maxNotes, maxTextBytes: quota.maxTextBytes))
     }
 }

@@ -65,26 +65,31 @@ public struct AccountUsage: Sendable, Equatable {
     /// UTF-8 bytes of the texts the account's applied edits keep for replays (``AppliedEdit/text``: the answers of
     /// `merged`, `conflict` and `kept` changes), until the retention purge removes them.
     public var replayTextBytes: Int64
+    /// Bytes of the account's attachment chunks (``ChunkStore``), each counted once however many notes refer to it.
+    public var chunkBytes: Int64
 
-    public init(noteCount: Int64 = 0, textBytes: Int64 = 0, replayTextBytes: Int64 = 0) {
+    public init(noteCount: Int64 = 0, textBytes: Int64 = 0, replayTextBytes: Int64 = 0, chunkBytes: Int64 = 0) {
         self.noteCount = noteCount
         self.textBytes = textBytes
         self.replayTextBytes = replayTextBytes
+        self.chunkBytes = chunkBytes
     }
 
-    /// What the byte limit counts: the notes' texts and the replay texts.
-    public var storedBytes: Int64 { textBytes + replayTextBytes }
+    /// What the byte limit counts: the notes' texts, the replay texts and the chunks.
+    public var storedBytes: Int64 { textBytes + replayTextBytes + chunkBytes }
 }
 
 /// The per-account limits a push enforces (the daemon's `--max-notes-per-account` and `--max-bytes-per-account`).
 ///
 /// A change that would take an account over either limit is `rejected` with `quota_exceeded`; a change that does not
 /// grow what it is over (a delete, a shorter text) is always accepted, so an account over a lowered limit can shrink.
-/// The byte limit counts the notes' texts plus the texts kept for replays (``AccountUsage/storedBytes``).
+/// The byte limit counts the notes' texts, the texts kept for replays and the attachments' chunks
+/// (``AccountUsage/storedBytes``).
 public struct AccountQuota: Sendable, Equatable {
     /// Most stored notes per account, tombstones included.
     public var maxNotes: Int64
-    /// Most UTF-8 bytes per account: the notes' texts plus the texts their applied edits keep for replays.
+    /// Most bytes per account: the notes' texts, the texts their applied edits keep for replays, and the chunks of
+    /// their attachments.
     public var maxTextBytes: Int64
 
     public init(maxNotes: Int64 = AccountQuota.default.maxNotes, maxTextBytes: Int64 = AccountQuota.default.maxTextBytes) {
