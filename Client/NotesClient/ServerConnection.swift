@@ -23,13 +23,21 @@ struct ServerConnection: Sendable {
         _ endpoint: Endpoint, query: [(String, String)] = [], body: Data? = nil, attempts: Int? = nil
     ) async throws(NotesError) -> WireResponse {
         let request = WireRequest(endpoint, query: query, bearerToken: endpoint.requiresAuthentication ? token : nil, body: body)
+        return try await exchange(endpoint, request, attempts: attempts) { try await transport.send($0) }
+    }
+
+    /// ``exchange(_:query:body:attempts:)`` for a request already built (a chunk's path), carried by `carry` (the
+    /// transport's `send`, `upload` or `download`), with the same retries and errors.
+    func exchange(
+        _ endpoint: Endpoint, _ request: WireRequest, attempts: Int? = nil, carry: (WireRequest) async throws -> WireResponse
+    ) async throws(NotesError) -> WireResponse {
         let maxAttempts = max(1, attempts ?? retry.maxAttempts)
         var attempt = 0
         while true {
             attempt += 1
             let response: WireResponse
             do {
-                response = try await transport.send(request)
+                response = try await carry(request)
             } catch {
                 if attempt < maxAttempts {
                     await backoff(after: attempt)
