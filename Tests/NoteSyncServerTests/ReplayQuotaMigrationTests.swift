@@ -79,7 +79,7 @@ struct ReplayQuotaMigrationTests {
                 logger: logger)
         }
         try await store.database.migrate()
-        #expect(try await store.database.appliedSchemaVersion() == 9)
+        #expect(try await store.database.appliedSchemaVersion() == PostgresDatabase.schemaVersion)
         for (account, bytes) in Self.expected {
             #expect(try await store.usage(accountID: id(account))?.replayTextBytes == bytes, "account \(account)")
         }
@@ -128,7 +128,7 @@ struct ReplayQuotaCostTests {
         #expect(results.map(\.status) == Array(repeating: .merged, count: merges) + [.kept, .created])
         let touchingAccounts = statements.withLock { $0 }.filter { $0.contains("accounts") }
         #expect(touchingAccounts.count == 2, "\(touchingAccounts)")
-        #expect(touchingAccounts.first?.hasPrefix("SELECT change_seq, note_count, text_bytes, replay_text_bytes FROM accounts") == true)
+        #expect(touchingAccounts.first?.hasPrefix("SELECT change_seq, note_count, text_bytes, replay_text_bytes, chunk_bytes FROM accounts") == true)
         #expect(touchingAccounts.last?.hasPrefix("UPDATE accounts SET") == true)
         #expect(try await store.usage(accountID: alice)?.replayTextBytes == Int64(100 * (merges + 1)))
         try await store.close()
