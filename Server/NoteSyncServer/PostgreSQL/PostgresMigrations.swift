@@ -152,7 +152,9 @@ extension PostgresDatabase {
             ]
         ),
         (
-            10,
+            // 11, not 10: issue 31's tags, flags and history (10) land first; a gap is harmless (missing versions are
+            // applied, whatever their order).
+            11,
             [
                 // Attachments' chunks (issue 33): one row per chunk an account stores, the same table as SQLite's;
                 // their bytes in chunk_data (PostgreSQL only: SQLite keeps them in files), one bytea each, stored out
