@@ -58,9 +58,9 @@ public enum Endpoint: String, Sendable, CaseIterable {
         }
     }
 
-    /// The path, or its template when it holds a parameter (`/v1/chunks/{hash}`, as OpenAPI writes it): see
-    /// ``path(hash:)`` and ``matches(path:)``.
-
+    /// The path, or for an endpoint with a path parameter its template, the parameter in braces
+    /// (`/v1/chunks/{hash}`, as OpenAPI writes it): fill it with ``path(parameter:)``, match it with
+    /// ``parameter(in:)``.
     public var path: String {
         switch self {
         case .health: "/healthz"
@@ -77,39 +77,50 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .changePassword: "/v1/account/password"
         case .deleteAccount: "/v1/account/delete"
         case .missingChunks: "/v1/chunks/missing"
-        case .putChunk, .getChunk: "/v1/chunks/{\(Self.hashParameter)}"
+        case .putChunk, .getChunk: "/v1/chunks/{hash}"
         }
     }
 
-    /// The name of the chunk routes' path parameter.
-    public static let hashParameter = "hash"
+    /// The name of the path's parameter (`hash`), nil for a fixed path.
+    public var pathParameter: String? {
+        switch self {
+        case .putChunk, .getChunk: "hash"
+        default: nil
+        }
+    }
 
-    /// Whether the path has a parameter (``hashParameter``).
-    public var hasPathParameter: Bool { self == .putChunk || self == .getChunk }
+    /// The path with its parameter filled in (the path itself for a fixed one). The value must be one path segment:
+    /// not empty, no `/`.
+    public func path(parameter value: String) -> String {
+        guard let name = pathParameter else { return path }
+        return path.replacingOccurrences(of: "{\(name)}", with: value)
+    }
 
     /// The path of a chunk route for `hash` (`/v1/chunks/<64 hex digits>`).
-    public func path(hash: ContentHash) -> String {
-        precondition(hasPathParameter, "\(self) has no path parameter")
-        return "/v1/chunks/" + hash.hex
+    public func path(hash: ContentHash) -> String { path(parameter: hash.hex) }
+
+    /// Whether `path` is this endpoint's: equal to a fixed path, or the template with one non-empty segment (no `/`)
+    /// where its parameter is. Returns that segment (the empty string for a fixed path), nil when it is not. The
+    /// handler checks the segment (`invalid_hash`).
+    public func parameter(in path: String) -> Substring? {
+        guard let name = pathParameter else { return path == self.path ? "" : nil }
+        let template = self.path.split(separator: "/", omittingEmptySubsequences: false)
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count == template.count else { return nil }
+        var value: Substring?
+        for (segment, expected) in zip(segments, template) {
+            if expected == "{\(name)}" {
+                guard !segment.isEmpty else { return nil }
+                value = segment
+            } else if segment != expected {
+                return nil
+            }
+        }
+        return value
     }
 
-    /// Whether `path` is this endpoint's: equal to ``path``, or, for a template, the same but for any one non-empty
-    /// path component in the parameter's place (its value is checked by the handler: `invalid_hash`).
-    public func matches(path candidate: String) -> Bool {
-        guard hasPathParameter else { return candidate == path }
-        return pathParameter(in: candidate) != nil
-    }
-
-    /// The parameter's value in `path` (the last component of `/v1/chunks/VALUE`), nil when the path is not this
-    /// template's.
-    public func pathParameter(in candidate: String) -> String? {
-        guard hasPathParameter else { return nil }
-        let prefix = "/v1/chunks/"
-        guard candidate.hasPrefix(prefix) else { return nil }
-        let value = candidate.dropFirst(prefix.count)
-        guard !value.isEmpty, !value.contains("/") else { return nil }
-        return String(value)
-    }
+    /// Whether `path` is this endpoint's (``parameter(in:)``).
+    public func matches(path: String) -> Bool { parameter(in: path) != nil }
 
     /// The media type of the request body: JSON, or bytes for ``putChunk``.
     public var requestMediaType: String { self == .putChunk ? ChunkRules.mediaType : "application/json" }
@@ -133,20 +144,17 @@ public enum Endpoint: String, Sendable, CaseIterable {
         }
     }
 
-    /// The endpoint for a method and path, if any.
+    /// The endpoint for a method and path, if any (a path with its parameter filled in matches its template; a fixed
+    /// path never does: ``endpoints(at:)``).
     public static func matching(method: String, path: String) -> Endpoint? {
         endpoints(at: path).first { $0.method.rawValue == method }
     }
 
-    /// The endpoints whose path is `path` (a fixed path before a template: `/v1/chunks/missing` is not a chunk's).
+    /// The endpoints whose path is `path`. A fixed path is not a template's parameter: `GET /v1/chunks/missing` is
+    /// 405 (`/v1/chunks/missing` takes POST), not a chunk named "missing".
     public static func endpoints(at path: String) -> [Endpoint] {
-        let fixed = isFixedPath(path)
-        return allCases.filter { $0.matches(path: path) && !($0.hasPathParameter && fixed) }
-    }
-
-    /// Whether an endpoint without a parameter has exactly this path (`/v1/chunks/missing` is not a chunk's).
-    static func isFixedPath(_ path: String) -> Bool {
-        allCases.contains { !$0.hasPathParameter && $0.path == path }
+        let fixed = allCases.contains { $0.pathParameter == nil && $0.path == path }
+        return allCases.filter { $0.matches(path: path) && !($0.pathParameter != nil && fixed) }
     }
 }
 

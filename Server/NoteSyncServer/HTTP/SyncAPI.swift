@@ -395,7 +395,7 @@ public final class SyncAPI: Sendable {
         case .putChunk:
             .bytes { request, session, body in
                 let (hash, write) = try await chunks.put(
-                    hash: endpoint.pathParameter(in: request.path) ?? "", contentLength: body.contentLength, body: body.buffers,
+                    hash: String(endpoint.parameter(in: request.path) ?? ""), contentLength: body.contentLength, body: body.buffers,
                     session: session)
                 let status = if case .created = write { endpoint.successStatus } else { 200 }
                 let answer = ChunkStoredResponse(hash: hash, size: write.size)
@@ -403,7 +403,7 @@ public final class SyncAPI: Sendable {
             }
         case .getChunk:
             .bytes { request, session, _ in
-                .octets(try await chunks.get(hash: endpoint.pathParameter(in: request.path) ?? "", session: session))
+                .octets(try await chunks.get(hash: String(endpoint.parameter(in: request.path) ?? ""), session: session))
             }
         }
     }
