@@ -77,8 +77,15 @@ struct Oracle {
     /// A note of `device` lost its account (deleted): it is a note of no account there, and it lost its base with its
     /// server ID, so a tag the device took off it meanwhile is not known as taken off when the note is carried into
     /// an account again (its merge starts from no base, like its text's).
+    /// Per note, the devices on which it lost its base (its account deleted): carried into an account again, such a
+    /// copy merges its tags against no base, so a tag on it comes back even if another device took it off meanwhile
+    /// (as a line of its text would, in a conflict copy). Another device's removal of a tag of that note is not
+    /// expected to stay off (`no-lost-tag-change`).
+    var baseLostOn: [NoteKeyValue: Set<Int>] = [:]
+
     mutating func disowned(_ key: NoteKeyValue, on device: Int) {
         unowned[device, default: []].insert(key)
+        baseLostOn[key, default: []].insert(device)
         for (pair, removal) in tagRemovals where pair.note == key && removal.device == device { tagRemovals[pair] = nil }
     }
 
