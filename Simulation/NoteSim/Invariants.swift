@@ -332,7 +332,7 @@ extension Simulation {
             guard let account, let accountID = try device.client.account()?.accountID else { continue }
             for (pair, removal) in oracle.tagRemovals
             where removal.device == device.index && removal.account == accountID && (oracle.tagAdds[pair]?.count ?? 0) <= 1
-                && !(oracle.baseLostOn[pair.note]?.contains { $0 != device.index } ?? false) {
+                && oracle.baseLostOn[pair.note] == nil {
                 guard let server = inAccount[pair.note], !server.deleted else { continue }
                 if (server.tags ?? []).contains(where: { Tags.key($0) == pair.tag }) {
                     throw fail(

@@ -78,9 +78,9 @@ struct Oracle {
     /// server ID, so a tag the device took off it meanwhile is not known as taken off when the note is carried into
     /// an account again (its merge starts from no base, like its text's).
     /// Per note, the devices on which it lost its base (its account deleted): carried into an account again, such a
-    /// copy merges its tags against no base, so a tag on it comes back even if another device took it off meanwhile
-    /// (as a line of its text would, in a conflict copy). Another device's removal of a tag of that note is not
-    /// expected to stay off (`no-lost-tag-change`).
+    /// copy merges its tags against no base, so a tag on it comes back even if a device took it off meanwhile, the
+    /// copy's own device included (as a line of its text would, in a conflict copy). A removal of a tag of that note
+    /// is not expected to stay off (`no-lost-tag-change`).
     var baseLostOn: [NoteKeyValue: Set<Int>] = [:]
 
     mutating func disowned(_ key: NoteKeyValue, on device: Int) {
