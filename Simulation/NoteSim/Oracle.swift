@@ -91,7 +91,9 @@ struct Oracle {
 
     /// A note of a deleted account became a new note of `device` (another key), holding `tags` (keys): the tags the
     /// device itself put on the old note and still there go with it; the old note keeps the other devices' (their
-    /// copies of it are not this note). A tag the device took off the old note stays off the new one.
+    /// copies of it are not this note). A tag the device took off the old note stays off the new one, unless the new
+    /// note holds it: the device then held two copies of the old note (one of its account, one of no account, of the
+    /// account deleted), and the removal was on the copy that keeps the old key (notes-sim seed 269).
     mutating func rekeyed(from old: NoteKeyValue, to new: NoteKeyValue, on device: Int, holding tags: Set<String>) {
         for (pair, devices) in tagAdds where pair.note == old && devices.contains(device) {
             var others = devices
@@ -99,7 +101,7 @@ struct Oracle {
             tagAdds[pair] = others.isEmpty ? nil : others
             if tags.contains(pair.tag) { tagAdds[TagPair(note: new, tag: pair.tag), default: []].insert(device) }
         }
-        for (pair, removal) in tagRemovals where pair.note == old && removal.device == device {
+        for (pair, removal) in tagRemovals where pair.note == old && removal.device == device && !tags.contains(pair.tag) {
             tagRemovals[TagPair(note: new, tag: pair.tag)] = removal
             tagsMayBeGone.insert(TagPair(note: new, tag: pair.tag))
         }
