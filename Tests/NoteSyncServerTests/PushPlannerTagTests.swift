@@ -148,6 +148,55 @@ struct PushPlannerTagTests {
         #expect(current.status == .deleted)
     }
 
+    /// A delete that loses (the note's text changed since its base) still carries what its device changed of the
+    /// tags and flags before deleting: merged onto the kept note like an edit's, so a tag it took off stays off
+    /// (notes-sim seed 1190: the tag came back with the note the delete could not remove).
+    @Test func aKeptDeleteStillTakesTheTagsItsDeviceTookOff() {
+        var h = PlannerHarness()
+        let serverID = h.push(alice, [tagged(10, edit: 1, text: "a\n", tags: ["home", "work"], pinned: false)])[0].serverID!
+        let edited = h.push(alice, [tagged(10, server: serverID, edit: 2, text: "a\nb\n", baseVersion: 1, baseText: "a\n")])[0]
+        #expect(edited.version == 2)
+        let deleted = h.push(
+            alice,
+            [
+                tagged(
+                    10, server: serverID, edit: 3, text: "", deleted: true, baseVersion: 1, baseText: "a\n", tags: ["home"],
+                    baseTags: ["home", "work"], pinned: true, basePinned: false)
+            ])[0]
+        #expect(deleted.status == .kept && deleted.version == 3 && deleted.text == "a\nb\n")
+        let note = h.note(serverID)
+        #expect(note?.deleted == false && note?.text == "a\nb\n" && note?.tags == ["home"] && note?.pinned == true)
+        #expect(h.versions[serverID]?.count == 3, "the kept note's new tags are a version")
+        // Nothing of the tags or flags changed: kept as before, no write.
+        let again = h.push(
+            alice,
+            [tagged(10, server: serverID, edit: 4, text: "", deleted: true, baseVersion: 1, baseText: "a\n", tags: ["home"], baseTags: ["home"])])[0]
+        #expect(again.status == .kept && again.version == 3)
+        #expect(h.versions[serverID]?.count == 3)
+    }
+
+    /// A delete on the current version leaves the tags and flags its device sent on the tombstone: a tag it took off
+    /// before deleting does not come back when another device's edit restores the note (notes-sim seed 1190).
+    @Test func aTombstoneKeepsTheTagsTheDeletingDeviceLeft() {
+        var h = PlannerHarness()
+        let serverID = h.push(alice, [tagged(10, edit: 1, text: "a\n", tags: ["home", "work"])])[0].serverID!
+        let deleted = h.push(
+            alice, [tagged(10, server: serverID, edit: 2, text: "", deleted: true, baseVersion: 1, tags: ["home"], baseTags: ["home", "work"])])[0]
+        #expect(deleted.status == .deleted && h.note(serverID)?.tags == ["home"])
+        let restored = h.push(
+            alice, [tagged(10, server: serverID, edit: 3, text: "a\nb\n", baseVersion: 1, baseText: "a\n", tags: ["home", "work"], baseTags: ["home", "work"])])[0]
+        #expect(restored.status == .updated)
+        #expect(h.note(serverID)?.deleted == false && h.note(serverID)?.tags == ["home"])
+        // Deleted on two devices, the second having taken a tag off first: the tombstone takes that too.
+        let v = h.note(serverID)!.version
+        #expect(h.push(alice, [tagged(10, server: serverID, edit: 4, text: "", deleted: true, baseVersion: v, tags: ["home"], baseTags: ["home"])])[0].status == .deleted)
+        let second = h.push(
+            alice, [tagged(10, server: serverID, edit: 5, text: "", deleted: true, baseVersion: v, tags: [], baseTags: ["home"])])[0]
+        #expect(second.status == .deleted && second.version == v + 2 && h.note(serverID)?.tags == [])
+        let third = h.push(alice, [tagged(10, server: serverID, edit: 6, text: "", deleted: true, baseVersion: v, tags: [], baseTags: [])])[0]
+        #expect(third.status == .unchanged && third.version == v + 2, "nothing to change: no write")
+    }
+
     /// Every write keeps a version: a batch that changes a note twice keeps both, a conflict keeps the copy's and the
     /// note's, and each carries the pushing session's device name.
     @Test func everyWriteKeepsAVersionWithItsDevice() {

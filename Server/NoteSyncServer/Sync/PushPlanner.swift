@@ -17,9 +17,11 @@ import NoteSyncProtocol
 /// 3. Find the note: by server ID (absent in this account → `unknown_note`; other client ID or origin →
 ///    `client_id_mismatch`), else by `(clientID, origin)` (a reconciliation match).
 /// 4. No note: a delete is `unchanged`; anything else creates version 1 (`created`).
-/// 5. A note: `baseVersion > version` → `invalid_base`. Delete: already deleted → `unchanged`; base current (its
+/// 5. A note: `baseVersion > version` → `invalid_base`. Delete: already deleted → `unchanged` (`deleted`, a write,
+///    when the tags or flags it carries, merged onto the tombstone, change it); base current (its
 ///    text, and its tags and flags when the change names their bases) → tombstone (`deleted`); else `kept` (an edit
-///    wins over a delete, a change of tags or flags too). Edit of a tombstone → restored (`updated`).
+///    wins over a delete, a change of tags or flags too), the tags and flags the change carries merged onto the note
+///    as an edit's are (a write when they change). Edit of a tombstone → restored (`updated`).
 ///    Same text → `unchanged`. Base current → fast-forward (`updated`). Otherwise a three-way merge: clean →
 ///    `merged`; overlapping → `conflict`, the pushed text going to a new note (a conflict copy).
 ///    A note found by `(clientID, origin)` reports `reconciled` instead of `updated` or `unchanged`.
@@ -31,7 +33,7 @@ import NoteSyncProtocol
 ///    they are; a change of tags or flags alone is a write like a text's (`updated`, or `reconciled`). A clean
 ///    merge writes the merged text with the merged tags and flags. A conflict copy takes the pushed text with the
 ///    pushing device's tags and flags (the note's for a field the change left out), and the note keeps its text and
-///    takes the merged tags and flags (a write when they changed). A delete leaves them on the tombstone. The answer
+///    takes the merged tags and flags (a write when they changed). A delete leaves them, merged, on the tombstone. The answer
 ///    carries each field the change carried whose value on the note differs from it (``ChangeResult/tags``).
 /// 6. Every change that is not rejected records an ``AppliedEdit`` (with the answer's tags and flags); every write
 ///    of a note keeps its new state as a version in the history (``Plan/versions``, ``StoredVersion``).
@@ -295,11 +297,25 @@ public enum PushPlanner {
 
             if change.deleted {
                 if note.deleted {
+                    // Deleted on another device too: the tags and flags this device changed before deleting are merged
+                    // onto the tombstone all the same (a restore must not bring back a tag it took off).
+                    let labels = Labels(merging: change, onto: note)
+                    if labels != Labels(note) {
+                        let stored = note
+                        labels.apply(to: &note)
+                        note.version += 1
+                        note.editedAt = editedAt
+                        if let refused = overQuota([(note, stored)]) { return refused }
+                        write(note, isNew: false)
+                        return record(change, status: .deleted, serverID: note.serverID, version: note.version, note: note)
+                    }
                     return record(change, status: .unchanged, serverID: note.serverID, version: note.version, note: note)
                 }
                 if baseIsCurrent, PushPlanner.labelsUnchanged(since: change, on: note) {
-                    // The tombstone keeps the note's tags and flags (a restore brings them back).
+                    // The tombstone keeps the note's tags and flags as the deleting device left them (a tag it took
+                    // off before deleting stays off; a restore brings them back).
                     let stored = note
+                    Labels(merging: change, onto: note).apply(to: &note)
                     note.text = ""
                     note.deleted = true
                     note.version += 1
@@ -310,8 +326,20 @@ public enum PushPlanner {
                 }
                 // The note changed since the client's base (its text, or its tags or flags: another device tagged,
                 // pinned or archived it): an edit wins over a delete. The answer's text is kept for replays, so it
-                // counts against the byte limit like any stored text.
-                if let refused = overQuota([], replayText: note.text) { return refused }
+                // counts against the byte limit like any stored text. What the deleting device changed of the tags
+                // and flags before it deleted still takes effect, merged as an edit's would be (a tag it took off
+                // stays off): a write when they change.
+                let labels = Labels(merging: change, onto: note)
+                if labels != Labels(note) {
+                    let stored = note
+                    labels.apply(to: &note)
+                    note.version += 1
+                    note.editedAt = editedAt
+                    if let refused = overQuota([(note, stored)], replayText: note.text) { return refused }
+                    write(note, isNew: false)
+                } else if let refused = overQuota([], replayText: note.text) {
+                    return refused
+                }
                 return record(change, status: .kept, serverID: note.serverID, version: note.version, text: note.text, note: note)
             }
 
