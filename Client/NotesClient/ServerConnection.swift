@@ -45,7 +45,8 @@ struct ServerConnection: Sendable {
                     response = try await transport.send(request)
                 }
             } catch {
-                if attempt < maxAttempts {
+                // A cancelled task's request fails at once each time: retrying it would only repeat the failure.
+                if attempt < maxAttempts, !Task.isCancelled {
                     await backoff(after: attempt)
                     continue
                 }

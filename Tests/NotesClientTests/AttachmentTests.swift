@@ -133,6 +133,36 @@ struct AttachmentTests {
         }
     }
 
+    /// An upload whose task is cancelled stops at once: the request that failed because of it is not retried (each
+    /// retry would fail at once too; before, the retry policy's every attempt was spent on it).
+    @Test func aCancelledUploadIsNotRetried() async throws {
+        try await withTemporaryDirectory("attachments") { directory in
+            let (server, _, _) = try await Self.alice(directory)
+            let transport = FaultInjectingTransport(server.transport)
+            let phone = try makeDevice(transport, seed: 4, home: directory.appendingPathComponent("phone"), retry: RetryPolicy(maxAttempts: 10))
+            try await signIn(phone, "alice")
+            let source = try Self.file(directory, "video.mp4", Self.bytes(4 * Self.mib, seed: 8))
+            let running = Mutex<Task<AttachmentTransfer, any Error>?>(nil)
+            let puts = Atomic(0)
+            transport.setPlan { request, _ in
+                guard request.method == .put else { return nil }
+                // The second PUT fails as the user cancels the upload.
+                guard puts.add(1, ordering: .relaxed).newValue >= 2 else { return nil }
+                running.withLock { $0 }?.cancel()
+                return .refuse
+            }
+            let started = AsyncStream<Void>.makeStream()
+            let upload = Task<AttachmentTransfer, any Error> {
+                for await _ in started.stream {}
+                return try await phone.uploadAttachment(file: source)
+            }
+            running.withLock { $0 = upload }
+            started.continuation.finish()
+            await #expect(throws: NotesError.self) { _ = try await upload.value }
+            #expect(puts.load(ordering: .relaxed) == 2, "the failed PUT was not sent again")
+        }
+    }
+
     @Test func aDownloadRefusesBytesThatDoNotMatchAndSavesNothing() async throws {
         try await withTemporaryDirectory("attachments") { directory in
             let (_, transport, alice) = try await Self.alice(directory)
