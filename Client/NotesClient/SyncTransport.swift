@@ -12,8 +12,8 @@ import FoundationNetworking
 public protocol SyncTransport: Sendable {
     func send(_ request: WireRequest) async throws -> WireResponse
 
-    /// Sends `request` with the bytes of `file` as its body (`application/octet-stream`: a chunk). The default reads
-    /// the file into ``WireRequest/body`` and calls ``send(_:)``; ``URLSessionTransport`` streams it from the file.
+    /// Sends `request` with the bytes of `file` as its body (`application/octet-stream`: a chunk, at most 1 MiB). The
+    /// default reads the file into ``WireRequest/body`` and calls ``send(_:)``.
     func upload(_ request: WireRequest, file: URL) async throws -> WireResponse
 
     /// Sends `request`; a 2xx answer's body is written to `destination` (created or replaced) and the returned
@@ -85,11 +85,15 @@ public struct URLSessionTransport: SyncTransport {
         return try Self.wireResponse(response, body: data, url: url)
     }
 
-    /// Streams the file as the body: URLSession reads it as it sends.
+    /// Sends the file's bytes (a chunk: at most 1 MiB) as the body. They are read into memory rather than streamed
+    /// with `upload(for:fromFile:)`: on Linux that path crashes the process (a `try!` in FoundationNetworking's
+    /// `_BodyFileSource` when libcurl refuses to unpause a transfer that was cancelled or cut while the file was being
+    /// read), and one chunk in memory keeps the upload's memory bounded all the same.
     public func upload(_ request: WireRequest, file: URL) async throws -> WireResponse {
         var (urlRequest, url) = try self.urlRequest(for: request)
         urlRequest.setValue(ChunkRules.mediaType, forHTTPHeaderField: "Content-Type")
-        let (data, response) = try await perform(url) { try await session.upload(for: urlRequest, fromFile: file) }
+        let body = try Data(contentsOf: file)
+        let (data, response) = try await perform(url) { try await session.upload(for: urlRequest, from: body) }
         return try Self.wireResponse(response, body: data, url: url)
     }
 
