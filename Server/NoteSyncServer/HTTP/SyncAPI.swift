@@ -143,16 +143,17 @@ public final class SyncAPI: Sendable {
         case octets(ChunkContent, headers: [String: String])
     }
 
-    /// Answers a request for a bytes route (``Handler/bytes(_:)``): media type (`application/octet-stream` or none
-    /// for a body), authentication, the handler taking `body` as it arrives, and the same error mapping, log line
-    /// and metrics as ``respond(_:to:requestID:contentType:)``.
+    /// Answers a request for a bytes route (``Handler/bytes(_:)``): authentication, media type
+    /// (`application/octet-stream` or none for a body), the handler taking `body` as it arrives, and the same error
+    /// mapping, log line and metrics as ``respond(_:to:requestID:contentType:)``.
     func respond(_ route: Route, to request: WireRequest, body: ByteBody, requestID: String, contentType: String?) async -> ByteResult {
         let start = ContinuousClock.now
         let endpoint = route.endpoint
         do {
             guard case .bytes(let handle) = route.handler else { preconditionFailure("\(endpoint) is not a bytes route") }
-            try Self.checkMediaType(endpoint, hasBody: (body.contentLength ?? 1) > 0, contentType: contentType)
+            // Authentication first: a request without a valid session learns nothing else (401, as every endpoint).
             let session = try await services.sessions.authenticate(bearerToken: request.bearerToken)
+            try Self.checkMediaType(endpoint, hasBody: (body.contentLength ?? 1) > 0, contentType: contentType)
             switch try await handle(request, session, body) {
             case .wire(let response):
                 return .wire(answered(response, endpoint: endpoint, requestID: requestID, since: start))
