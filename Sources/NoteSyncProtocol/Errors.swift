@@ -104,8 +104,10 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let invalidHash = APIErrorCode("invalid_hash")
     /// 400: the chunk's bytes do not hash to the address it was sent under; nothing was stored.
     public static let chunkHashMismatch = APIErrorCode("chunk_hash_mismatch")
-    /// 413: the chunk is larger than ``ChunkRules/maxChunkBytes`` (or empty: a chunk holds at least one byte).
+    /// 413: the chunk is larger than ``ChunkRules/maxChunkBytes``.
     public static let chunkTooLarge = APIErrorCode("chunk_too_large")
+    /// 400: the chunk's body is empty (a chunk holds at least one byte).
+    public static let emptyChunk = APIErrorCode("empty_chunk")
     /// 404: the account has no chunk with this address (whether or not another account has one).
     public static let chunkNotFound = APIErrorCode("chunk_not_found")
 
@@ -118,7 +120,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .signUpClosed, .accountDisabled, .quotaExceeded, .wrongPassword, .unknownSession,
         .invalidWait, .tooManyWaiters,
         .inviteRequired, .invalidInvite, .noteNotFound,
-        .invalidHash, .chunkHashMismatch, .chunkTooLarge, .chunkNotFound,
+        .invalidHash, .chunkHashMismatch, .chunkTooLarge, .emptyChunk, .chunkNotFound,
     ]
 
     /// Per-change codes: they appear inside a `ChangeResult`, and never as a push's response status

@@ -136,7 +136,7 @@ struct AttachmentsEndToEndTests {
             ("json body", try await transport.send(WireRequest(method: .put, path: path, bearerToken: token, body: bytes)), 415, .unsupportedMediaType),
             ("mismatch", try await put(path, bytes), 400, .chunkHashMismatch),
             ("too large", try await put(path, Data(count: ChunkRules.maxChunkBytes + 1)), 413, .chunkTooLarge),
-            ("empty", try await put(path, Data()), 413, .chunkTooLarge),
+            ("empty", try await put(path, Data()), 400, .emptyChunk),
         ]
         refusals.append(("get bad hash", try await transport.send(WireRequest(method: .get, path: "/v1/chunks/xyz", bearerToken: token)), 400, .invalidHash))
         refusals.append(("get unknown", try await transport.send(WireRequest(.getChunk, hash: good, bearerToken: token)), 404, .chunkNotFound))

@@ -63,7 +63,7 @@ public final class ChunkService: Sendable {
     /// refused before a byte is read; otherwise the limit is checked as the bytes arrive and again when the row is
     /// written.
     ///
-    /// - Throws: `invalid_hash`, `chunk_too_large` (over the limit, or empty), `chunk_hash_mismatch`,
+    /// - Throws: `invalid_hash`, `chunk_too_large`, `empty_chunk`, `chunk_hash_mismatch`,
     ///   `quota_exceeded`, `unauthorized` (the account is gone), `invalid_json` when the body cannot be read.
     public func put(
         hash text: String, contentLength: Int?, body: some AsyncSequence<ByteBuffer, any Error>, session: SessionRecord
@@ -102,7 +102,7 @@ public final class ChunkService: Sendable {
         case .tooLarge:
             SyncError(.chunkTooLarge, "A chunk is at most \(ChunkRules.maxChunkBytes) bytes; nothing was stored.")
         case .empty:
-            SyncError(.chunkTooLarge, "A chunk holds at least one byte; this one is empty. Nothing was stored.")
+            SyncError(.emptyChunk, "A chunk holds at least one byte; this one is empty. Nothing was stored.")
         case .hashMismatch(let actual):
             SyncError(
                 .chunkHashMismatch, "The chunk's bytes hash to \(actual), not to the address they were sent under; nothing was stored.")

@@ -75,7 +75,7 @@ public enum ChunkWrite: Sendable, Equatable {
 public enum ChunkStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// More than ``ChunkRules/maxChunkBytes`` arrived (413 `chunk_too_large`).
     case tooLarge
-    /// No byte arrived (a chunk holds at least one; 413 `chunk_too_large` too, with its own message).
+    /// No byte arrived (a chunk holds at least one; 400 `empty_chunk`).
     case empty
     /// The bytes hash to `actual`, not to the address they were sent under (400 `chunk_hash_mismatch`).
     case hashMismatch(actual: ContentHash)
