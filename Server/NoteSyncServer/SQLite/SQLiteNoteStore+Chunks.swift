@@ -248,6 +248,8 @@ extension SQLiteNoteStore: ChunkStore {
     /// created and removed), else copies; each file and directory fsynced. A chunk collected since the copy was taken
     /// (its file gone) is removed from the copy with its bytes, as if collected before. Returns the chunks copied.
     func backupChunks(intoCopy copy: String, directory: String) async throws -> Int {
+        // Made even when there is no chunk, so that a restore always has a directory to copy.
+        try await Self.blocking { try ChunkFiles.makeDirectories(directory) }
         let database = try DatabaseQueue(path: copy)
         defer { try? database.close() }
         let rows = try await database.read { db in
@@ -293,6 +295,11 @@ extension SQLiteNoteStore: ChunkStore {
     static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
+}
+
+/// A system call on a chunk file or directory failed: the call, the path and the system's reason.
+struct ChunkFileError: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// The POSIX file work of the SQLite store's chunks: one open file, and the steps that make a file durable.
@@ -350,7 +357,7 @@ enum ChunkFiles {
     }
 
     static func failure(_ call: String, _ path: String) -> any Error {
-        NSError(domain: "chunks", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "\(call) \(path): \(String(cString: strerror(errno)))"])
+        ChunkFileError(description: "\(call) \(path): \(String(cString: strerror(errno)))")
     }
 
     static func create(_ path: String) throws -> File {

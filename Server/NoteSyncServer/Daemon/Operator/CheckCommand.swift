@@ -20,7 +20,7 @@ public struct CheckCommand: AsyncParsableCommand {
     var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
     @Option(
         help: """
-            How much of the attachment chunks to verify: 'sample' (every chunk present with its size, and the SHA-256 of             \(ChunkVerification.sampleSize) chosen at random) or 'all' (every chunk's SHA-256: reads every byte).
+            How much of the attachment chunks to verify: 'sample' (every chunk present with its size, and the SHA-256 of \(ChunkVerification.sampleSize) chosen at random) or 'all' (every chunk's SHA-256: reads every byte).
             """)
     var chunks: ChunkVerification = .sample
     public init() {}
@@ -42,10 +42,10 @@ public struct CheckCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let chunkText = chunkStatistics.map {
-            ", \($0.chunks) chunks (\(verification == .all ? "all" : "at most \(ChunkVerification.sampleSize)") hashed)"
+            ", and \($0.chunks) chunks (\(verification == .all ? "all" : "at most \(ChunkVerification.sampleSize)") hashed)"
         } ?? ""
         OperatorOutput.line(
-            "ok: \(statistics.accounts) accounts, \(statistics.notes + statistics.tombstones) notes, \(statistics.sessions) sessions\(chunkText) checked")
+            "ok: \(statistics.accounts) accounts, \(statistics.notes + statistics.tombstones) notes, \(statistics.sessions) sessions checked\(chunkText)")
     }
 }
 
