@@ -184,6 +184,7 @@ extension PostgresDatabase {
             ]
         ),
         (
+            // 11: issue 31's tags, flags and history (10) landed first.
             11,
             [
                 // Attachments' chunks (issue 33): one row per chunk an account stores, the same table as SQLite's;
