@@ -51,7 +51,7 @@ public final class ChunkService: Sendable {
     /// - Throws: `invalid_hash`.
     public static func hash(fromPath value: String) throws -> ContentHash {
         guard let hash = ContentHash(value) else {
-            throw SyncError(.invalidHash, "The chunk address in the path must be \(ContentHashError.rule).", field: Endpoint.hashParameter)
+            throw SyncError(.invalidHash, "The chunk address in the path must be \(ContentHashError.rule).", field: Endpoint.putChunk.pathParameter)
         }
         return hash
     }
