@@ -169,16 +169,19 @@ enum ChunkStoreConformance {
                 accountID: alice, changes: [change(1, edit: 2, text: String(repeating: "x", count: 1000))],
                 context: NoteStoreConformance.context())
             #expect(results[0].status == .created)
+            // The note's text counts twice (the note and its first version in the history), the chunk once.
             let chunk = bytes(3000, seed: 10)
-            await #expect(throws: ChunkStoreError.quotaExceeded(wouldStore: 4000, limit: 3999)) {
-                try await put(store, alice, chunk, limit: 3999)
+            await #expect(throws: ChunkStoreError.quotaExceeded(wouldStore: 5000, limit: 4999)) {
+                try await put(store, alice, chunk, limit: 4999)
             }
             #expect(try await store.missingChunks(accountID: alice, among: [address(chunk)], now: 1).count == 1)
-            #expect(try await put(store, alice, chunk, limit: 4000) == .created(size: 3000))
-            #expect(try await store.usage(accountID: alice) == AccountUsage(noteCount: 1, textBytes: 1000, chunkBytes: 3000))
+            #expect(try await put(store, alice, chunk, limit: 5000) == .created(size: 3000))
+            #expect(
+                try await store.usage(accountID: alice)
+                    == AccountUsage(noteCount: 1, textBytes: 1000, historyBytes: 1000, chunkBytes: 3000))
             // A push that would grow the account past the limit is refused: chunks count there too.
             var context = NoteStoreConformance.context()
-            context.quota = AccountQuota(maxNotes: 10, maxTextBytes: 4005)
+            context.quota = AccountQuota(maxNotes: 10, maxTextBytes: 5015)
             let refused = try await store.push(accountID: alice, changes: [change(3, edit: 4, text: "0123456789")], context: context)
             #expect(refused[0].status == .rejected && refused[0].error?.code == .quotaExceeded)
             // An existing chunk is answered whatever the limit.

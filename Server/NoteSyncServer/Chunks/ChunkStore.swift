@@ -216,6 +216,10 @@ enum ChunkReceiver {
 
 /// The SQL both stores run on the `chunks` table (standard SQL that SQLite and PostgreSQL read alike).
 enum ChunkQueries {
+    /// What the byte limit counts, from the account's running totals (`accounts` columns): ``AccountUsage/storedBytes``
+    /// in SQL, the notes' texts, the replay texts, the history's texts and the chunks.
+    static let storedBytes = "text_bytes + replay_text_bytes + history_bytes + chunk_bytes"
+
     /// Each account's `chunk_bytes` against the sum of its chunks' sizes: one line per account that disagrees.
     static let runningTotal = """
         SELECT 'account ' || a.id || ': ' || a.chunk_bytes || ' chunk bytes counted, ' || COALESCE(t.b, 0) || ' stored'

@@ -60,7 +60,7 @@ extension PostgresNoteStore: ChunkStore {
         return try await transaction { connection in
             var stored: Int64?
             for try await value in try await connection.query(
-                "SELECT text_bytes + replay_text_bytes + chunk_bytes FROM accounts WHERE id = \(account) FOR UPDATE", logger: self.logger
+                "SELECT \(unescaped: ChunkQueries.storedBytes) FROM accounts WHERE id = \(account) FOR UPDATE", logger: self.logger
             ).decode(Int64.self) {
                 stored = value
             }

@@ -103,7 +103,7 @@ extension SQLiteNoteStore: ChunkStore {
                     return .existed(size: stored)
                 }
                 guard let storedBytes = try Int64.fetchOne(
-                    db, sql: "SELECT text_bytes + replay_text_bytes + chunk_bytes FROM accounts WHERE id = ?", arguments: [account])
+                    db, sql: "SELECT \(ChunkQueries.storedBytes) FROM accounts WHERE id = ?", arguments: [account])
                 else { throw NoteStoreError.accountNotFound }
                 guard storedBytes + Int64(size) <= byteLimit else {
                     throw ChunkStoreError.quotaExceeded(wouldStore: storedBytes + Int64(size), limit: byteLimit)
