@@ -78,6 +78,33 @@ struct ChunkRouteTests {
         }
     }
 
+    /// curl sends `Expect: 100-continue` with every `PUT` and waits a second for `100 Continue` before it sends the
+    /// body: the daemon answers it at once.
+    @Test func aPutThatExpectsContinueIsToldToGoOnBeforeItSendsItsBody() async throws {
+        try await withTemporaryDirectory("chunk-routes") { directory in
+            try await LiveDaemon.run({ $0.dataDirectory = directory.path }) { port, _ in
+                let token = try await LiveSyncHTTPTests.token(port: port)
+                let chunk = ChunkStoreConformance.bytes(ChunkRules.maxChunkBytes, seed: 44)
+                let hash = ChunkStoreConformance.address(chunk)
+                let connection = try RawConnection(port: port)
+                for expected in [201, 200] {
+                    try connection.send(
+                        Self.head(
+                            "PUT", hash, token: token,
+                            ["Content-Type: application/octet-stream", "Content-Length: \(chunk.count)", "Expect: 100-Continue"]))
+                    let interim = await connection.readResponse(timeout: .seconds(10))
+                    #expect(interim?.status == 100, "no 100 Continue before the body")
+                    #expect(interim?.body.isEmpty == true)
+                    try connection.send(bytes: chunk)
+                    let stored = try #require(await connection.readResponse(timeout: .seconds(30)))
+                    #expect(stored.status == expected, "\(String(decoding: stored.body, as: UTF8.self))")
+                }
+                // Without the expectation, no interim answer: the final one comes first.
+                #expect(try await Self.put(connection, chunk, as: hash, token: token).status == 200)
+            }
+        }
+    }
+
     @Test func oversizedCutAndOverQuotaBodiesStoreNothing() async throws {
         try await withTemporaryDirectory("chunk-routes") { directory in
             try await LiveDaemon.run({
