@@ -8,7 +8,12 @@ extension NotesClient {
     var chunkCache: ChunkCache {
         let root = home?.appendingPathComponent("chunks", isDirectory: true)
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("notes-chunks-\(origin)", isDirectory: true)
-        return ChunkCache(root: root)
+        return ChunkCache(root: root, limit: environment.chunkCacheLimit)
+    }
+
+    /// Prunes the chunk cache after a transfer that succeeded (``ChunkCache/prune(now:)``).
+    private func pruneChunkCache(_ cache: ChunkCache) {
+        cache.prune(now: Date(timeIntervalSince1970: TimeInterval(now) / 1000))
     }
 
     /// Uploads a file to the signed-in account as chunks and returns its manifest with what was sent.
@@ -40,9 +45,11 @@ extension NotesClient {
             throw NotesError(.invalidInput, "A media type is type/subtype, such as image/png; '\(mediaType)' is not one.")
         }
         let cache = chunkCache
-        return try await engine.withAccountConnection { (connection) throws(NotesError) in
+        let transfer = try await engine.withAccountConnection { (connection) throws(NotesError) in
             try await ChunkUploader(connection: connection, cache: cache, progress: progress).upload(file: file, name: name, mediaType: mediaType)
         }
+        pruneChunkCache(cache)
+        return transfer
     }
 
     /// Downloads an attachment of the signed-in account into `destination` (created or replaced, only once the
@@ -92,7 +99,7 @@ extension NotesClient {
         _ manifest: AttachmentManifest, writingTo handle: FileHandle, path: String, progress: (@Sendable (AttachmentProgress) -> Void)?
     ) async throws(NotesError) -> AttachmentTransfer {
         let cache = chunkCache
-        return try await engine.withAccountConnection { (connection) throws(NotesError) in
+        let transfer = try await engine.withAccountConnection { (connection) throws(NotesError) in
             try await ChunkDownloader(connection: connection, cache: cache, progress: progress).download(manifest) { (bytes) throws(NotesError) in
                 do {
                     try handle.write(contentsOf: bytes)
@@ -101,9 +108,13 @@ extension NotesClient {
                 }
             }
         }
+        pruneChunkCache(cache)
+        return transfer
     }
 
-    /// Whether every chunk of the attachment is on this device (its cache), so that saving it needs no server.
+    /// Whether every chunk of the attachment is on this device (its cache), so that saving it needs no server. The
+    /// cache keeps the chunks used last up to ``NotesEnvironment/chunkCacheLimit`` bytes: an attachment transferred
+    /// long ago, or larger than the limit, may have left it.
     public func hasAttachment(_ manifest: AttachmentManifest) -> Bool {
         let cache = chunkCache
         return manifest.chunks.indices.allSatisfy { cache.contains(manifest.chunks[$0], size: manifest.size(ofChunk: $0)) }

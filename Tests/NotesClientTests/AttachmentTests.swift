@@ -222,4 +222,56 @@ struct AttachmentTests {
             await #expect { try await alice.uploadAttachment(file: big, name: "a/b") } throws: { ($0 as? NotesError)?.code == .invalidInput }
         }
     }
+
+    /// The chunk cache keeps at most its limit after a transfer, the chunks used least recently going first, and drops
+    /// what a killed transfer left in its incoming directory an hour ago; a pruned chunk is fetched again when needed.
+    @Test func theChunkCacheIsPrunedToItsLimitAfterEachTransfer() async throws {
+        try await withTemporaryDirectory("attachments") { directory in
+            let server = try InProcessServer(store: try SQLiteNoteStore.temporary(), instance: 1000, tokenSeed: 7, logger: quietLogger)
+            let transport = FaultInjectingTransport(server.transport)
+            let clock = ManualFlakeClock(unixMilliseconds: 1_800_000_000_000)
+            var environment = NotesEnvironment(
+                clock: clock, random: SplitMix64(seed: 1), transport: NotesEnvironment.fixed(transport), sleep: { _ in },
+                retry: RetryPolicy(maxAttempts: 3), deviceName: "device-1")
+            environment.chunkCacheLimit = 4 * Int64(Self.mib)
+            let alice = try NotesClient.open(home: directory.appendingPathComponent("alice"), environment: environment)
+            try await signUp(alice, "alice")
+            let cache = alice.chunkCache
+            func cachedBytes() -> Int64 {
+                let files = FileManager.default.enumerator(at: cache.root, includingPropertiesForKeys: [.fileSizeKey])?.allObjects as? [URL] ?? []
+                return files.filter { $0.pathComponents.count == cache.root.pathComponents.count + 2 && !$0.path.contains(".incoming") }
+                    .reduce(0) { $0 + Int64((try? $1.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0) }
+            }
+
+            let first = try await alice.uploadAttachment(file: try Self.file(directory, "a.bin", Self.bytes(3 * Self.mib, seed: 7))).manifest
+            #expect(alice.hasAttachment(first) && cachedBytes() == 3 * Int64(Self.mib))
+            // Its chunks were used long ago; a killed transfer left two files being written, one over an hour ago.
+            for hash in first.chunks {
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date(timeIntervalSince1970: 1_000_000_000)], ofItemAtPath: cache.url(hash).path)
+            }
+            let now = Date(timeIntervalSince1970: 1_800_000_000)
+            let stale = cache.incoming.appendingPathComponent("stale")
+            let recent = cache.incoming.appendingPathComponent("recent")
+            for (file, age) in [(stale, 7200.0), (recent, 60.0)] {
+                try Data([1]).write(to: file)
+                try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-age)], ofItemAtPath: file.path)
+            }
+
+            // Six chunks do not fit in four MiB: the two used least recently (the first file's) go.
+            let second = try await alice.uploadAttachment(file: try Self.file(directory, "b.bin", Self.bytes(3 * Self.mib, seed: 8))).manifest
+            #expect(cachedBytes() == 4 * Int64(Self.mib))
+            #expect(alice.hasAttachment(second) && !alice.hasAttachment(first))
+            #expect(first.chunks.filter { cache.contains($0, size: Self.mib) }.count == 1)
+            #expect(!FileManager.default.fileExists(atPath: stale.path) && FileManager.default.fileExists(atPath: recent.path))
+
+            // Saving the first file again fetches only what was pruned, then the cache is back under its limit.
+            let gets = Self.gets(transport)
+            let saved = directory.appendingPathComponent("a-again.bin")
+            let download = try await alice.downloadAttachment(first, to: saved)
+            #expect(download.chunksTransferred == 2 && Self.gets(transport) - gets == 2)
+            #expect(try Data(contentsOf: saved) == Self.bytes(3 * Self.mib, seed: 7))
+            #expect(cachedBytes() <= 4 * Int64(Self.mib) && alice.hasAttachment(first))
+        }
+    }
 }

@@ -67,7 +67,11 @@ struct ChunkUploader: Sendable {
                 while true {
                     let next = try chunker.next()
                     if let chunk = next {
-                        if !cache.contains(chunk.hash, size: chunk.bytes.count) { try cache.store(chunk.bytes, as: chunk.hash) }
+                        if cache.contains(chunk.hash, size: chunk.bytes.count) {
+                            cache.touch(chunk.hash)
+                        } else {
+                            try cache.store(chunk.bytes, as: chunk.hash)
+                        }
                         hashes.append(chunk.hash)
                         batch.append((chunk.hash, chunk.bytes.count))
                     }
@@ -163,6 +167,7 @@ struct ChunkDownloader: Sendable {
             guard let bytes, bytes.count == manifest.size(ofChunk: index) else {
                 throw NotesError(.attachmentCorrupt, "Chunk \(index + 1) of \(manifest.name) (\(hash)) is not the size its manifest says.")
             }
+            cache.touch(hash)
             whole.update(data: bytes)
             size += Int64(bytes.count)
             try sink(bytes)
