@@ -11,8 +11,9 @@ In one sitting, on one fresh data directory (SQLite, or --database postgres://..
    sent by the second run (target: <= 1 more than the remaining half).
 4. the same file again (a second note): chunks sent (target 0).
 5. download: `AttachmentTransfer download` on a fresh home (every chunk fetched, checked, assembled).
-Peak resident memory: each client process's (wait4's ru_maxrss) and the daemon's (VmHWM, which counts its whole
-life, so it is read after each phase on a daemon started for the benchmark).
+Peak resident memory: each client process's and each curl's (wait4's ru_maxrss) and the daemon's (VmHWM, which
+counts its whole life, so it is read after each phase on a daemon started for the benchmark). The load average
+(1, 5, 15 minutes) is recorded at the start and the end: the machine may be shared.
 
   swift build -c release --product notesyncd
   swift build -c release --package-path Benchmarks --scratch-path Benchmarks/.build-bench --product AttachmentTransfer
@@ -102,7 +103,8 @@ def main():
          "--bcrypt-cost", "4", "--log-level", "error", "--max-bytes-per-account", str(64 << 30)],
         stdout=subprocess.PIPE, text=True)
     url = daemon.stdout.readline().strip().split(" ")[-1]
-    results = {"size_mib": options.size_mib, "database": options.database.split("@")[-1], "curl": [], "upload": []}
+    results = {"size_mib": options.size_mib, "database": options.database.split("@")[-1], "curl": [], "upload": [],
+               "load_average_start": os.getloadavg()}
     homes = [0]
 
     def fresh_account():
@@ -126,8 +128,12 @@ def main():
                                # curl sends `Expect: 100-continue` with each PUT; notesyncd answers it at once.
                                'silent\noutput = "/dev/null"\n')
             started = time.monotonic()
-            subprocess.run(["curl", "--config", config], check=True)
+            curl = subprocess.Popen(["curl", "--config", config])
+            _, status, usage = os.wait4(curl.pid, 0)
             results["curl"].append(time.monotonic() - started)
+            results.setdefault("curl_rss_kib", []).append(usage.ru_maxrss)
+            if status != 0:
+                sys.exit(f"curl failed: status {status}")
 
             home, _ = fresh_account()
             elapsed, rss, lines, _ = run_client(options.client, ["upload", home, source, os.path.join(work, "manifest.json")])
@@ -165,6 +171,7 @@ def main():
         daemon.send_signal(signal.SIGTERM)
         daemon.wait()
 
+    results["load_average_end"] = os.getloadavg()
     curl = statistics.median(results["curl"])
     upload = statistics.median(results["upload"])
     results["ratio_curl_over_upload"] = curl / upload
