@@ -86,6 +86,8 @@ let package = Package(
                 "MiniFlake", "NoteSyncProtocol", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                // SHA-256 of attachment chunks and files.
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Client/NotesClient",
             swiftSettings: swiftSettings

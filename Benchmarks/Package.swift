@@ -29,6 +29,15 @@ let package = Package(
             path: "MetricsCost",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The client side of an attachment upload or download as a process of its own (Benchmarks/attachments).
+        .executableTarget(
+            name: "AttachmentTransfer",
+            dependencies: [
+                .product(name: "NotesClient", package: "FlakeNotes"), .product(name: "NoteSyncProtocol", package: "FlakeNotes"),
+            ],
+            path: "AttachmentTransfer",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // Sustained generation past the drift bound, and a plain-loop cross-check of the burst figures.
         .executableTarget(
             name: "MiniFlakeSustained",

@@ -160,6 +160,15 @@ extension SyncEngine {
     /// - Parameter attempts: 1 for a request that must not be repeated after a lost answer (the repeat would meet
     ///   the state the first one left: a deleted account answers 401).
     func accountExchange(_ endpoint: Endpoint, body: Data? = nil, attempts: Int? = 1) async throws(NotesError) -> WireResponse {
+        try await withAccountConnection { (connection) throws(NotesError) in
+            try await connection.exchange(endpoint, body: body, attempts: attempts)
+        }
+    }
+
+    /// Runs `body` with a connection of the signed-in session; on 401 the session is forgotten (notes kept).
+    ///
+    /// - Throws: `not_signed_in`, and what `body` throws.
+    func withAccountConnection<T>(_ body: (ServerConnection) async throws(NotesError) -> T) async throws(NotesError) -> T {
         let settings = try store.read { tx in try tx.settings() }
         guard let settings, settings.account != nil, let token = settings.token, let server = settings.serverURL,
             let url = URL(string: server)
@@ -167,7 +176,7 @@ extension SyncEngine {
             throw NotesError(.notSignedIn, "Not signed in; sign in with `notes login` first.")
         }
         do {
-            return try await connection(to: url, server: server, token: token).exchange(endpoint, body: body, attempts: attempts)
+            return try await body(connection(to: url, server: server, token: token))
         } catch {
             if error.code == .signedOutByServer { forgetRevokedSession(token: token) }
             throw error

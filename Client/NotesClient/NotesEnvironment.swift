@@ -28,6 +28,9 @@ public struct NotesEnvironment: Sendable {
     /// Whether the store counts the statements it runs (``NotesClient/storeActivity()``): for the tests that hold
     /// the sign-in's budgets (issue 30). Off by default: counting costs a callback per statement.
     public var countsStoreActivity = false
+    /// The most bytes of attachment chunks the device keeps in its chunk cache (`chunks/` in the data directory) after
+    /// a transfer: the chunks used least recently go first. 1 GiB by default.
+    public var chunkCacheLimit: Int64 = ChunkCache.defaultLimit
 
     public init(
         clock: any FlakeClock = SystemFlakeClock.precise,

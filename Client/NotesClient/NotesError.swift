@@ -41,6 +41,11 @@ public struct NotesError: Error, Sendable, Equatable, CustomStringConvertible {
         case storage = "storage"
         /// The MiniFlake ID generator failed (its time range ends in 2087).
         case idGenerator = "id_generator"
+        /// A file to attach cannot be read, or a file to save an attachment to cannot be written.
+        case fileAccess = "file_access"
+        /// An attachment's bytes do not match its manifest (a chunk or the whole file hashes to something else), or
+        /// the manifest itself is malformed. Nothing was saved.
+        case attachmentCorrupt = "attachment_corrupt"
     }
 
     /// The stable reason.

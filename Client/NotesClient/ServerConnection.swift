@@ -26,18 +26,27 @@ struct ServerConnection: Sendable {
         return try await exchange(request, for: endpoint, attempts: attempts)
     }
 
-    /// Sends `request`, built for `endpoint` (a path with its parameter filled in, ``NoteVersionsRequest``), and
-    /// returns the 2xx answer, as ``exchange(_:query:body:attempts:)`` does.
-    func exchange(_ request: WireRequest, for endpoint: Endpoint, attempts: Int? = nil) async throws(NotesError) -> WireResponse {
+    /// Sends `request`, built for `endpoint` (a path with its parameter filled in: ``NoteVersionsRequest``, a chunk's
+    /// path), and returns the 2xx answer, as ``exchange(_:query:body:attempts:)`` does. `carry` sends it: the
+    /// transport's `upload` or `download` for a chunk's body in a file; nil for the transport's `send`.
+    func exchange(
+        _ request: WireRequest, for endpoint: Endpoint, attempts: Int? = nil,
+        carry: ((WireRequest) async throws -> WireResponse)? = nil
+    ) async throws(NotesError) -> WireResponse {
         let maxAttempts = max(1, attempts ?? retry.maxAttempts)
         var attempt = 0
         while true {
             attempt += 1
             let response: WireResponse
             do {
-                response = try await transport.send(request)
+                if let carry {
+                    response = try await carry(request)
+                } else {
+                    response = try await transport.send(request)
+                }
             } catch {
-                if attempt < maxAttempts {
+                // A cancelled task's request fails at once each time: retrying it would only repeat the failure.
+                if attempt < maxAttempts, !Task.isCancelled {
                     await backoff(after: attempt)
                     continue
                 }

@@ -11,6 +11,31 @@ import FoundationNetworking
 /// 4xx and 5xx included, is returned as a ``WireResponse``. The sync engine retries thrown errors and 5xx answers.
 public protocol SyncTransport: Sendable {
     func send(_ request: WireRequest) async throws -> WireResponse
+
+    /// Sends `request` with the bytes of `file` as its body (`application/octet-stream`: a chunk, at most 1 MiB). The
+    /// default reads the file into ``WireRequest/body`` and calls ``send(_:)``.
+    func upload(_ request: WireRequest, file: URL) async throws -> WireResponse
+
+    /// Sends `request`; a 2xx answer's body is written to `destination` (created or replaced) and the returned
+    /// response's body is empty; any other answer is returned whole and nothing is written. The default calls
+    /// ``send(_:)`` and writes the body; ``URLSessionTransport`` downloads into a file as the bytes arrive.
+    func download(_ request: WireRequest, to destination: URL) async throws -> WireResponse
+}
+
+extension SyncTransport {
+    public func upload(_ request: WireRequest, file: URL) async throws -> WireResponse {
+        var request = request
+        request.body = try Data(contentsOf: file)
+        return try await send(request)
+    }
+
+    public func download(_ request: WireRequest, to destination: URL) async throws -> WireResponse {
+        var response = try await send(request)
+        guard response.isSuccess else { return response }
+        try response.body.write(to: destination)
+        response.body = Data()
+        return response
+    }
 }
 
 /// A transport failure: the request may or may not have reached the server.
@@ -55,6 +80,42 @@ public struct URLSessionTransport: SyncTransport {
     }
 
     public func send(_ request: WireRequest) async throws -> WireResponse {
+        let (urlRequest, url) = try self.urlRequest(for: request)
+        let (data, response) = try await perform(url) { try await session.data(for: urlRequest) }
+        return try Self.wireResponse(response, body: data, url: url)
+    }
+
+    /// Sends the file's bytes (a chunk: at most 1 MiB) as the body. They are read into memory rather than streamed
+    /// with `upload(for:fromFile:)`: on Linux that path crashes the process (a `try!` in FoundationNetworking's
+    /// `_BodyFileSource` when libcurl refuses to unpause a transfer that was cancelled or cut while the file was being
+    /// read), and one chunk in memory keeps the upload's memory bounded all the same.
+    public func upload(_ request: WireRequest, file: URL) async throws -> WireResponse {
+        var (urlRequest, url) = try self.urlRequest(for: request)
+        urlRequest.setValue(ChunkRules.mediaType, forHTTPHeaderField: "Content-Type")
+        let body = try Data(contentsOf: file)
+        let (data, response) = try await perform(url) { try await session.upload(for: urlRequest, from: body) }
+        return try Self.wireResponse(response, body: data, url: url)
+    }
+
+    /// URLSession writes the body to a file of its own as it arrives; a 2xx one is moved to `destination`.
+    public func download(_ request: WireRequest, to destination: URL) async throws -> WireResponse {
+        let (urlRequest, url) = try self.urlRequest(for: request)
+        let (file, response) = try await perform(url) { try await session.download(for: urlRequest) }
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard let http = response as? HTTPURLResponse, (200..<300).contains(http.statusCode) else {
+            // An error answer is a small JSON body.
+            return try Self.wireResponse(response, body: (try? Data(contentsOf: file)) ?? Data(), url: url)
+        }
+        guard rename(file.path, destination.path) == 0 else {
+            try? FileManager.default.removeItem(at: destination)
+            try FileManager.default.copyItem(at: file, to: destination)
+            return try Self.wireResponse(response, body: Data(), url: url)
+        }
+        return try Self.wireResponse(response, body: Data(), url: url)
+    }
+
+    /// The URLRequest for a protocol request: method, `Accept`, bearer token, and a JSON body when it has one.
+    private func urlRequest(for request: WireRequest) throws -> (URLRequest, URL) {
         guard let url = url(for: request) else { throw TransportError("cannot build a URL from \(baseURL)") }
         var urlRequest = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
         urlRequest.httpMethod = request.method.rawValue
@@ -66,21 +127,27 @@ public struct URLSessionTransport: SyncTransport {
             urlRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
             urlRequest.httpBody = body
         }
-        let data: Data
-        let response: URLResponse
+        return (urlRequest, url)
+    }
+
+    /// Runs one URLSession exchange, its failures as ``TransportError``s in words.
+    private func perform<T>(_ url: URL, _ exchange: () async throws -> T) async throws -> T {
         do {
-            (data, response) = try await session.data(for: urlRequest)
+            return try await exchange()
         } catch let error as URLError {
             throw TransportError("\(url.host ?? url.absoluteString): \(Self.describe(error))")
         } catch {
             throw TransportError("\(url.host ?? url.absoluteString): \(error.localizedDescription)")
         }
+    }
+
+    private static func wireResponse(_ response: URLResponse, body: Data, url: URL) throws -> WireResponse {
         guard let http = response as? HTTPURLResponse else { throw TransportError("not an HTTP answer from \(url)") }
         var headers: [String: String] = [:]
         for (key, value) in http.allHeaderFields {
             if let key = key as? String, let value = value as? String { headers[key] = value }
         }
-        return WireResponse(status: http.statusCode, headers: headers, body: data)
+        return WireResponse(status: http.statusCode, headers: headers, body: body)
     }
 
     /// One human reason for a failed exchange. libcurl's own strings ("Send failure: Broken pipe", OpenSSL's

@@ -4,6 +4,7 @@ import Foundation
 public enum HTTPMethodName: String, Sendable, CaseIterable {
     case get = "GET"
     case post = "POST"
+    case put = "PUT"
     case delete = "DELETE"
 }
 
@@ -42,18 +43,27 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// `GET /v1/notes/{serverID}/versions?after=V&limit=N`: one page of a note's kept versions, oldest first
     /// ([`NoteVersionsRequest`] → [`NoteVersionsResponse`]); 404 `note_not_found` when the account has no such note.
     case noteVersions
+    /// `POST /v1/chunks/missing`: which of these chunks the account lacks ([`MissingChunksRequest`] →
+    /// [`MissingChunksResponse`]).
+    case missingChunks
+    /// `PUT /v1/chunks/{hash}`: store a chunk; the body is its bytes (`application/octet-stream`, at most
+    /// ``ChunkRules/maxChunkBytes``) → [`ChunkStoredResponse`], 201 when stored now, 200 when the account had it.
+    case putChunk
+    /// `GET /v1/chunks/{hash}`: a chunk's bytes (`application/octet-stream`), 404 `chunk_not_found`.
+    case getChunk
 
     public var method: HTTPMethodName {
         switch self {
-        case .health, .info, .account, .pull, .sessions, .noteVersions: .get
-        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount: .post
+        case .health, .info, .account, .pull, .sessions, .noteVersions, .getChunk: .get
+        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .missingChunks: .post
+        case .putChunk: .put
         case .signOut: .delete
         }
     }
 
     /// The path, or for an endpoint with a path parameter its template, the parameter in braces
-    /// (`/v1/notes/{serverID}/versions`, as OpenAPI writes it): fill it with ``path(parameter:)``, match it with
-    /// ``parameter(in:)``.
+    /// (`/v1/notes/{serverID}/versions`, `/v1/chunks/{hash}`, as OpenAPI writes it): fill it with
+    /// ``path(parameter:)``, match it with ``parameter(in:)``.
     public var path: String {
         switch self {
         case .health: "/healthz"
@@ -70,13 +80,16 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .changePassword: "/v1/account/password"
         case .deleteAccount: "/v1/account/delete"
         case .noteVersions: "/v1/notes/{serverID}/versions"
+        case .missingChunks: "/v1/chunks/missing"
+        case .putChunk, .getChunk: "/v1/chunks/{hash}"
         }
     }
 
-    /// The name of the path's parameter (`serverID`), nil for a fixed path.
+    /// The name of the path's parameter (`serverID`, `hash`), nil for a fixed path.
     public var pathParameter: String? {
         switch self {
         case .noteVersions: "serverID"
+        case .putChunk, .getChunk: "hash"
         default: nil
         }
     }
@@ -88,8 +101,12 @@ public enum Endpoint: String, Sendable, CaseIterable {
         return path.replacingOccurrences(of: "{\(name)}", with: value)
     }
 
+    /// The path of a chunk route for `hash` (`/v1/chunks/<64 hex digits>`).
+    public func path(hash: ContentHash) -> String { path(parameter: hash.hex) }
+
     /// Whether `path` is this endpoint's: equal to a fixed path, or the template with one non-empty segment (no `/`)
-    /// where its parameter is. Returns that segment (the empty string for a fixed path), nil when it is not.
+    /// where its parameter is. Returns that segment (the empty string for a fixed path), nil when it is not. The
+    /// handler checks the segment (`invalid_id`, `invalid_hash`).
     public func parameter(in path: String) -> Substring? {
         guard let name = pathParameter else { return path == self.path ? "" : nil }
         let template = self.path.split(separator: "/", omittingEmptySubsequences: false)
@@ -110,12 +127,15 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// Whether `path` is this endpoint's (``parameter(in:)``).
     public func matches(path: String) -> Bool { parameter(in: path) != nil }
 
+    /// The media type of the request body: JSON, or bytes for ``putChunk``.
+    public var requestMediaType: String { self == .putChunk ? ChunkRules.mediaType : "application/json" }
+
     /// Whether the endpoint needs `Authorization: Bearer <token>`.
     public var requiresAuthentication: Bool {
         switch self {
         case .health, .info, .signUp, .signIn: false
         case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount,
-            .noteVersions:
+            .noteVersions, .missingChunks, .putChunk, .getChunk:
             true
         }
     }
@@ -123,15 +143,30 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// The status of a successful answer.
     public var successStatus: Int {
         switch self {
-        case .signUp: 201
+        case .signUp, .putChunk: 201
         case .signOut, .revokeSession, .deleteAccount: 204
         default: 200
         }
     }
 
-    /// The endpoint for a method and path, if any (a path with its parameter filled in matches its template).
+    /// The endpoint for a method and path, if any (a path with its parameter filled in matches its template; a fixed
+    /// path never does: ``endpoints(at:)``).
     public static func matching(method: String, path: String) -> Endpoint? {
-        allCases.first { $0.method.rawValue == method && $0.matches(path: path) }
+        endpoints(at: path).first { $0.method.rawValue == method }
+    }
+
+    /// The endpoints whose path is `path`. A fixed path is not a template's parameter: `GET /v1/chunks/missing` is
+    /// 405 (`/v1/chunks/missing` takes POST), not a chunk named "missing".
+    public static func endpoints(at path: String) -> [Endpoint] {
+        let fixed = allCases.contains { $0.pathParameter == nil && $0.path == path }
+        return allCases.filter { $0.matches(path: path) && !($0.pathParameter != nil && fixed) }
+    }
+}
+
+extension WireRequest {
+    /// A request for a chunk route (``Endpoint/putChunk``, ``Endpoint/getChunk``) for `hash`.
+    public init(_ endpoint: Endpoint, hash: ContentHash, bearerToken: String? = nil, body: Data? = nil) {
+        self.init(method: endpoint.method, path: endpoint.path(hash: hash), bearerToken: bearerToken, body: body)
     }
 }
 

@@ -76,7 +76,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let invalidBase = APIErrorCode("invalid_base")
     /// The same edit ID appears twice in one batch.
     public static let duplicateEdit = APIErrorCode("duplicate_edit")
-    /// The change would take the account over its note or text-bytes limit (`GET /v1/account` reports both).
+    /// The change would take the account over its note or byte limit (`GET /v1/account` reports both); as a
+    /// response status (413), a chunk upload that would take the account over its byte limit.
     public static let quotaExceeded = APIErrorCode("quota_exceeded")
 
     // Devices, passwords and account deletion.
@@ -98,6 +99,18 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     /// for all four, so a guesser learns nothing).
     public static let invalidInvite = APIErrorCode("invalid_invite")
 
+    // Chunks (attachments).
+    /// 400: a content address is not a SHA-256 hash in 64 lowercase hexadecimal digits (in the path or the body).
+    public static let invalidHash = APIErrorCode("invalid_hash")
+    /// 400: the chunk's bytes do not hash to the address it was sent under; nothing was stored.
+    public static let chunkHashMismatch = APIErrorCode("chunk_hash_mismatch")
+    /// 413: the chunk is larger than ``ChunkRules/maxChunkBytes``.
+    public static let chunkTooLarge = APIErrorCode("chunk_too_large")
+    /// 400: the chunk's body is empty (a chunk holds at least one byte).
+    public static let emptyChunk = APIErrorCode("empty_chunk")
+    /// 404: the account has no chunk with this address (whether or not another account has one).
+    public static let chunkNotFound = APIErrorCode("chunk_not_found")
+
     /// Every code the protocol defines, for documentation checks.
     public static let allKnown: [APIErrorCode] = [
         .invalidJSON, .unknownField, .invalidField, .invalidID, .invalidCursor, .invalidLimit, .unauthorized,
@@ -107,9 +120,11 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .signUpClosed, .accountDisabled, .quotaExceeded, .wrongPassword, .unknownSession,
         .invalidWait, .tooManyWaiters,
         .inviteRequired, .invalidInvite, .noteNotFound,
+        .invalidHash, .chunkHashMismatch, .chunkTooLarge, .emptyChunk, .chunkNotFound,
     ]
 
-    /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
+    /// Per-change codes: they appear inside a `ChangeResult`, and never as a push's response status
+    /// (`quota_exceeded` is also the 413 of a chunk upload over the account's byte limit).
     public static let perChange: Set<APIErrorCode> = [
         .noteTooLarge, .unknownNote, .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidID, .quotaExceeded,
     ]
@@ -119,10 +134,10 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         switch self {
         case .unauthorized, .invalidCredentials: 401
         case .signUpClosed, .accountDisabled, .wrongPassword, .inviteRequired, .invalidInvite: 403
-        case .notFound, .unknownSession, .noteNotFound: 404
+        case .notFound, .unknownSession, .noteNotFound, .chunkNotFound: 404
         case .methodNotAllowed: 405
         case .usernameTaken: 409
-        case .bodyTooLarge, .batchTooLarge: 413
+        case .bodyTooLarge, .batchTooLarge, .chunkTooLarge, .quotaExceeded: 413
         case .unsupportedMediaType: 415
         case .tooManyAttempts, .tooManyWaiters: 429
         case .headersTooLarge: 431

@@ -109,24 +109,30 @@ public struct StorageUsage: Codable, Sendable, Equatable {
     /// UTF-8 bytes of the texts the server keeps to answer replays (the `text` of `merged`, `conflict` and `kept`
     /// results, kept for the daemon's `--edit-retention-days`). Absent from servers older than this field.
     public var replayTextBytes: Int64?
-    /// The most notes the account may store (a change needing more is rejected `quota_exceeded`).
-    public var maxNotes: Int64
     /// UTF-8 bytes of the texts of the notes' versions the server keeps (`GET /v1/notes/{serverID}/versions`, for
     /// the daemon's `--history-days`). Absent from servers older than this field.
     public var historyBytes: Int64?
-    /// The most bytes the account may store: ``textBytes`` plus ``replayTextBytes`` plus ``historyBytes``.
+    /// Bytes of the account's attachment chunks, each counted once. Absent from servers older than this field.
+    public var chunkBytes: Int64?
+    /// The most notes the account may store (a change needing more is rejected `quota_exceeded`).
+    public var maxNotes: Int64
+    /// The most bytes the account may store: ``textBytes`` plus ``replayTextBytes`` plus ``historyBytes`` plus
+    /// ``chunkBytes``.
     public var maxTextBytes: Int64
 
-    public enum CodingKeys: String, WireKey { case notes, textBytes, replayTextBytes, historyBytes, maxNotes, maxTextBytes }
+    public enum CodingKeys: String, WireKey {
+        case notes, textBytes, replayTextBytes, historyBytes, chunkBytes, maxNotes, maxTextBytes
+    }
 
     public init(
-        notes: Int64, textBytes: Int64, replayTextBytes: Int64? = nil, historyBytes: Int64? = nil, maxNotes: Int64,
-        maxTextBytes: Int64
+        notes: Int64, textBytes: Int64, replayTextBytes: Int64? = nil, historyBytes: Int64? = nil, chunkBytes: Int64? = nil,
+        maxNotes: Int64, maxTextBytes: Int64
     ) {
         self.notes = notes
         self.textBytes = textBytes
         self.replayTextBytes = replayTextBytes
         self.historyBytes = historyBytes
+        self.chunkBytes = chunkBytes
         self.maxNotes = maxNotes
         self.maxTextBytes = maxTextBytes
     }

@@ -78,6 +78,10 @@ import Yams
             "SignUpWithInviteRequest": { try JSONDecoder().decode(SignUpRequest.self, from: $0) },
             "ErrorInvalidInvite": { try JSONDecoder().decode(APIErrorBody.self, from: $0) },
             "NoteVersionsResponse": { try JSONDecoder().decode(NoteVersionsResponse.self, from: $0) },
+            "MissingChunksRequest": { try JSONDecoder().decode(MissingChunksRequest.self, from: $0) },
+            "MissingChunksResponse": { try JSONDecoder().decode(MissingChunksResponse.self, from: $0) },
+            "ChunkStoredResponse": { try JSONDecoder().decode(ChunkStoredResponse.self, from: $0) },
+            "AttachmentManifest": { try AttachmentManifest.decode($0) },
         ]
         #expect(Set(examples.keys) == Set(decoders.keys), "every example needs a decoder here, and vice versa")
         for (name, example) in examples {

@@ -190,7 +190,7 @@ struct AccountManagementTests {
     @Test func theAccountReportsUsageAndLimitsAndPushesOverThemAreRejected() async throws {
         let alice = try await client.account("alice")
         var account = try client.decode(AccountResponse.self, try await client.call(.account, token: alice.token))
-        #expect(account.usage == StorageUsage(notes: 0, textBytes: 0, replayTextBytes: 0, historyBytes: 0, maxNotes: 5, maxTextBytes: 100))
+        #expect(account.usage == StorageUsage(notes: 0, textBytes: 0, replayTextBytes: 0, historyBytes: 0, chunkBytes: 0, maxNotes: 5, maxTextBytes: 100))
 
         // Each 9-byte note counts twice: its text and its first version in the history.
         let results = try await client.push(
@@ -201,7 +201,7 @@ struct AccountManagementTests {
             alice.token, [change(1, server: results[0].serverID, edit: 7, text: String(repeating: "y", count: 70), baseVersion: 1)])
         #expect(big[0].status == .rejected && big[0].error?.code == .quotaExceeded)
         account = try client.decode(AccountResponse.self, try await client.call(.account, token: alice.token))
-        #expect(account.usage == StorageUsage(notes: 5, textBytes: 45, replayTextBytes: 0, historyBytes: 45, maxNotes: 5, maxTextBytes: 100))
+        #expect(account.usage == StorageUsage(notes: 5, textBytes: 45, replayTextBytes: 0, historyBytes: 45, chunkBytes: 0, maxNotes: 5, maxTextBytes: 100))
         // A conflict copy is a new note: over the note limit, the conflicting change is rejected and nothing is lost
         // on the server (the stored text stays).
         let conflict = try await client.push(
@@ -213,7 +213,7 @@ struct AccountManagementTests {
             alice.token, [change(1, server: results[0].serverID, edit: 9, text: "base\n", baseText: "base\n")])
         #expect(merged[0].status == .merged && merged[0].text == String(repeating: "x", count: 9))
         account = try client.decode(AccountResponse.self, try await client.call(.account, token: alice.token))
-        #expect(account.usage == StorageUsage(notes: 5, textBytes: 45, replayTextBytes: 9, historyBytes: 45, maxNotes: 5, maxTextBytes: 100))
+        #expect(account.usage == StorageUsage(notes: 5, textBytes: 45, replayTextBytes: 9, historyBytes: 45, chunkBytes: 0, maxNotes: 5, maxTextBytes: 100))
     }
 }
 

@@ -10,10 +10,10 @@ import Testing
 /// keys.
 @Suite("Schema parity", .enabled(if: TestPostgres.isAvailable, "FLAKENOTES_POSTGRES_URL is not set"))
 struct SchemaParityTests {
-    /// Tables only one backend has: each keeps its own migration bookkeeping, and instance leases exist only where
-    /// several daemons share a database.
+    /// Tables only one backend has: each keeps its own migration bookkeeping, instance leases exist only where
+    /// several daemons share a database, and PostgreSQL keeps chunk bytes in a table (SQLite in files).
     static let sqliteOnlyTables: Set<String> = ["grdb_migrations"]
-    static let postgresOnlyTables: Set<String> = ["instance_leases", "notesyncd_migrations", "sign_in_attempts"]
+    static let postgresOnlyTables: Set<String> = ["instance_leases", "notesyncd_migrations", "sign_in_attempts", "chunk_data"]
 
     @Test func sqliteAndPostgresDescribeTheSameSchema() async throws {
         var sqlite = try Self.sqliteSchema()

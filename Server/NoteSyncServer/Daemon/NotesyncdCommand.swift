@@ -55,6 +55,7 @@ public struct NotesyncdCommand: AsyncParsableCommand {
     @Option(.maxWaiters) var maxWaiters: String?
     @Option(.maxWaitersPerAccount) var maxWaitersPerAccount: String?
     @Option(.sessionIdleDays) var sessionIdleDays: String?
+    @Option(.chunkGraceDays) var chunkGraceDays: String?
 
     public init() {}
 

@@ -130,7 +130,7 @@ extension NotesyncdOption {
         dataDirectory, host, port, instance, bcryptCost, logLevel, database, instanceLeaseSeconds, databaseConnections,
         editRetentionDays, historyDays, maxBodyBytes, maxNoteBytes, maxBatch, maxPage, idleTimeout, readTimeout, writeTimeout,
         maxConnections, signUp, logFormat, metricsAddress, maxNotesPerAccount, maxBytesPerAccount, maxWaiters,
-        maxWaitersPerAccount, sessionIdleDays,
+        maxWaitersPerAccount, sessionIdleDays, chunkGraceDays,
     ]
 
     static let dataDirectory = text(
@@ -258,7 +258,7 @@ extension NotesyncdOption {
 
     static let maxBytesPerAccount = integer(
         "max-bytes-per-account", \.maxBytesPerAccount, \.quota.maxTextBytes, range: 1...Int64.max, noun: "max bytes per account",
-        help: "Most bytes an account may store: its notes' texts plus the texts kept to answer replays")
+        help: "Most bytes an account may store: its notes' texts, the texts kept to answer replays and its attachments' chunks")
 
     /// Its range depends on `--max-connections`: ``ServerConfiguration/validate()`` checks it.
     static let maxWaiters = NotesyncdOption(
@@ -275,6 +275,10 @@ extension NotesyncdOption {
     static let sessionIdleDays = integer(
         "session-idle-days", \.sessionIdleDays, \.sessionIdleDays, range: 0...36500, noun: "the session idle limit", unit: " days",
         help: "Days a device may go unused before its session expires and it must sign in again; 0 for never")
+
+    static let chunkGraceDays = integer(
+        "chunk-grace-days", \.chunkGraceDays, \.chunkGraceDays, range: 1...36500, noun: "the chunk grace period", unit: " days",
+        help: "Days an attachment chunk no note refers to is kept before it is deleted")
 }
 
 extension Option where Value == String? {

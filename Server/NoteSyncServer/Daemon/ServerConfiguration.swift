@@ -93,6 +93,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The limits of waiting pulls served by `GET /v1/info` (`live`): the longest wait and the most waiters per
     /// account (the daemon's ``maxWaiters`` bounds it too).
     public var live: LiveLimits = .default
+    /// Days an attachment chunk no note refers to is kept before the prune service deletes it (its upload, or the
+    /// last `missing` answer or note that named it, starts the period).
+    public var chunkGraceDays: Int = 7
 
     /// ``maxWaiters`` or its default.
     public var effectiveMaxWaiters: Int { maxWaiters ?? max(1, maxConnections * 3 / 4) }

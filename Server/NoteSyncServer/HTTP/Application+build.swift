@@ -35,7 +35,8 @@ public func buildRouter(api: SyncAPI, logger: Logger) -> Router<SyncRequestConte
             preconditionFailure("\(route.endpoint.method.rawValue) is not an HTTP method")
         }
         router.on(RouterPath(route.endpoint.path), method: method) { request, context in
-            await HTTPBridge.respond(to: request, context: context, route: route, api: api)
+            if case .bytes = route.handler { return await HTTPBridge.respondBytes(to: request, context: context, route: route, api: api) }
+            return await HTTPBridge.respond(to: request, context: context, route: route, api: api)
         }
     }
     // Added after the routes, so it wraps only the responder Hummingbird calls when no route matches.
@@ -156,15 +157,15 @@ public func buildApplication(
     app.addServices(StoreService(store: store, logger: logger))
     // After the store (it stops before the store closes); the HTTP server answers its own waiters as it drains.
     app.addServices(ChangeFeedService(feed: feed, listener: listener, externalCommits: externalCommits, logger: logger))
-    if configuration.editRetentionDays > 0 || configuration.history.retentionDays > 0 {
-        app.addServices(
-            PruneService(
-                store: store, editRetention: PruneService.milliseconds(days: configuration.editRetentionDays),
-                historyRetention: PruneService.milliseconds(days: configuration.history.retentionDays), interval: .seconds(3600),
-                clock: SystemFlakeClock.coarse, logger: logger
-            )
+    // Applied edits and kept versions past their retention (when there is one) and chunks past their grace period.
+    app.addServices(
+        PruneService(
+            store: store, editRetention: PruneService.milliseconds(days: configuration.editRetentionDays),
+            historyRetention: PruneService.milliseconds(days: configuration.history.retentionDays),
+            chunks: serverServices.chunks, chunkReferences: NoChunkReferences(), chunkGraceDays: configuration.chunkGraceDays,
+            interval: .seconds(3600), clock: SystemFlakeClock.coarse, logger: logger
         )
-    }
+    )
     if let prelude { app.beforeServerStarts(perform: prelude) }
     return NotesyncdApplication(base: app, address: Listener.shown(host: host, port: configuration.port), gate: gate)
 }
@@ -206,15 +207,21 @@ struct StoreService: Service {
 }
 
 /// Prunes applied edits older than the edit retention and kept versions older than the history retention (a note's
-/// newest kept version excepted), once a minute after start and then every `interval`, until graceful shutdown. A
-/// failure is logged and retried at the next round. With several daemons on PostgreSQL each prunes; deleting what
-/// another already deleted is harmless.
+/// newest kept version excepted), and collects the attachment chunks no note has referred to for the grace period
+/// (``ChunkService/collect(references:graceDays:)``), once a minute after start and then every `interval`, until
+/// graceful shutdown. A failure is logged and retried at the next round. With several daemons on PostgreSQL each
+/// prunes; deleting what another already deleted is harmless.
 struct PruneService: Service {
     let store: any NoteStore
     /// Milliseconds; nil keeps applied edits forever.
     let editRetention: Int64?
     /// Milliseconds; nil keeps every version forever.
     let historyRetention: Int64?
+    /// The chunks to collect, nil for none.
+    var chunks: ChunkService?
+    /// Which chunks notes refer to (phase 1: none, ``NoChunkReferences``).
+    var chunkReferences: any ChunkReferences = NoChunkReferences()
+    var chunkGraceDays = 7
     let interval: Duration
     let clock: any FlakeClock
     let logger: Logger
@@ -259,6 +266,13 @@ struct PruneService: Service {
                 logger.warning("pruning note versions failed; retrying later", metadata: ["error": "\(error)"])
             }
         }
+        if let chunks, chunks.store != nil {
+            do {
+                _ = try await chunks.collect(references: chunkReferences, graceDays: chunkGraceDays)
+            } catch {
+                logger.warning("collecting chunks failed; retrying later", metadata: ["error": "\(error)"])
+            }
+        }
     }
 }
 
@@ -298,6 +312,43 @@ enum HTTPBridge {
                 }
             }
             return response(from: await api.respond(route, to: wire, requestID: requestID, contentType: contentType))
+        }
+    }
+
+    /// Answers a request Hummingbird routed to a bytes route (the chunks'): the body is handed over as it arrives,
+    /// never collected, and a chunk's bytes are written as they are read (`Content-Length` known beforehand).
+    static func respondBytes(to request: Request, context: SyncRequestContext, route: SyncAPI.Route, api: SyncAPI) async -> Response {
+        let requestID = context.id
+        let path = request.uri.path
+        guard Endpoint.matching(method: request.method.rawValue, path: path) == route.endpoint else {
+            return response(from: api.routeMiss(method: request.method.rawValue, path: path, requestID: requestID))
+        }
+        var bearerToken: String?
+        if let authorization = request.headers[.authorization] {
+            guard let token = bearer(from: authorization) else {
+                return response(from: SyncError.malformedAuthorization.response(requestID: requestID))
+            }
+            bearerToken = token
+        }
+        let wire = WireRequest(
+            method: route.endpoint.method, path: path, bearerToken: bearerToken, remoteAddress: context.remoteAddress?.ipAddress,
+            requestID: requestID)
+        let body = SyncAPI.ByteBody(contentLength: request.headers[.contentLength].flatMap { Int($0) }, buffers: request.body)
+        switch await api.respond(route, to: wire, body: body, requestID: requestID, contentType: request.headers[.contentType]) {
+        case .wire(let answer):
+            return response(from: answer)
+        case .octets(let content, let headers):
+            var fields = HTTPFields()
+            fields[.contentType] = ChunkRules.mediaType
+            for (name, value) in headers {
+                if let name = HTTPField.Name(name) { fields[name] = value }
+            }
+            return Response(
+                status: .ok, headers: fields,
+                body: ResponseBody(contentLength: content.size) { writer in
+                    try await content.read { piece in try await writer.write(piece) }
+                    try await writer.finish(nil)
+                })
         }
     }
 

@@ -35,7 +35,8 @@ public struct ConnectionTimeouts: Sendable, Equatable {
 }
 
 /// HTTP/1.1 for the daemon: Hummingbird's `HTTP1Channel` (its parser limits set explicitly), plus the
-/// ``ConnectionTimeouts`` and a JSON answer to requests the HTTP parser refuses.
+/// ``ConnectionTimeouts``, a JSON answer to requests the HTTP parser refuses, and `100 Continue` for a request that
+/// expects it (``ExpectContinueHandler``, right after the HTTP decoder).
 ///
 /// Two handlers share one ``ConnectionGuard``: ``ConnectionGuard/ByteHandler`` first in the pipeline (it sees every
 /// byte read and the socket's writability) and ``ConnectionGuard/PartHandler`` after the HTTP codec (it sees request
@@ -76,6 +77,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveBuffers)
             let parts = try channel.pipeline.syncOperations.handler(type: ConnectionGuard.PartHandler.self)
             try channel.pipeline.syncOperations.addHandler(ConnectionGuard.ByteHandler(parts.state), position: .first)
+            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandler(ExpectContinueHandler(), position: .after(decoder))
             return value
         }
     }

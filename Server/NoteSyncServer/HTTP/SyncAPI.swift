@@ -1,5 +1,7 @@
 import Foundation
+import HummingbirdCore
 import Logging
+import NIOCore
 import NoteSyncProtocol
 import ServiceLifecycle
 import Synchronization
@@ -49,6 +51,21 @@ public final class SyncAPI: Sendable {
     enum Handler: Sendable {
         case `public`(@Sendable (WireRequest) async throws -> WireResponse)
         case authenticated(@Sendable (WireRequest, SessionRecord) async throws -> WireResponse)
+        /// An authenticated route whose bodies are bytes (the chunks'): it takes the request's body as it arrives
+        /// and may answer with bytes as they are read.
+        case bytes(@Sendable (WireRequest, SessionRecord, ByteBody) async throws -> ByteAnswer)
+    }
+
+    /// A request body as it arrives (Hummingbird's, or one buffer in process), with its declared length.
+    struct ByteBody: Sendable {
+        let contentLength: Int?
+        let buffers: RequestBody
+    }
+
+    /// What a bytes route answers: a protocol response, or bytes read as they are sent.
+    enum ByteAnswer: Sendable {
+        case wire(WireResponse)
+        case octets(ChunkContent)
     }
 
     // MARK: - In process
@@ -56,7 +73,8 @@ public final class SyncAPI: Sendable {
     /// Handles a request from an in-process caller, whose body is always JSON (as if it said
     /// `Content-Type: application/json`).
     public func handle(_ request: WireRequest) async -> WireResponse {
-        await handle(request, contentType: Self.jsonMediaType)
+        let endpoint = Endpoint.matching(method: request.method.rawValue, path: request.path)
+        return await handle(request, contentType: endpoint?.requestMediaType ?? Self.jsonMediaType)
     }
 
     /// Handles a request: finds its endpoint, checks the body size, then ``respond(_:to:requestID:contentType:)``.
@@ -68,9 +86,25 @@ public final class SyncAPI: Sendable {
         let requestID = request.requestID ?? Self.makeRequestID()
         var request = request
         request.requestID = requestID
-        guard let route = routes.first(where: { $0.endpoint.method == request.method && $0.endpoint.matches(path: request.path) })
+        guard let endpoint = Endpoint.matching(method: request.method.rawValue, path: request.path),
+            let route = routes.first(where: { $0.endpoint == endpoint })
         else {
             return routeMiss(method: request.method.rawValue, path: request.path, requestID: requestID)
+        }
+        if case .bytes = route.handler {
+            // The chunk's own limit applies, as the bytes arrive (``ChunkService``); the answer's bytes are collected.
+            let body = ByteBody(contentLength: request.body?.count ?? 0, buffers: RequestBody(buffer: ByteBuffer(bytes: request.body ?? Data())))
+            switch await respond(route, to: request, body: body, requestID: requestID, contentType: contentType) {
+            case .wire(let response):
+                return response
+            case .octets(let content, let headers):
+                do {
+                    let bytes = try await content.collect()
+                    return WireResponse(status: 200, headers: headers, body: Data(bytes.readableBytesView))
+                } catch {
+                    return failed(error, endpoint: endpoint, requestID: requestID, since: .now)
+                }
+            }
         }
         if let body = request.body, body.count > limits.maxBodyBytes {
             return SyncError.bodyTooLarge(limit: limits.maxBodyBytes).response(requestID: requestID)
@@ -86,24 +120,65 @@ public final class SyncAPI: Sendable {
         let start = ContinuousClock.now
         let endpoint = route.endpoint
         do {
-            if endpoint.method == .post, let body = request.body, !body.isEmpty, !(contentType.map(Self.isJSON) ?? false) {
-                throw SyncError(
-                    .unsupportedMediaType,
-                    contentType.map { "The body must be application/json, not \($0)." }
-                        ?? "The body must be application/json; the request has no Content-Type."
-                )
-            }
+            try Self.checkMediaType(endpoint, hasBody: request.body.map { !$0.isEmpty } ?? false, contentType: contentType)
             let response: WireResponse
             switch route.handler {
             case .public(let handle):
                 response = try await handle(request)
             case .authenticated(let handle):
                 response = try await handle(request, try await services.sessions.authenticate(bearerToken: request.bearerToken))
+            case .bytes:
+                preconditionFailure("bytes routes are answered by respond(_:to:body:requestID:contentType:)")
             }
             return answered(response, endpoint: endpoint, requestID: requestID, since: start)
         } catch {
             return failed(error, endpoint: endpoint, requestID: requestID, since: start)
         }
+    }
+
+    /// What a bytes route answered: a protocol response (an error, or a JSON answer), or bytes to send with these
+    /// headers (`X-Request-Id`).
+    enum ByteResult: Sendable {
+        case wire(WireResponse)
+        case octets(ChunkContent, headers: [String: String])
+    }
+
+    /// Answers a request for a bytes route (``Handler/bytes(_:)``): authentication, media type
+    /// (`application/octet-stream` or none for a body), the handler taking `body` as it arrives, and the same error
+    /// mapping, log line and metrics as ``respond(_:to:requestID:contentType:)``.
+    func respond(_ route: Route, to request: WireRequest, body: ByteBody, requestID: String, contentType: String?) async -> ByteResult {
+        let start = ContinuousClock.now
+        let endpoint = route.endpoint
+        do {
+            guard case .bytes(let handle) = route.handler else { preconditionFailure("\(endpoint) is not a bytes route") }
+            // Authentication first: a request without a valid session learns nothing else (401, as every endpoint).
+            let session = try await services.sessions.authenticate(bearerToken: request.bearerToken)
+            try Self.checkMediaType(endpoint, hasBody: (body.contentLength ?? 1) > 0, contentType: contentType)
+            switch try await handle(request, session, body) {
+            case .wire(let response):
+                return .wire(answered(response, endpoint: endpoint, requestID: requestID, since: start))
+            case .octets(let content):
+                let logged = answered(WireResponse(status: endpoint.successStatus), endpoint: endpoint, requestID: requestID, since: start)
+                return .octets(content, headers: logged.headers)
+            }
+        } catch {
+            return .wire(failed(error, endpoint: endpoint, requestID: requestID, since: start))
+        }
+    }
+
+    /// Refuses a body whose `Content-Type` is not the endpoint's (415 `unsupported_media_type`): a JSON endpoint's
+    /// POST body must say `application/json`; a chunk's body may say `application/octet-stream` or nothing.
+    static func checkMediaType(_ endpoint: Endpoint, hasBody: Bool, contentType: String?) throws {
+        if endpoint.method == .put, hasBody, let contentType, !isMediaType(contentType, ChunkRules.mediaType) {
+            throw SyncError(.unsupportedMediaType, "The body must be \(ChunkRules.mediaType), not \(contentType).")
+        }
+        if endpoint.method == .post, hasBody, !(contentType.map(Self.isJSON) ?? false) {
+                throw SyncError(
+                    .unsupportedMediaType,
+                    contentType.map { "The body must be application/json, not \($0)." }
+                        ?? "The body must be application/json; the request has no Content-Type."
+                )
+            }
     }
 
     /// The last step of every answer: `X-Request-Id`, the debug log line, the metrics.
@@ -231,7 +306,7 @@ public final class SyncAPI: Sendable {
     }
 
     private func answerRouteMiss(method: String, path: String, requestID: String?) -> WireResponse {
-        let methods = Endpoint.allCases.filter { $0.matches(path: path) }.map(\.method.rawValue)
+        let methods = Endpoint.endpoints(at: path).map(\.method.rawValue)
         if methods.isEmpty {
             return SyncError(.notFound, "No such endpoint: \(path).").response(requestID: requestID)
         }
@@ -244,7 +319,7 @@ public final class SyncAPI: Sendable {
 
     /// The handler of `endpoint`: decodes the request, calls the service, encodes the answer.
     private static func handler(for endpoint: Endpoint, services: ServerServices, metrics: SyncMetrics?) -> Handler {
-        let (accounts, sessions, sync) = (services.accounts, services.sessions, services.sync)
+        let (accounts, sessions, sync, chunks) = (services.accounts, services.sessions, services.sync, services.chunks)
         return switch endpoint {
         case .health:
             .public { _ in try encode(try await sync.health(), endpoint) }
@@ -319,6 +394,24 @@ public final class SyncAPI: Sendable {
                     limit: request.queryValue(HistoryQuery.limit), limits: sync.history)
                 return try encode(try await sync.versions(query, session: session), endpoint)
             }
+        case .missingChunks:
+            .authenticated { request, session in
+                let decoded = try WireJSON.decodeRequest(MissingChunksRequest.self, from: request.body ?? Data())
+                return try encode(try await chunks.missing(decoded, session: session), endpoint)
+            }
+        case .putChunk:
+            .bytes { request, session, body in
+                let (hash, write) = try await chunks.put(
+                    hash: String(endpoint.parameter(in: request.path) ?? ""), contentLength: body.contentLength, body: body.buffers,
+                    session: session)
+                let status = if case .created = write { endpoint.successStatus } else { 200 }
+                let answer = ChunkStoredResponse(hash: hash, size: write.size)
+                return .wire(WireResponse(status: status, body: try WireJSON.encoder().encode(answer)))
+            }
+        case .getChunk:
+            .bytes { request, session, _ in
+                .octets(try await chunks.get(hash: String(endpoint.parameter(in: request.path) ?? ""), session: session))
+            }
         }
     }
 
@@ -331,8 +424,13 @@ public final class SyncAPI: Sendable {
 
     /// Whether a Content-Type names JSON (`application/json`, any parameters, any case).
     static func isJSON(_ contentType: String) -> Bool {
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-        return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+        isMediaType(contentType, "application/json")
+    }
+
+    /// Whether a Content-Type names `mediaType` (any parameters, any case).
+    static func isMediaType(_ contentType: String, _ mediaType: String) -> Bool {
+        let given = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return given.trimmingCharacters(in: .whitespaces).lowercased() == mediaType
     }
 
     private static let requestCounter = Atomic<UInt64>(0)

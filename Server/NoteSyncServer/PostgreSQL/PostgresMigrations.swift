@@ -183,6 +183,38 @@ extension PostgresDatabase {
                 "CREATE INDEX note_versions_by_age ON note_versions(saved_at)",
             ]
         ),
+        (
+            // 11: issue 31's tags, flags and history (10) landed first.
+            11,
+            [
+                // Attachments' chunks (issue 33): one row per chunk an account stores, the same table as SQLite's;
+                // their bytes in chunk_data (PostgreSQL only: SQLite keeps them in files), one bytea each, stored out
+                // of line uncompressed (a chunk is often compressed or encrypted already); and their bytes in the
+                // account's running totals (the byte limit counts them).
+                "ALTER TABLE accounts ADD COLUMN chunk_bytes BIGINT NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE chunks (
+                    account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    hash TEXT NOT NULL,
+                    size BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    referenced_at BIGINT NOT NULL,
+                    PRIMARY KEY (account_id, hash)
+                )
+                """,
+                "CREATE INDEX chunks_by_reference ON chunks(referenced_at)",
+                """
+                CREATE TABLE chunk_data (
+                    account_id BIGINT NOT NULL,
+                    hash TEXT NOT NULL,
+                    data BYTEA NOT NULL,
+                    PRIMARY KEY (account_id, hash),
+                    FOREIGN KEY (account_id, hash) REFERENCES chunks(account_id, hash) ON DELETE CASCADE
+                )
+                """,
+                "ALTER TABLE chunk_data ALTER COLUMN data SET STORAGE EXTERNAL",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -249,12 +249,13 @@ public final class PostgresNoteStore: NoteStore {
     public func usage(accountID: FlakeID) async throws -> AccountUsage? {
         try await run { client in
             let rows = try await client.query(
-                "SELECT note_count, text_bytes, replay_text_bytes, history_bytes FROM accounts WHERE id = \(accountID.rawValue)",
+                "SELECT note_count, text_bytes, replay_text_bytes, history_bytes, chunk_bytes FROM accounts WHERE id = \(accountID.rawValue)",
                 logger: self.logger
             )
             var usage: AccountUsage?
-            for try await (notes, bytes, replayBytes, historyBytes) in rows.decode((Int64, Int64, Int64, Int64).self) {
-                usage = AccountUsage(noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes, historyBytes: historyBytes)
+            for try await (notes, bytes, replayBytes, historyBytes, chunkBytes) in rows.decode((Int64, Int64, Int64, Int64, Int64).self) {
+                usage = AccountUsage(
+                    noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes, historyBytes: historyBytes, chunkBytes: chunkBytes)
             }
             return usage
         }

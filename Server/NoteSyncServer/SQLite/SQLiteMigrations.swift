@@ -156,6 +156,27 @@ extension SQLiteNoteStore {
                     """
             )
         }
+        migrator.registerMigration("v10: chunks") { db in
+            // Attachments' chunks (issue 33; "v10" because issue 31's "v9: tags, flags and history" landed first):
+            // one row per chunk an account stores (its bytes are a file under the data directory's chunks/), and
+            // their bytes in the account's running totals (the byte limit counts them). referenced_at is when a note
+            // (or a `missing` answer) last referred to the chunk: the garbage collector deletes a chunk unreferenced
+            // for the grace period.
+            try db.execute(
+                sql: """
+                    ALTER TABLE accounts ADD COLUMN chunk_bytes INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE chunks (
+                        account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                        hash TEXT NOT NULL,
+                        size INTEGER NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        referenced_at INTEGER NOT NULL,
+                        PRIMARY KEY (account_id, hash)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX chunks_by_reference ON chunks(referenced_at);
+                    """
+            )
+        }
         return migrator
     }
 }

@@ -33,20 +33,27 @@ public final class SQLiteNoteStore: NoteStore {
     /// Removed on close (temporary stores only).
     private let temporaryDirectory: URL?
     private let isClosed = Atomic<Bool>(false)
+    /// Where the chunks' files live (``ChunkStore``): `chunks` beside the database file, or a temporary directory
+    /// for a store in memory (removed on close).
+    let chunkDirectory: URL
 
     /// The database file name inside a data directory.
     public static let fileName = "notesyncd.sqlite"
+    /// The chunk directory's name inside a data directory.
+    public static let chunkDirectoryName = "chunks"
 
-    private init(writer: any DatabaseWriter, temporaryDirectory: URL?) throws {
+    private init(writer: any DatabaseWriter, temporaryDirectory: URL?, chunkDirectory: URL) throws {
         self.writer = writer
         self.inMemoryQueue = writer is DatabaseQueue
         self.temporaryDirectory = temporaryDirectory
+        self.chunkDirectory = chunkDirectory
         try Self.migrator.migrate(writer)
     }
 
-    /// Opens (creating if needed) the database at `path` as a WAL `DatabasePool` and migrates it.
-    public convenience init(path: String) throws {
-        try self.init(path: path, temporaryDirectory: nil)
+    /// Opens (creating if needed) the database at `path` as a WAL `DatabasePool` and migrates it; its chunks are in
+    /// `chunkDirectory` (default: `chunks` beside the file).
+    public convenience init(path: String, chunkDirectory: String? = nil) throws {
+        try self.init(path: path, temporaryDirectory: nil, chunkDirectory: chunkDirectory)
     }
 
     /// Opens the store of a data directory (`<directory>/notesyncd.sqlite`), creating the directory if needed.
@@ -55,11 +62,13 @@ public final class SQLiteNoteStore: NoteStore {
         try self.init(path: (dataDirectory as NSString).appendingPathComponent(Self.fileName))
     }
 
-    private convenience init(path: String, temporaryDirectory: URL?) throws {
+    private convenience init(path: String, temporaryDirectory: URL?, chunkDirectory: String? = nil) throws {
         let pool = try DatabasePool(path: path, configuration: Self.configuration())
         // DatabasePool switches the writer to WAL with `synchronous = NORMAL`; durability needs FULL.
         try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        try self.init(writer: pool, temporaryDirectory: temporaryDirectory)
+        let chunks = chunkDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(Self.chunkDirectoryName, isDirectory: true)
+        try self.init(writer: pool, temporaryDirectory: temporaryDirectory, chunkDirectory: chunks)
     }
 
     /// A store in a fresh temporary directory (a real WAL pool), removed on ``close()`` or when the store is released.
@@ -73,7 +82,9 @@ public final class SQLiteNoteStore: NoteStore {
 
     /// A store in memory (one `DatabaseQueue` connection, no file, no durability). For tests and the simulation.
     public static func inMemory() throws -> SQLiteNoteStore {
-        try SQLiteNoteStore(writer: DatabaseQueue(configuration: configuration()), temporaryDirectory: nil)
+        // Its chunks still need files: a temporary directory, made on the first chunk and removed on close.
+        let chunks = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-chunks-\(UUID().uuidString)", isDirectory: true)
+        return try SQLiteNoteStore(writer: DatabaseQueue(configuration: configuration()), temporaryDirectory: chunks, chunkDirectory: chunks)
     }
 
     private static func configuration() -> Configuration {
@@ -285,23 +296,28 @@ public final class SQLiteNoteStore: NoteStore {
     @discardableResult
     public func deleteAccount(id: FlakeID) async throws -> Bool {
         // One write transaction: pushes (which take the same writer) run wholly before or after it.
-        try await write { db in
+        let deleted = try await write { db in
             let account = id.rawValue
             try db.execute(sql: "DELETE FROM applied_edits WHERE account_id = ?", arguments: [account])
             try db.execute(sql: "DELETE FROM note_versions WHERE account_id = ?", arguments: [account])
             try db.execute(sql: "DELETE FROM notes WHERE account_id = ?", arguments: [account])
             try db.execute(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [account])
             try db.execute(sql: "DELETE FROM accounts WHERE id = ?", arguments: [account])
-            return db.changesCount > 0
+            return db.changesCount > 0  // its chunks' rows go with it (ON DELETE CASCADE)
         }
+        removeChunkFiles(accountID: id)
+        return deleted
     }
 
     public func usage(accountID: FlakeID) async throws -> AccountUsage? {
         try await read { db in
             try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT note_count, text_bytes, replay_text_bytes, history_bytes FROM accounts WHERE id = ?"),
+                db.cachedStatement(
+                    sql: "SELECT note_count, text_bytes, replay_text_bytes, history_bytes, chunk_bytes FROM accounts WHERE id = ?"),
                 arguments: [accountID.rawValue]
-            ).map { AccountUsage(noteCount: $0[0], textBytes: $0[1], replayTextBytes: $0[2], historyBytes: $0[3]) }
+            ).map {
+                AccountUsage(noteCount: $0[0], textBytes: $0[1], replayTextBytes: $0[2], historyBytes: $0[3], chunkBytes: $0[4])
+            }
         }
     }
 

@@ -167,6 +167,7 @@ public final class AccountService: Sendable {
             accountID: account.id, username: account.username,
             usage: StorageUsage(
                 notes: usage.noteCount, textBytes: usage.textBytes, replayTextBytes: usage.replayTextBytes,
-                historyBytes: usage.historyBytes, maxNotes: quota.maxNotes, maxTextBytes: quota.maxTextBytes))
+                historyBytes: usage.historyBytes, chunkBytes: usage.chunkBytes, maxNotes: quota.maxNotes,
+                maxTextBytes: quota.maxTextBytes))
     }
 }

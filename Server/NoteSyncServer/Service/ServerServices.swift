@@ -73,7 +73,7 @@ public struct ServiceConfiguration: Sendable {
 }
 
 /// The server's rules over a ``NoteStore``, by concern: accounts and sign-up (``AccountService``), sessions and
-/// devices (``SessionService``), sync (``SyncService``). ``SyncAPI`` answers every endpoint with them.
+/// devices (``SessionService``), sync (``SyncService``), attachments' chunks (``ChunkService``). ``SyncAPI`` answers every endpoint with them.
 ///
 /// Transport-neutral: the services take decoded requests and return response values, throwing ``SyncError`` for
 /// every client mistake (other errors are server faults). The clock, the ID source and the random source are
@@ -85,13 +85,16 @@ public final class ServerServices: Sendable {
     public let accounts: AccountService
     public let sessions: SessionService
     public let sync: SyncService
+    /// Attachments' chunks (``ChunkService``).
+    public let chunks: ChunkService
 
-    /// The three services over one context and configuration (they share its throttle, so a username's sign-ins and
+    /// The services over one context and configuration (they share its throttle, so a username's sign-ins and
     /// password checks count together).
     public init(_ context: ServiceContext, configuration: ServiceConfiguration = ServiceConfiguration()) {
         accounts = AccountService(context, configuration: configuration)
         sessions = SessionService(context, configuration: configuration)
         sync = SyncService(context, configuration: configuration)
+        chunks = ChunkService(context, configuration: configuration)
     }
 }
 

@@ -76,6 +76,10 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
     public var historyBytes: Int64
     /// The database's size on disk in bytes: SQLite's file and its WAL; PostgreSQL's `pg_database_size`.
     public var databaseBytes: Int64
+    /// Attachment chunks stored (``ChunkStore/chunkStatistics()``; `notesyncd stats` fills it in).
+    public var chunks: Int = 0
+    /// Their bytes (with SQLite, in files beside the database: not in ``databaseBytes``).
+    public var chunkBytes: Int64 = 0
 
     public init(
         accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64,

@@ -68,30 +68,35 @@ public struct AccountUsage: Sendable, Equatable {
     /// UTF-8 bytes of the texts of the notes' kept versions (``StoredVersion/text``), until the history retention
     /// prunes them.
     public var historyBytes: Int64
+    /// Bytes of the account's attachment chunks (``ChunkStore``), each counted once however many notes refer to it.
+    public var chunkBytes: Int64
 
-    public init(noteCount: Int64 = 0, textBytes: Int64 = 0, replayTextBytes: Int64 = 0, historyBytes: Int64 = 0) {
+    public init(
+        noteCount: Int64 = 0, textBytes: Int64 = 0, replayTextBytes: Int64 = 0, historyBytes: Int64 = 0, chunkBytes: Int64 = 0
+    ) {
         self.noteCount = noteCount
         self.textBytes = textBytes
         self.replayTextBytes = replayTextBytes
         self.historyBytes = historyBytes
+        self.chunkBytes = chunkBytes
     }
 
-    /// What the byte limit counts: the notes' texts, the replay texts and the history's texts.
-    public var storedBytes: Int64 { textBytes + replayTextBytes + historyBytes }
+    /// What the byte limit counts: the notes' texts, the replay texts, the history's texts and the chunks.
+    public var storedBytes: Int64 { textBytes + replayTextBytes + historyBytes + chunkBytes }
 }
 
 /// The per-account limits a push enforces (the daemon's `--max-notes-per-account` and `--max-bytes-per-account`).
 ///
 /// A change that would take an account over either limit is `rejected` with `quota_exceeded`; a change that does not
 /// grow what it is over (a delete) is always accepted, so an account over a lowered limit can shrink. The byte limit
-/// counts the notes' texts plus the texts kept for replays plus the texts of the versions the history keeps
-/// (``AccountUsage/storedBytes``): every accepted change of a note keeps its text in the history, so only a delete
-/// (whose version's text is empty) never grows it.
+/// counts the notes' texts plus the texts kept for replays plus the texts of the versions the history keeps plus the
+/// attachments' chunks (``AccountUsage/storedBytes``): every accepted change of a note keeps its text in the history,
+/// so only a delete (whose version's text is empty) never grows it.
 public struct AccountQuota: Sendable, Equatable {
     /// Most stored notes per account, tombstones included.
     public var maxNotes: Int64
-    /// Most UTF-8 bytes per account: the notes' texts plus the texts their applied edits keep for replays plus the
-    /// texts of the kept versions.
+    /// Most bytes per account: the notes' texts, the texts their applied edits keep for replays, the texts of the
+    /// kept versions, and the chunks of their attachments.
     public var maxTextBytes: Int64
 
     public init(maxNotes: Int64 = AccountQuota.default.maxNotes, maxTextBytes: Int64 = AccountQuota.default.maxTextBytes) {

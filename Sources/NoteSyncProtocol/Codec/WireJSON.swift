@@ -38,6 +38,9 @@ public enum WireJSON {
                 if let rule = context.underlyingError as? FieldRuleError {
                     return APIErrorBody(code: .invalidField, message: "\(context.codingPath.wirePath): \(rule.message)", field: context.codingPath.wirePath)
                 }
+                if context.underlyingError is ContentHashError {
+                    return APIErrorBody(code: .invalidHash, message: "\(context.codingPath.wirePath): \(ContentHashError.rule).", field: context.codingPath.wirePath)
+                }
                 if context.underlyingError is FlakeError || isFlakeIDField(context.codingPath) {
                     return APIErrorBody(code: .invalidID, message: "\(context.codingPath.wirePath) is not a valid MiniFlake ID: \(context.debugDescription)", field: context.codingPath.wirePath)
                 }

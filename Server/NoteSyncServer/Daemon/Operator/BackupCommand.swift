@@ -10,9 +10,11 @@ import Darwin
 /// `notesyncd backup FILE`: a consistent copy of the live store, taken while the daemon runs and pushes go on.
 ///
 /// - SQLite: SQLite's online backup API (``SQLiteNoteStore/backup(to:)``): `FILE` is a SQLite database of one
-///   committed state, which passed `check` (``OperatorStore/checkInvariants()``) before it became `FILE`. Restore:
-///   stop the daemon, copy `FILE` to `DATA_DIR/notesyncd.sqlite` (removing any `notesyncd.sqlite-wal` and `-shm`
-///   beside it), start the daemon (Docs/OPERATIONS.md).
+///   committed state, which passed `check` (``OperatorStore/checkInvariants()``) before it became `FILE`; the chunk
+///   files its rows name are in `FILE.chunks/` (hard links when on the same file system: chunk files are never
+///   rewritten; ``SQLiteNoteStore/backupChunks(intoCopy:directory:)``). Restore: stop the daemon, copy `FILE` to
+///   `DATA_DIR/notesyncd.sqlite` (removing any `notesyncd.sqlite-wal` and `-shm` beside it) and `FILE.chunks` to
+///   `DATA_DIR/chunks`, start the daemon (Docs/OPERATIONS.md).
 /// - PostgreSQL: runs `pg_dump --format=custom` (one snapshot of the database), reads the whole archive back with
 ///   `pg_restore`, and checks the database; restore with `pg_restore` into an empty database (Docs/OPERATIONS.md).
 ///
@@ -38,17 +40,19 @@ public struct BackupCommand: AsyncParsableCommand {
             try await store.withStore { opened -> String in
                 if let sqlite = opened.sqlite {
                     try await sqlite.backup(to: partial)
-                    let copy = try SQLiteNoteStore(path: partial)
+                    // The chunk files the copy's rows name, beside it (hard links on the same file system).
+                    let chunks = try await sqlite.backupChunks(intoCopy: partial, directory: target.partialChunks)
+                    let copy = try SQLiteNoteStore(path: partial, chunkDirectory: target.partialChunks)
                     let problems: [String]
                     do {
-                        problems = try await copy.checkInvariants()
+                        problems = try await copy.checkInvariants() + copy.checkChunks(.sample)
                     } catch {
                         try? await copy.close()
                         throw error
                     }
                     try await copy.close()
                     try target.refuse(problems, of: "the copy")
-                    return "SQLite online backup"
+                    return "SQLite online backup, \(chunks) chunk\(chunks == 1 ? "" : "s") in \(target.chunks)"
                 }
                 if let url = opened.postgresURL {
                     try PostgresDump.dump(url: url, to: partial)
@@ -70,11 +74,18 @@ public struct BackupCommand: AsyncParsableCommand {
 /// (`link(2)` never replaces a file, so one made meanwhile is not overwritten), then the temporary name is removed
 /// and the directory fsynced. On any failure the temporary file (with any `-wal`, `-shm` or `-journal` beside it)
 /// is removed and the destination is never created.
+///
+/// A SQLite backup's chunk files go to a directory beside it (``chunks``, `NAME.chunks`), written as
+/// ``partialChunks`` and renamed to ``chunks`` just before the destination is linked: a destination that exists is
+/// complete, chunks included.
 struct BackupFile {
     /// The backup's path, as given.
     let path: String
     let directory: String
     let partial: String
+    /// The chunk directory of a SQLite backup (`FILE.chunks`), and its temporary name.
+    let chunks: String
+    let partialChunks: String
 
     /// - Throws: ``OperatorError`` when `path` exists or its directory does not.
     init(_ path: String) throws {
@@ -82,7 +93,10 @@ struct BackupFile {
         let url = URL(fileURLWithPath: path)
         directory = url.deletingLastPathComponent().path
         partial = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).partial-\(UUID().uuidString)").path
+        chunks = path + ".chunks"
+        partialChunks = partial + ".chunks"
         guard !FileManager.default.fileExists(atPath: path) else { throw OperatorError("\(path) already exists; choose a new file") }
+        guard !FileManager.default.fileExists(atPath: chunks) else { throw OperatorError("\(chunks) already exists; choose a new file") }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw OperatorError("no directory \(directory) for \(path)")
@@ -97,6 +111,7 @@ struct BackupFile {
             return value
         } catch {
             for suffix in ["", "-wal", "-shm", "-journal"] { unlink(partial + suffix) }
+            try? FileManager.default.removeItem(atPath: partialChunks)
             throw error
         }
     }
@@ -111,6 +126,12 @@ struct BackupFile {
 
     private func publish() throws {
         try Self.flush(partial)
+        if FileManager.default.fileExists(atPath: partialChunks) {
+            guard rename(partialChunks, chunks) == 0 else {
+                throw OperatorError("cannot name the backup's chunks \(chunks): \(String(cString: strerror(errno)))")
+            }
+            try Self.flush(directory)
+        }
         guard link(partial, path) == 0 else {
             let code = errno
             if code == EEXIST { throw OperatorError("\(path) already exists; choose a new file") }

@@ -12,22 +12,41 @@ public struct CheckCommand: AsyncParsableCommand {
         discussion: """
             Checks one note per (account, client ID, origin), change sequences consistent with their account, every \
             row's IDs valid and every row's account existing, every kept version a version of a note of its account, \
-            the accounts' running totals (and, with SQLite, PRAGMA integrity_check and foreign_key_check). Exit status 0 when clean, 2 when problems were found (one line each), 1 on error.
+            the accounts' running totals (and, with SQLite, PRAGMA integrity_check and foreign_key_check), and every \
+            attachment chunk present with its size and hash (--chunks). Exit status 0 when clean, 2 when problems \
+            were found (one line each), 1 on error.
             """ + " " + OperatorStoreOptions.help)
     @ParentCommand var daemon: NotesyncdCommand
     var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
+    @Option(
+        help: """
+            How much of the attachment chunks to verify: 'sample' (every chunk present with its size, and the SHA-256 of \(ChunkVerification.sampleSize) chosen at random) or 'all' (every chunk's SHA-256: reads every byte).
+            """)
+    var chunks: ChunkVerification = .sample
     public init() {}
 
     public func run() async throws {
-        let (problems, statistics) = try await store.withStore { opened in
-            (try await opened.store.checkInvariants(), try await opened.store.statistics())
+        let verification = chunks
+        let (problems, statistics, chunkStatistics) = try await store.withStore { opened in
+            var problems = try await opened.store.checkInvariants()
+            var chunkStatistics: ChunkStatistics?
+            if let chunkStore = opened.store as? any ChunkStore {
+                problems += try await chunkStore.checkChunks(verification)
+                chunkStatistics = try await chunkStore.chunkStatistics()
+            }
+            return (problems, try await opened.store.statistics(), chunkStatistics)
         }
         guard problems.isEmpty else {
             for problem in problems { OperatorOutput.line(problem) }
             FileHandle.standardError.write(Data("notesyncd: check found \(problems.count) problem(s)\n".utf8))
             throw ExitCode(2)
         }
+        let chunkText = chunkStatistics.map {
+            ", and \($0.chunks) chunks (\(verification == .all ? "all" : "at most \(ChunkVerification.sampleSize)") hashed)"
+        } ?? ""
         OperatorOutput.line(
-            "ok: \(statistics.accounts) accounts, \(statistics.notes + statistics.tombstones) notes, \(statistics.sessions) sessions checked")
+            "ok: \(statistics.accounts) accounts, \(statistics.notes + statistics.tombstones) notes, \(statistics.sessions) sessions checked\(chunkText)")
     }
 }
+
+extension ChunkVerification: ExpressibleByArgument {}

@@ -4,7 +4,8 @@ import Foundation
 /// `notesyncd stats [--json]`: the store's counts and size (``StoreStatistics``).
 public struct StatsCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "Show counts (accounts, devices, notes, applied edits, history) and the database's size.",
+        commandName: "stats",
+        abstract: "Show counts (accounts, devices, notes, applied edits, history, attachment chunks) and the database's size.",
         discussion: OperatorStoreOptions.help)
     @ParentCommand var daemon: NotesyncdCommand
     var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
@@ -12,7 +13,14 @@ public struct StatsCommand: AsyncParsableCommand {
     public init() {}
 
     public func run() async throws {
-        let statistics = try await store.withStore { try await $0.store.statistics() }
+        let statistics = try await store.withStore { opened in
+            var statistics = try await opened.store.statistics()
+            if let chunks = try await (opened.store as? any ChunkStore)?.chunkStatistics() {
+                statistics.chunks = chunks.chunks
+                statistics.chunkBytes = chunks.bytes
+            }
+            return statistics
+        }
         try OperatorOutput.print(statistics, json: json) {
             [
                 ["accounts", "\(statistics.accounts) (\(statistics.disabledAccounts) disabled)"],
@@ -21,6 +29,7 @@ public struct StatsCommand: AsyncParsableCommand {
                 ["text", "\(statistics.textBytes) bytes"],
                 ["applied edits", "\(statistics.appliedEdits) (\(statistics.replayTextBytes) bytes of text kept for replays)"],
                 ["history", "\(statistics.noteVersions) versions (\(statistics.historyBytes) bytes of text)"],
+                ["attachment chunks", "\(statistics.chunks) (\(statistics.chunkBytes) bytes)"],
                 ["database", "\(statistics.databaseBytes) bytes"],
             ]
         }
