@@ -42,11 +42,17 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// `GET /v1/notes/{serverID}/versions?after=V&limit=N`: one page of a note's kept versions, oldest first
     /// ([`NoteVersionsRequest`] → [`NoteVersionsResponse`]); 404 `note_not_found` when the account has no such note.
     case noteVersions
+    /// `POST /v1/prelogin`: how to derive the credential of a username ([`PreloginRequest`] →
+    /// [`PreloginResponse`]). No authentication.
+    case prelogin
+    /// `GET /v1/account/keys?after=G`: the key material a device of an encrypted account needs for the generations
+    /// after `G` ([`AccountKeysResponse`]); 409 `not_encrypted` for a plaintext account.
+    case accountKeys
 
     public var method: HTTPMethodName {
         switch self {
-        case .health, .info, .account, .pull, .sessions, .noteVersions: .get
-        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount: .post
+        case .health, .info, .account, .pull, .sessions, .noteVersions, .accountKeys: .get
+        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .prelogin: .post
         case .signOut: .delete
         }
     }
@@ -70,6 +76,8 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .changePassword: "/v1/account/password"
         case .deleteAccount: "/v1/account/delete"
         case .noteVersions: "/v1/notes/{serverID}/versions"
+        case .prelogin: "/v1/prelogin"
+        case .accountKeys: "/v1/account/keys"
         }
     }
 
@@ -113,9 +121,9 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// Whether the endpoint needs `Authorization: Bearer <token>`.
     public var requiresAuthentication: Bool {
         switch self {
-        case .health, .info, .signUp, .signIn: false
+        case .health, .info, .signUp, .signIn, .prelogin: false
         case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount,
-            .noteVersions:
+            .noteVersions, .accountKeys:
             true
         }
     }

@@ -98,6 +98,15 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     /// for all four, so a guesser learns nothing).
     public static let invalidInvite = APIErrorCode("invalid_invite")
 
+    // End-to-end encryption.
+    /// 409 for a request that needs an encrypted account (`GET /v1/account/keys` of a plaintext one); per change, a
+    /// push of an encrypted account whose text is not a well-formed note envelope (nothing stored: a client cannot put
+    /// plaintext into an encrypted account).
+    public static let notEncrypted = APIErrorCode("not_encrypted")
+    /// 409: a rotation names a generation other than the account's current one plus one (another device rotated
+    /// first): fetch the keys and retry.
+    public static let staleGeneration = APIErrorCode("stale_generation")
+
     /// Every code the protocol defines, for documentation checks.
     public static let allKnown: [APIErrorCode] = [
         .invalidJSON, .unknownField, .invalidField, .invalidID, .invalidCursor, .invalidLimit, .unauthorized,
@@ -107,12 +116,15 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .signUpClosed, .accountDisabled, .quotaExceeded, .wrongPassword, .unknownSession,
         .invalidWait, .tooManyWaiters,
         .inviteRequired, .invalidInvite, .noteNotFound,
+        .notEncrypted, .staleGeneration,
     ]
 
     /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
     public static let perChange: Set<APIErrorCode> = [
         .noteTooLarge, .unknownNote, .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidID, .quotaExceeded,
     ]
+    // `not_encrypted` and `invalid_field` are per-change codes too (a push of an encrypted account), and response
+    // codes elsewhere, so they are not in ``perChange``.
 
     /// The HTTP status a response carrying this code has.
     public var httpStatus: Int {
@@ -121,7 +133,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         case .signUpClosed, .accountDisabled, .wrongPassword, .inviteRequired, .invalidInvite: 403
         case .notFound, .unknownSession, .noteNotFound: 404
         case .methodNotAllowed: 405
-        case .usernameTaken: 409
+        case .usernameTaken, .notEncrypted, .staleGeneration: 409
         case .bodyTooLarge, .batchTooLarge: 413
         case .unsupportedMediaType: 415
         case .tooManyAttempts, .tooManyWaiters: 429

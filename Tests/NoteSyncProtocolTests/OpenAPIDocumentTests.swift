@@ -78,6 +78,11 @@ import Yams
             "SignUpWithInviteRequest": { try JSONDecoder().decode(SignUpRequest.self, from: $0) },
             "ErrorInvalidInvite": { try JSONDecoder().decode(APIErrorBody.self, from: $0) },
             "NoteVersionsResponse": { try JSONDecoder().decode(NoteVersionsResponse.self, from: $0) },
+            "SignUpEncryptedRequest": { try JSONDecoder().decode(SignUpRequest.self, from: $0) },
+            "SignInEncryptedResponse": { try JSONDecoder().decode(SignInResponse.self, from: $0) },
+            "PreloginRequest": { try JSONDecoder().decode(PreloginRequest.self, from: $0) },
+            "PreloginResponse": { try JSONDecoder().decode(PreloginResponse.self, from: $0) },
+            "AccountKeysResponse": { try JSONDecoder().decode(AccountKeysResponse.self, from: $0) },
         ]
         #expect(Set(examples.keys) == Set(decoders.keys), "every example needs a decoder here, and vice versa")
         for (name, example) in examples {

@@ -244,7 +244,7 @@ public final class SyncAPI: Sendable {
 
     /// The handler of `endpoint`: decodes the request, calls the service, encodes the answer.
     private static func handler(for endpoint: Endpoint, services: ServerServices, metrics: SyncMetrics?) -> Handler {
-        let (accounts, sessions, sync) = (services.accounts, services.sessions, services.sync)
+        let (accounts, sessions, sync, encryption) = (services.accounts, services.sessions, services.sync, services.encryption)
         return switch endpoint {
         case .health:
             .public { _ in try encode(try await sync.health(), endpoint) }
@@ -318,6 +318,15 @@ public final class SyncAPI: Sendable {
                     serverID: endpoint.parameter(in: request.path) ?? "", after: request.queryValue(HistoryQuery.after),
                     limit: request.queryValue(HistoryQuery.limit), limits: sync.history)
                 return try encode(try await sync.versions(query, session: session), endpoint)
+            }
+        case .prelogin:
+            .public { request in
+                let decoded = try WireJSON.decodeRequest(PreloginRequest.self, from: request.body ?? Data())
+                return try encode(try await encryption.prelogin(decoded), endpoint)
+            }
+        case .accountKeys:
+            .authenticated { request, session in
+                try encode(try await encryption.keys(after: request.queryValue(AccountKeysQuery.after), session: session), endpoint)
             }
         }
     }

@@ -85,13 +85,16 @@ public final class ServerServices: Sendable {
     public let accounts: AccountService
     public let sessions: SessionService
     public let sync: SyncService
+    /// End-to-end encrypted accounts: prelogin and keys.
+    public let encryption: EncryptionService
 
-    /// The three services over one context and configuration (they share its throttle, so a username's sign-ins and
+    /// The services over one context and configuration (they share its throttle, so a username's sign-ins and
     /// password checks count together).
     public init(_ context: ServiceContext, configuration: ServiceConfiguration = ServiceConfiguration()) {
         accounts = AccountService(context, configuration: configuration)
         sessions = SessionService(context, configuration: configuration)
         sync = SyncService(context, configuration: configuration)
+        encryption = EncryptionService(context, configuration: configuration)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 
 /// Sessions and devices: sign-in (throttled), authentication of every other request, sign-out, the device list and
@@ -21,6 +22,8 @@ public final class SessionService: Sendable {
     let logger: Logger
     /// Woken when sessions end, so the account's waiting pulls re-check theirs.
     let changeFeed: ChangeFeed?
+    /// What a sign-in answers of an encrypted account.
+    let encryption: EncryptionService
 
     /// Computes one dummy hash with `configuration.passwords` (one bcrypt at the configured cost).
     public init(_ context: ServiceContext, configuration: ServiceConfiguration) {
@@ -34,6 +37,7 @@ public final class SessionService: Sendable {
         throttle = configuration.throttle
         passwords = configuration.passwords
         dummyHash = configuration.passwords.hash("notesyncd timing-equalizer")
+        encryption = EncryptionService(context, configuration: configuration)
     }
 
     // MARK: - Sign-in and authentication
@@ -44,7 +48,11 @@ public final class SessionService: Sendable {
     /// username (only a well-formed one; else `-`), the peer's address and the request id, never the password: see
     /// OPERATIONS.md for a fail2ban filter.
     ///
-    /// - Throws: `invalid_field` (device name too long or holding control characters, a password holding NUL),
+    /// An account that is not plaintext answers its keys' parameters (``SignInResponse/encryption``); the device's
+    /// public key, when given, is kept with the session.
+    ///
+    /// - Throws: `invalid_field` (device name too long or holding control characters, a password holding NUL, a
+    ///   device public key that is not one),
     ///   `too_many_attempts` (with `Retry-After`), `invalid_credentials` (the same for an unknown username and a
     ///   wrong password).
     public func signIn(_ request: SignInRequest, peer: Peer = Peer()) async throws -> SignInResponse {
@@ -53,6 +61,9 @@ public final class SessionService: Sendable {
                 .invalidField, "A device name is at most \(SignInRequest.maxDeviceNameLength) characters, without control characters.",
                 field: SignInRequest.CodingKeys.deviceName.stringValue
             )
+        }
+        let devicePublicKey = try request.devicePublicKey.map {
+            try EncryptionService.publicKey($0, field: SignInRequest.CodingKeys.devicePublicKey.stringValue)
         }
         // bcrypt stops at a NUL byte: "secret\0anything" would verify as "secret". Refused outright, like at sign-up.
         if request.password.utf8.contains(0) {
@@ -91,11 +102,12 @@ public final class SessionService: Sendable {
         let token = SessionToken.make(randomBytes: randomBytes)
         let session = SessionRecord(
             id: try mintID(), accountID: account.id, tokenHash: SessionToken.hash(token), deviceName: request.deviceName,
-            origin: request.origin, createdAt: clock.unixMilliseconds()
+            origin: request.origin, createdAt: clock.unixMilliseconds(), devicePublicKey: devicePublicKey
         )
+        let keys = try await encryption.signInAnswer(account)
         try await store.createSession(session)
         logger.info("signed in", metadata: ["account_id": "\(account.id)", "session_id": "\(session.id)"])
-        return SignInResponse(token: token, accountID: account.id, username: account.username, sessionID: session.id)
+        return SignInResponse(token: token, accountID: account.id, username: account.username, sessionID: session.id, encryption: keys)
     }
 
     /// The account whose password `request` holds, after exactly one bcrypt verification whatever the outcome, so an
@@ -173,7 +185,8 @@ public final class SessionService: Sendable {
                 SessionInfo(
                     sessionID: record.id, deviceName: record.deviceName, origin: record.origin,
                     signedInAt: WireTime.format(unixMilliseconds: record.createdAt),
-                    lastSeenAt: record.lastSeenAt.map { WireTime.format(unixMilliseconds: $0) }, current: record.id == session.id
+                    lastSeenAt: record.lastSeenAt.map { WireTime.format(unixMilliseconds: $0) }, current: record.id == session.id,
+                    publicKey: record.devicePublicKey?.text
                 )
             })
     }
@@ -203,7 +216,8 @@ public final class SessionService: Sendable {
 
     /// Changes the password (`POST /v1/account/password`) and signs every other device out, in one transaction.
     ///
-    /// - Throws: `invalid_field` (the new password breaks ``CredentialRules``), `too_many_attempts`,
+    /// - Throws: `invalid_field` (the new password breaks ``CredentialRules``; the account is encrypted, whose password
+    ///   change is not served yet), `too_many_attempts`,
     ///   `wrong_password` (403: the session stays valid), `unauthorized` (the account no longer exists).
     public func changePassword(_ request: ChangePasswordRequest, session: SessionRecord, peer: Peer = Peer()) async throws
         -> RevokedSessionsResponse
@@ -212,6 +226,14 @@ public final class SessionService: Sendable {
             throw SyncError(
                 .invalidField,
                 "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes, without NUL characters.",
+                field: ChangePasswordRequest.CodingKeys.newPassword.stringValue)
+        }
+        // An encrypted account's key is wrapped by its password: a new password must come with the key re-wrapped,
+        // which this server does not take yet. Refused before the password is checked, so nothing is counted.
+        if let account = try await store.account(byID: session.accountID), account.encryption != .plaintext {
+            throw SyncError(
+                .invalidField,
+                "This account is end-to-end encrypted: its password change must re-wrap its key, which this server does not serve yet.",
                 field: ChangePasswordRequest.CodingKeys.newPassword.stringValue)
         }
         let account = try await verifyPassword(

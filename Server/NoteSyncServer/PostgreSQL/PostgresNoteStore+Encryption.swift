@@ -1,0 +1,105 @@
+import Logging
+import MiniFlake
+import NIOCore
+import NoteCrypto
+import NoteSyncProtocol
+import PostgresNIO
+
+extension PostgresNoteStore: EncryptionStore {
+    /// Inserts an encrypted account's key material on `connection` (in the transaction inserting the account).
+    static func insertKeys(_ keys: AccountKeys, accountID: FlakeID, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.execute(
+            """
+            INSERT INTO account_keys (account_id, kdf_ops, kdf_mem, kdf_salt, wrapped_key, recovery_wrapped_key,
+                                      recovery_public_key, password_public_key)
+            VALUES (\(accountID.rawValue), \(Int64(clamping: keys.kdf.cost.opsLimit)), \(Int64(keys.kdf.cost.memLimitBytes)),
+                    \(ByteBuffer(bytes: keys.kdf.salt)), \(ByteBuffer(bytes: keys.wrappedKey.bytes)),
+                    \(ByteBuffer(bytes: keys.recoveryWrappedKey.bytes)), \(ByteBuffer(bytes: keys.recoveryPublicKey.bytes)),
+                    \(ByteBuffer(bytes: keys.passwordPublicKey.bytes)))
+            """,
+            logger: logger)
+    }
+
+    public func serverSecret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8] {
+        let candidate = ByteBuffer(bytes: make())
+        // Insert unless there is one, then read whichever won: two daemons starting at once agree.
+        return try await transaction { connection in
+            try await connection.execute(
+                "INSERT INTO server_secrets (name, secret) VALUES (\(name), \(candidate)) ON CONFLICT (name) DO NOTHING", logger: self.logger)
+            var secret: [UInt8]?
+            for try await value in try await connection.query("SELECT secret FROM server_secrets WHERE name = \(name)", logger: self.logger)
+                .decode(ByteBuffer.self)
+            {
+                secret = Array(buffer: value)
+            }
+            guard let secret else { throw PostgresStoreError("the server secret \(name) was not stored") }
+            return secret
+        }
+    }
+
+    public func encryptionKeys(accountID: FlakeID) async throws -> AccountKeys? {
+        try await run { client in
+            let rows = try await client.query(
+                """
+                SELECT kdf_ops, kdf_mem, kdf_salt, wrapped_key, recovery_wrapped_key, recovery_public_key, password_public_key
+                FROM account_keys WHERE account_id = \(accountID.rawValue)
+                """,
+                logger: self.logger)
+            var keys: AccountKeys?
+            for try await (ops, mem, salt, wrapped, recovery, recoveryPublic, passwordPublic) in rows.decode(
+                (Int64, Int64, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer, ByteBuffer).self)
+            {
+                keys = try EncryptionColumns.keys(
+                    ops: ops, mem: mem, blobs: [salt, wrapped, recovery, recoveryPublic, passwordPublic].map { Array(buffer: $0) })
+            }
+            return keys
+        }
+    }
+
+    public func keyChain(accountID: FlakeID, sessionID: FlakeID, generations: ClosedRange<UInt32>) async throws -> KeyChain {
+        let (low, high) = (Int64(generations.lowerBound), Int64(generations.upperBound))
+        let account = accountID.rawValue
+        // One snapshot for both reads.
+        return try await transaction { connection in
+            var chain = KeyChain()
+            for try await blob in try await connection.query(
+                """
+                SELECT wrapped_key FROM key_chain WHERE account_id = \(account) AND generation BETWEEN \(low) AND \(high)
+                ORDER BY generation
+                """,
+                logger: self.logger
+            ).decode(ByteBuffer.self) {
+                chain.older.append(try WrappedAccountKey(decoding: Array(buffer: blob)))
+            }
+            for try await (recipient, generation, blob) in try await connection.query(
+                """
+                SELECT recipient, generation, handover FROM key_handovers
+                WHERE account_id = \(account)
+                  AND ((recipient = \(EncryptionColumns.sessionRecipient) AND session_id = \(sessionID.rawValue))
+                       OR recipient = \(EncryptionColumns.passwordRecipient) OR recipient = \(EncryptionColumns.recoveryRecipient))
+                  AND generation BETWEEN \(low) AND \(high)
+                ORDER BY generation
+                """,
+                logger: self.logger
+            ).decode((String, Int64, ByteBuffer).self) {
+                let entry = (generation: UInt32(clamping: generation), handover: try KeyHandover(decoding: Array(buffer: blob)))
+                chain.append(entry, recipient: recipient)
+            }
+            return chain
+        }
+    }
+
+    public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {
+        try await transaction { connection in
+            let updated = try await self.count(
+                """
+                UPDATE accounts SET password_hash = \(passwordHash), encryption = \(EncryptionState.reset.rawValue)
+                WHERE id = \(accountID.rawValue) AND encryption <> \(EncryptionState.plaintext.rawValue) RETURNING 1
+                """, on: connection)
+            guard updated == 1 else { return false }
+            _ = try await self.count(
+                "DELETE FROM sessions WHERE account_id = \(accountID.rawValue) \(unescaped: Self.wakeWaiters)", on: connection)
+            return true
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+import MiniFlake
+import NoteCrypto
+import NoteSyncProtocol
+
+extension SQLiteNoteStore: EncryptionStore {
+    /// Inserts an encrypted account's key material in the caller's transaction (the one inserting the account).
+    static func insertKeys(_ keys: AccountKeys, accountID: FlakeID, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO account_keys (account_id, kdf_ops, kdf_mem, kdf_salt, wrapped_key, recovery_wrapped_key,
+                                          recovery_public_key, password_public_key)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                accountID.rawValue, Int64(clamping: keys.kdf.cost.opsLimit), keys.kdf.cost.memLimitBytes, Data(keys.kdf.salt),
+                Data(keys.wrappedKey.bytes), Data(keys.recoveryWrappedKey.bytes), Data(keys.recoveryPublicKey.bytes),
+                Data(keys.passwordPublicKey.bytes),
+            ])
+    }
+
+    public func serverSecret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8] {
+        let candidate = make()
+        return try await write { db in
+            if let secret = try Data.fetchOne(db, sql: "SELECT secret FROM server_secrets WHERE name = ?", arguments: [name]) {
+                return Array(secret)
+            }
+            try db.execute(sql: "INSERT INTO server_secrets (name, secret) VALUES (?, ?)", arguments: [name, Data(candidate)])
+            return candidate
+        }
+    }
+
+    public func encryptionKeys(accountID: FlakeID) async throws -> AccountKeys? {
+        try await read { db in
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT kdf_ops, kdf_mem, kdf_salt, wrapped_key, recovery_wrapped_key, recovery_public_key,
+                                   password_public_key
+                            FROM account_keys WHERE account_id = ?
+                            """), arguments: [accountID.rawValue])
+            else { return nil }
+            let blobs: [Data] = [row[2], row[3], row[4], row[5], row[6]]
+            return try EncryptionColumns.keys(ops: row[0], mem: row[1], blobs: blobs.map { Array($0) })
+        }
+    }
+
+    public func keyChain(accountID: FlakeID, sessionID: FlakeID, generations: ClosedRange<UInt32>) async throws -> KeyChain {
+        try await read { db in
+            let account = accountID.rawValue
+            let (low, high) = (Int64(generations.lowerBound), Int64(generations.upperBound))
+            var chain = KeyChain()
+            let older = try Data.fetchCursor(
+                db.cachedStatement(
+                    sql: "SELECT wrapped_key FROM key_chain WHERE account_id = ? AND generation BETWEEN ? AND ? ORDER BY generation"),
+                arguments: [account, low, high])
+            while let blob = try older.next() { chain.older.append(try WrappedAccountKey(decoding: Array(blob))) }
+            let handovers = try Row.fetchCursor(
+                db.cachedStatement(
+                    sql: """
+                        SELECT recipient, generation, handover FROM key_handovers
+                        WHERE account_id = ? AND ((recipient = ? AND session_id = ?) OR recipient IN (?, ?))
+                          AND generation BETWEEN ? AND ?
+                        ORDER BY generation
+                        """),
+                arguments: [
+                    account, EncryptionColumns.sessionRecipient, sessionID.rawValue, EncryptionColumns.passwordRecipient,
+                    EncryptionColumns.recoveryRecipient, low, high,
+                ])
+            while let row = try handovers.next() {
+                let blob: Data = row[2]
+                let entry = (generation: UInt32(clamping: row[1] as Int64), handover: try KeyHandover(decoding: Array(blob)))
+                chain.append(entry, recipient: row[0])
+            }
+            return chain
+        }
+    }
+
+    public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE accounts SET password_hash = ?, encryption = ? WHERE id = ? AND encryption <> ?",
+                arguments: [passwordHash, EncryptionState.reset.rawValue, accountID.rawValue, EncryptionState.plaintext.rawValue])
+            guard db.changesCount == 1 else { return false }
+            try db.execute(sql: "DELETE FROM sessions WHERE account_id = ?", arguments: [accountID.rawValue])
+            return true
+        }
+    }
+}
+
+extension KeyChain {
+    /// Files a hand-over read from `key_handovers` under its recipient column.
+    mutating func append(_ entry: (generation: UInt32, handover: KeyHandover), recipient: String) {
+        switch recipient {
+        case EncryptionColumns.passwordRecipient: passwordHandovers.append(entry)
+        case EncryptionColumns.recoveryRecipient: recoveryHandovers.append(entry)
+        default: handovers.append(entry)
+        }
+    }
+}
+
+/// How both stores keep key material: the columns' forms, read back strictly (a blob that does not decode is a
+/// server fault, never served).
+enum EncryptionColumns {
+    /// `key_handovers.recipient` for a hand-over sealed to a session's device key (`session_id` names it).
+    static let sessionRecipient = "session"
+    /// ... to the password's public key (`session_id` 0).
+    static let passwordRecipient = "password"
+    /// ... to the recovery key's public key (`session_id` 0).
+    static let recoveryRecipient = "recovery"
+
+    /// The recipient's column values.
+    static func columns(_ recipient: HandoverRecipient) -> (recipient: String, sessionID: Int64) {
+        switch recipient {
+        case .session(let id): (sessionRecipient, id.rawValue)
+        case .password: (passwordRecipient, 0)
+        case .recoveryKey: (recoveryRecipient, 0)
+        }
+    }
+
+    /// An `account_keys` row: the KDF cost, then the salt, the wrapped key, the recovery-wrapped key, the recovery
+    /// public key and the password public key.
+    static func keys(ops: Int64, mem: Int64, blobs: [[UInt8]]) throws -> AccountKeys {
+        AccountKeys(
+            kdf: try KDFParameters(cost: KDFCost(opsLimit: UInt64(clamping: ops), memLimitBytes: Int(clamping: mem)), salt: blobs[0]),
+            wrappedKey: try WrappedAccountKey(decoding: blobs[1]), recoveryWrappedKey: try WrappedAccountKey(decoding: blobs[2]),
+            recoveryPublicKey: try DevicePublicKey(bytes: blobs[3]), passwordPublicKey: try DevicePublicKey(bytes: blobs[4]))
+    }
+}

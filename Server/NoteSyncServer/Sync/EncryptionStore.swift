@@ -1,0 +1,25 @@
+import MiniFlake
+import NoteCrypto
+import NoteSyncProtocol
+
+/// What a store keeps for end-to-end encrypted accounts beyond ``NoteStore``: the accounts' key material (opaque
+/// blobs, see ``AccountKeys``), their rotations' hand-overs, and the server's own secrets. Both stores implement it
+/// and share its conformance suite; the account's state and generation live on its row (``AccountRecord``), and an
+/// encrypted account's keys are written with it by ``NoteStore/createAccount(_:)``.
+public protocol EncryptionStore: Sendable {
+    /// The server secret named `name`, made by `make` and stored the first time it is asked for (one transaction:
+    /// two daemons asking at once get the same secret). Never served to a client.
+    func serverSecret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8]
+
+    /// The key material of an account that is not plaintext, nil otherwise (or when there is no such account).
+    func encryptionKeys(accountID: FlakeID) async throws -> AccountKeys?
+
+    /// The account's key chain over `generations`: each generation `g` of the range wrapped by `g + 1` (those the
+    /// store has), and the hand-overs of the range's generations sealed to `sessionID` and to the password, ascending.
+    func keyChain(accountID: FlakeID, sessionID: FlakeID, generations: ClosedRange<UInt32>) async throws -> KeyChain
+
+    /// The operator's reset of an encrypted account's password (`notesyncd users reset-password`): replaces the
+    /// password hash (the bcrypt of the new password's AuthKey), marks the account ``EncryptionState/reset`` and
+    /// deletes its sessions, in one transaction. Returns false when there is no such account or it is plaintext.
+    func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool
+}

@@ -1,0 +1,86 @@
+import Foundation
+import MiniFlake
+import NoteCrypto
+import NoteSyncProtocol
+import Testing
+import TestSupport
+
+@testable import NoteSyncServer
+
+/// End-to-end encrypted accounts (issue 32), checked on every store by the conformance suite.
+extension NoteStoreConformance {
+    static func encryptionStore(_ store: any NoteStore) throws -> any EncryptionStore {
+        try #require(store as? any EncryptionStore)
+    }
+
+    static let encryptionChecks: [Check] = [
+        Check(name: "encryption: an account's state, generation and keys are stored with it") { store in
+            let user = EncryptedUser("alice")
+            try await store.createAccount(user.record)
+            var expected = user.record
+            expected.keys = nil
+            #expect(try await store.account(byUsername: "alice") == expected)
+            #expect(try await store.account(byID: user.accountID) == expected)
+            #expect(try await encryptionStore(store).encryptionKeys(accountID: user.accountID) == user.record.keys)
+            // A plaintext account has none.
+            let bob = try await makeAccount(store, "bob")
+            #expect(try await store.account(byID: bob)?.encryption == .plaintext)
+            #expect(try await store.account(byID: bob)?.keyGeneration == 0)
+            #expect(try await encryptionStore(store).encryptionKeys(accountID: bob) == nil)
+            // The username is taken for an encrypted account too, and nothing of the refused one is kept.
+            var clash = EncryptedUser("alice", sequence: 1).record
+            clash.username = "alice"
+            await #expect(throws: NoteStoreError.usernameTaken) { try await store.createAccount(clash) }
+            #expect(try await encryptionStore(store).encryptionKeys(accountID: clash.id) == nil)
+            // Deleting the account deletes its keys.
+            #expect(try await store.deleteAccount(id: user.accountID))
+            #expect(try await encryptionStore(store).encryptionKeys(accountID: user.accountID) == nil)
+        },
+        Check(name: "encryption: a server secret is made once and kept") { store in
+            let keys = try encryptionStore(store)
+            let first = try await keys.serverSecret(named: "test") { Array(repeating: 1, count: 32) }
+            let second = try await keys.serverSecret(named: "test") { Array(repeating: 2, count: 32) }
+            #expect(first == Array(repeating: 1, count: 32) && second == first)
+            #expect(try await keys.serverSecret(named: "other") { [3] } == [3])
+        },
+        Check(name: "encryption: sessions keep their device public key") { store in
+            let alice = try await makeAccount(store, "alice")
+            let key = DeviceKeyPair.generate().publicKey
+            let session = SessionRecord(
+                id: minter.mint(), accountID: alice, tokenHash: "aa", deviceName: "phone", origin: id(9), createdAt: 7, devicePublicKey: key)
+            try await store.createSession(session)
+            #expect(try await store.session(byTokenHash: "aa")?.devicePublicKey == key)
+            #expect(try await store.sessions(accountID: alice, limit: 10).map(\.devicePublicKey) == [key])
+        },
+        Check(name: "encryption: notes and versions keep the edit that wrote them") { store in
+            let alice = try await makeAccount(store, "alice")
+            let created = try await store.push(accountID: alice, changes: [change(1, edit: 10, text: "a\n")], context: context())
+            let note = try #require(created[0].serverID)
+            _ = try await store.push(
+                accountID: alice, changes: [change(1, server: note, edit: 11, text: "b\n", baseVersion: 1)], context: context())
+            _ = try await store.push(
+                accountID: alice, changes: [change(1, server: note, edit: 12, text: "", deleted: true, baseVersion: 2)], context: context())
+            let stored = try #require(try await everything(store, alice).first)
+            #expect(stored.editID == id(12) && stored.record.editID == id(12))
+            #expect(try await page(store, alice, note)?.versions.map(\.editID) == [id(10), id(11), id(12)])
+        },
+        Check(name: "encryption: pushes of an encrypted account are envelopes on a current base") { store in
+            let user = EncryptedUser("alice")
+            try await store.createAccount(user.record)
+            let account = user.accountID
+            let created = try await store.push(accountID: account, changes: [user.change(1, edit: 10, plaintext: "one")], context: context())
+            let note = try #require(created[0].serverID)
+            let plain = try await store.push(accountID: account, changes: [change(2, edit: 20, text: "in the clear")], context: context())
+            #expect(plain[0].status == .rejected && plain[0].error?.code == .notEncrypted)
+            _ = try await store.push(
+                accountID: account, changes: [user.change(1, server: note, edit: 11, plaintext: "two", baseVersion: 1)], context: context())
+            let stale = try await store.push(
+                accountID: account, changes: [user.change(1, server: note, edit: 12, plaintext: "old base", baseVersion: 1)], context: context())
+            #expect(stale[0].status == .stale && stale[0].version == 2)
+            #expect(try await store.currentChangeSequence(accountID: account) == 2)
+            let notes = try await everything(store, account)
+            #expect(notes.count == 1 && notes[0].editID == id(11) && notes[0].version == 2)
+            #expect((try? NoteEnvelope(text: notes[0].text)) != nil)
+        },
+    ]
+}
