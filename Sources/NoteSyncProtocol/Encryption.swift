@@ -243,3 +243,70 @@ public struct AccountKeysResponse: Codable, Sendable, Equatable {
         self.passwordHandovers = passwordHandovers
     }
 }
+
+/// One session's hand-over in a rotation: the new generation sealed to that session's device public key.
+public struct SessionHandover: Codable, Sendable, Equatable {
+    public var sessionID: FlakeID
+    public var handover: String
+
+    public init(sessionID: FlakeID, handover: String) {
+        self.sessionID = sessionID
+        self.handover = handover
+    }
+
+    public enum CodingKeys: String, WireKey {
+        case sessionID, handover
+        public var isID: Bool { self == .sessionID }
+    }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        sessionID = try c.decode(FlakeID.self, forKey: .sessionID)
+        handover = try c.decode(String.self, forKey: .handover)
+    }
+}
+
+/// `POST /v1/account/keys/rotate` body: a new generation of the account key, made by a device that holds the current
+/// one. The server cannot check what is inside; it checks the forms and that `generation` is exactly the current one
+/// plus one (409 `stale_generation` otherwise: another device rotated first), and stores it all in one transaction.
+public struct RotateKeysRequest: Codable, Sendable, Equatable {
+    /// The new generation: the current one plus one.
+    public var generation: Int64
+    /// The current generation wrapped by the new one (wrapper 3): keeps it reachable from the new key.
+    public var older: String
+    /// The new generation sealed to each session the device keeps (their public keys from `GET /v1/sessions`); at
+    /// most ``EncryptionLimits/maxHandoversPerRotation``, each session of this account at most once.
+    public var handovers: [SessionHandover]
+    /// The new generation sealed to the recovery key's public key.
+    public var recoveryHandover: String
+    /// The new generation sealed to the password's public key.
+    public var passwordHandover: String
+
+    public init(generation: Int64, older: String, handovers: [SessionHandover], recoveryHandover: String, passwordHandover: String) {
+        self.generation = generation
+        self.older = older
+        self.handovers = handovers
+        self.recoveryHandover = recoveryHandover
+        self.passwordHandover = passwordHandover
+    }
+
+    public enum CodingKeys: String, WireKey { case generation, older, handovers, recoveryHandover, passwordHandover }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        generation = try c.decode(Int64.self, forKey: .generation)
+        older = try c.decode(String.self, forKey: .older)
+        handovers = try c.decode([SessionHandover].self, forKey: .handovers)
+        recoveryHandover = try c.decode(String.self, forKey: .recoveryHandover)
+        passwordHandover = try c.decode(String.self, forKey: .passwordHandover)
+    }
+}
+
+/// `POST /v1/account/keys/rotate` answer.
+public struct RotateKeysResponse: Codable, Sendable, Equatable {
+    /// The account's generation now.
+    public var generation: Int64
+
+    public enum CodingKeys: String, WireKey { case generation }
+    public init(generation: Int64) { self.generation = generation }
+}

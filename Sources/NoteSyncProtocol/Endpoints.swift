@@ -48,11 +48,14 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// `GET /v1/account/keys?after=G`: the key material a device of an encrypted account needs for the generations
     /// after `G` ([`AccountKeysResponse`]); 409 `not_encrypted` for a plaintext account.
     case accountKeys
+    /// `POST /v1/account/keys/rotate`: a new generation of the account key ([`RotateKeysRequest`] →
+    /// [`RotateKeysResponse`]); 409 `stale_generation` when it is not the current one plus one.
+    case rotateKeys
 
     public var method: HTTPMethodName {
         switch self {
         case .health, .info, .account, .pull, .sessions, .noteVersions, .accountKeys: .get
-        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .prelogin: .post
+        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .prelogin, .rotateKeys: .post
         case .signOut: .delete
         }
     }
@@ -78,6 +81,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .noteVersions: "/v1/notes/{serverID}/versions"
         case .prelogin: "/v1/prelogin"
         case .accountKeys: "/v1/account/keys"
+        case .rotateKeys: "/v1/account/keys/rotate"
         }
     }
 
@@ -123,7 +127,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         switch self {
         case .health, .info, .signUp, .signIn, .prelogin: false
         case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount,
-            .noteVersions, .accountKeys:
+            .noteVersions, .accountKeys, .rotateKeys:
             true
         }
     }

@@ -104,7 +104,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     /// plaintext into an encrypted account).
     public static let notEncrypted = APIErrorCode("not_encrypted")
     /// 409: a rotation names a generation other than the account's current one plus one (another device rotated
-    /// first): fetch the keys and retry.
+    /// first): fetch the keys and retry. Nothing of the rotation is stored.
     public static let staleGeneration = APIErrorCode("stale_generation")
 
     /// Every code the protocol defines, for documentation checks.

@@ -83,6 +83,8 @@ import Yams
             "PreloginRequest": { try JSONDecoder().decode(PreloginRequest.self, from: $0) },
             "PreloginResponse": { try JSONDecoder().decode(PreloginResponse.self, from: $0) },
             "AccountKeysResponse": { try JSONDecoder().decode(AccountKeysResponse.self, from: $0) },
+            "RotateKeysRequest": { try JSONDecoder().decode(RotateKeysRequest.self, from: $0) },
+            "RotateKeysResponse": { try JSONDecoder().decode(RotateKeysResponse.self, from: $0) },
         ]
         #expect(Set(examples.keys) == Set(decoders.keys), "every example needs a decoder here, and vice versa")
         for (name, example) in examples {

@@ -214,6 +214,115 @@ struct EncryptedAccountTests {
         #expect(try await fixture.api.call(.accountKeys).status == 401)
     }
 
+    // MARK: - Rotation
+
+    /// A rotation as a device makes it: generation 2 sealed to `sessions`, the recovery key and the password.
+    static func rotation(_ user: EncryptedUser, to next: AccountKey, sessions: [FlakeID]) throws -> RotateKeysRequest {
+        RotateKeysRequest(
+            generation: Int64(next.generation), older: try user.accountKey.wrapped(by: next).text,
+            handovers: try sessions.map {
+                SessionHandover(sessionID: $0, handover: try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: user.device.publicKey).text)
+            },
+            recoveryHandover: try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: user.recovery.publicKey).text,
+            passwordHandover: try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: user.passwordKeyPair.publicKey).text)
+    }
+
+    @Test func aRotationIsStoredWhole_andServedToTheDevicesItWasSealedTo() async throws {
+        let fixture = try Fixture()
+        let user = EncryptedUser("kim")
+        let laptop = try await fixture.signUpAndIn(user)
+        let phone = try await fixture.signUpAndIn(user, device: "phone", signUp: false)
+        let next = try user.accountKey.rotated()
+        // Sealed under generation 2 before it exists: refused.
+        let early = try await fixture.api.push(laptop.token, [TestSupport.change(1, edit: 9, text: try NoteEnvelope.seal(
+            plaintext: [1], context: .init(account: user.accountID, clientID: id(1), origin: id(77), editID: id(9)), key: next).text)])
+        #expect(early[0].error?.code == .invalidField)
+
+        let request = try Self.rotation(user, to: next, sessions: [phone.sessionID])
+        let rotated = try fixture.api.decode(RotateKeysResponse.self, try await fixture.api.call(.rotateKeys, token: laptop.token, json: request))
+        #expect(rotated.generation == 2)
+        // The phone opens its hand-over with its device key and the generation it holds.
+        let keys = try fixture.api.decode(
+            AccountKeysResponse.self, try await fixture.api.call(.accountKeys, token: phone.token, query: [(AccountKeysQuery.after, "1")]))
+        #expect(keys.generation == 2 && keys.through == 2 && keys.older.isEmpty)
+        #expect(keys.handovers.map(\.generation) == [2] && keys.passwordHandovers.map(\.generation) == [2])
+        #expect(keys.recoveryHandovers?.map(\.generation) == [2])
+        let opened = try KeyHandover(text: keys.handovers[0].handover).open(with: user.device, keys: AccountKeyRing(user.accountKey))
+        #expect(opened == next)
+        let byPassword = try KeyHandover(text: keys.passwordHandovers[0].handover).open(with: user.passwordKeyPair, keys: AccountKeyRing(user.accountKey))
+        #expect(byPassword == next)
+        // A device that holds only the new generation walks the chain down; the laptop was given no hand-over.
+        let fromStart = try fixture.api.decode(AccountKeysResponse.self, try await fixture.api.call(.accountKeys, token: laptop.token))
+        #expect(fromStart.handovers.isEmpty && fromStart.older.count == 1)
+        #expect(try WrappedAccountKey(text: fromStart.older[0]).unwrap(with: AccountKeyRing(next)) == user.accountKey)
+        // Sign-in now says generation 2 (the password-wrapped key is still generation 1's: rotations never need it).
+        let signedIn = try fixture.api.decode(SignInResponse.self, try await fixture.api.call(.signIn, json: user.signInRequest()))
+        #expect(signedIn.encryption?.generation == 2)
+        // Envelopes of generation 2 are taken now.
+        let sealed = try NoteEnvelope.seal(
+            plaintext: [1], context: .init(account: user.accountID, clientID: id(1), origin: id(77), editID: id(10)), key: next)
+        #expect(try await fixture.api.push(phone.token, [TestSupport.change(1, edit: 10, text: sealed.text)])[0].status == .created)
+
+        // The same rotation again, or one that skips a generation: stale_generation, nothing stored.
+        for generation in [Int64(2), 4] {
+            var again = request
+            again.generation = generation
+            let response = try await fixture.api.call(.rotateKeys, token: laptop.token, json: again)
+            #expect(generation == 2 ? response.errorCode == .staleGeneration : response.errorCode == .invalidField, "\(response.text)")
+        }
+        let third = try next.rotated()
+        var stale = try Self.rotation(user, to: third, sessions: [])
+        stale.older = try next.wrapped(by: third).text
+        stale.generation = 3
+        #expect(try await fixture.api.call(.rotateKeys, token: laptop.token, json: stale).status == 200)
+        var late = try Self.rotation(user, to: third, sessions: [])
+        late.older = try next.wrapped(by: third).text
+        let refused = try await fixture.api.call(.rotateKeys, token: phone.token, json: late)
+        #expect(refused.status == 409 && refused.errorCode == .staleGeneration)
+    }
+
+    @Test func aRotationOfTheWrongFormOrForAnotherAccountsSessionStoresNothing() async throws {
+        let fixture = try Fixture()
+        let user = EncryptedUser("lee")
+        let session = try await fixture.signUpAndIn(user)
+        let next = try user.accountKey.rotated()
+        let good = try Self.rotation(user, to: next, sessions: [session.sessionID])
+        try await fixture.api.signUp("other")
+        let stranger = try await fixture.api.signIn("other")
+        var cases: [(RotateKeysRequest, APIErrorCode, String)] = []
+        var request = good
+        request.generation = 1
+        cases.append((request, .invalidField, "generation"))
+        request = good
+        request.older = user.wrappedKey.text
+        cases.append((request, .invalidField, "older"))
+        request = good
+        request.older = String(repeating: "A", count: 5000)
+        cases.append((request, .invalidField, "older"))
+        request = good
+        request.handovers[0].handover = "AAAA"
+        cases.append((request, .invalidField, "handovers[0].handover"))
+        request = good
+        request.handovers.append(request.handovers[0])
+        cases.append((request, .invalidField, "handovers[1].sessionID"))
+        request = good
+        request.recoveryHandover = good.recoveryHandover + "AA"
+        cases.append((request, .invalidField, "recoveryHandover"))
+        request = good
+        request.handovers[0].sessionID = stranger.sessionID
+        cases.append((request, .unknownSession, "handovers"))
+        for (request, code, field) in cases {
+            let response = try await fixture.api.call(.rotateKeys, token: session.token, json: request)
+            #expect(response.errorCode == code && response.errorBody()?.field == field, "\(field): \(response.text)")
+        }
+        let keys = try fixture.api.decode(AccountKeysResponse.self, try await fixture.api.call(.accountKeys, token: session.token))
+        #expect(keys.generation == 1 && keys.handovers.isEmpty && keys.older.isEmpty)
+        // A plaintext account has nothing to rotate.
+        let plain = try await fixture.api.call(.rotateKeys, token: stranger.token, json: good)
+        #expect(plain.status == 409 && plain.errorCode == .notEncrypted)
+        #expect(try await fixture.api.call(.rotateKeys, token: session.token, json: good).status == 200)
+    }
+
     // MARK: - Push
 
     @Test func encryptedPushesStoreEnvelopesWithTheirEditIDs() async throws {

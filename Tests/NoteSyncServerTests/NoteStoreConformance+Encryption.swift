@@ -64,6 +64,54 @@ extension NoteStoreConformance {
             #expect(stored.editID == id(12) && stored.record.editID == id(12))
             #expect(try await page(store, alice, note)?.versions.map(\.editID) == [id(10), id(11), id(12)])
         },
+        Check(name: "encryption: a rotation is stored whole or not at all, once per generation") { store in
+            let user = EncryptedUser("alice")
+            try await store.createAccount(user.record)
+            let keys = try encryptionStore(store)
+            let session = SessionRecord(
+                id: minter.mint(), accountID: user.accountID, tokenHash: "aa", deviceName: nil, origin: nil, createdAt: 7,
+                devicePublicKey: user.device.publicKey)
+            try await store.createSession(session)
+            let bob = try await makeAccount(store, "bob")
+            let bobSession = SessionRecord(id: minter.mint(), accountID: bob, tokenHash: "bb", deviceName: nil, origin: nil, createdAt: 7)
+            try await store.createSession(bobSession)
+            let next = try user.accountKey.rotated()
+            let older = try user.accountKey.wrapped(by: next)
+            let sealed = try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: user.device.publicKey)
+            let toRecovery = try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: user.recovery.publicKey)
+            // A hand-over to another account's session: nothing is kept.
+            #expect(
+                try await keys.rotateKeys(accountID: user.accountID, generation: 2, older: older, handovers: [(.session(bobSession.id), sealed)])
+                    == .unknownSession(bobSession.id))
+            #expect(try await store.account(byID: user.accountID)?.keyGeneration == 1)
+            #expect(try await keys.keyChain(accountID: user.accountID, sessionID: session.id, generations: 1...10) == KeyChain())
+            // The rotation itself, then again: stale.
+            let handovers: [(HandoverRecipient, KeyHandover)] = [(.session(session.id), sealed), (.recoveryKey, toRecovery), (.password, sealed)]
+            #expect(try await keys.rotateKeys(accountID: user.accountID, generation: 2, older: older, handovers: handovers) == .rotated)
+            #expect(try await keys.rotateKeys(accountID: user.accountID, generation: 2, older: older, handovers: []) == .stale(current: 2))
+            #expect(try await keys.rotateKeys(accountID: bob, generation: 1, older: older, handovers: []) == .stale(current: 0))
+            #expect(try await store.account(byID: user.accountID)?.keyGeneration == 2)
+            let chain = try await keys.keyChain(accountID: user.accountID, sessionID: session.id, generations: 1...2)
+            #expect(chain.older == [older])
+            #expect(chain.handovers.map(\.handover) == [sealed] && chain.passwordHandovers.map(\.handover) == [sealed])
+            #expect(chain.recoveryHandovers.map(\.handover) == [toRecovery] && chain.handovers.map(\.generation) == [2])
+            // Another session sees only the password's and the recovery key's.
+            let other = try await keys.keyChain(accountID: user.accountID, sessionID: bobSession.id, generations: 1...2)
+            #expect(other.handovers.isEmpty && other.passwordHandovers.count == 1)
+        },
+        Check(name: "encryption: the operator's reset marks the account and ends its sessions") { store in
+            let user = EncryptedUser("alice")
+            try await store.createAccount(user.record)
+            try await store.createSession(
+                SessionRecord(id: minter.mint(), accountID: user.accountID, tokenHash: "aa", deviceName: nil, origin: nil, createdAt: 7))
+            #expect(try await encryptionStore(store).resetEncryptedPassword(accountID: user.accountID, passwordHash: "new"))
+            let account = try await store.account(byID: user.accountID)
+            #expect(account?.encryption == .reset && account?.passwordHash == "new")
+            #expect(try await store.session(byTokenHash: "aa") == nil)
+            let bob = try await makeAccount(store, "bob")
+            #expect(try await encryptionStore(store).resetEncryptedPassword(accountID: bob, passwordHash: "new") == false)
+            #expect(try await store.account(byID: bob)?.passwordHash == "$2b$04$hash")
+        },
         Check(name: "encryption: pushes of an encrypted account are envelopes on a current base") { store in
             let user = EncryptedUser("alice")
             try await store.createAccount(user.record)

@@ -328,6 +328,11 @@ public final class SyncAPI: Sendable {
             .authenticated { request, session in
                 try encode(try await encryption.keys(after: request.queryValue(AccountKeysQuery.after), session: session), endpoint)
             }
+        case .rotateKeys:
+            .authenticated { request, session in
+                let decoded = try WireJSON.decodeRequest(RotateKeysRequest.self, from: request.body ?? Data())
+                return try encode(try await encryption.rotate(decoded, session: session), endpoint)
+            }
         }
     }
 

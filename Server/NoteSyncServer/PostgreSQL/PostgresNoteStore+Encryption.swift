@@ -89,6 +89,68 @@ extension PostgresNoteStore: EncryptionStore {
         }
     }
 
+    public func rotateKeys(
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
+    ) async throws -> RotationOutcome {
+        do {
+            return try await rotate(accountID: accountID, generation: generation, older: older, handovers: handovers)
+        } catch RotationRefusal.unknownSession(let id) {
+            return .unknownSession(id)
+        }
+    }
+
+    private func rotate(
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
+    ) async throws -> RotationOutcome {
+        let account = accountID.rawValue
+        let new = Int64(generation)
+        let plaintext = EncryptionState.plaintext.rawValue
+        return try await transaction { connection in
+            // The row lock serializes rotations (and pushes) of the account across daemons.
+            guard
+                try await self.count(
+                    """
+                    UPDATE accounts SET key_generation = \(new)
+                    WHERE id = \(account) AND key_generation = \(new - 1) AND encryption <> \(plaintext) RETURNING 1
+                    """, on: connection) == 1
+            else {
+                var current: Int64 = 0
+                for try await value in try await connection.query(
+                    "SELECT key_generation FROM accounts WHERE id = \(account) AND encryption <> \(plaintext)", logger: self.logger
+                ).decode(Int64.self) {
+                    current = value
+                }
+                return .stale(current: UInt32(clamping: current))
+            }
+            var sessions = Set<Int64>()
+            for try await id in try await connection.query("SELECT id FROM sessions WHERE account_id = \(account)", logger: self.logger)
+                .decode(Int64.self)
+            {
+                sessions.insert(id)
+            }
+            for case (.session(let id), _) in handovers where !sessions.contains(id.rawValue) {
+                throw RotationRefusal.unknownSession(id)
+            }
+            try await connection.execute(
+                "INSERT INTO key_chain (account_id, generation, wrapped_key) VALUES (\(account), \(new - 1), \(ByteBuffer(bytes: older.bytes)))",
+                logger: self.logger)
+            var recipients: [String] = [], sessionIDs: [Int64] = [], blobs: [ByteBuffer] = []
+            for (recipient, handover) in handovers {
+                let columns = EncryptionColumns.columns(recipient)
+                recipients.append(columns.recipient)
+                sessionIDs.append(columns.sessionID)
+                blobs.append(ByteBuffer(bytes: handover.bytes))
+            }
+            try await connection.execute(
+                """
+                INSERT INTO key_handovers (account_id, generation, recipient, session_id, handover)
+                SELECT \(account), \(new), r, s, h FROM unnest(\(recipients)::text[], \(sessionIDs)::int8[], \(blobs)::bytea[]) AS u(r, s, h)
+                """,
+                logger: self.logger)
+            return .rotated
+        }
+    }
+
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {
         try await transaction { connection in
             let updated = try await self.count(

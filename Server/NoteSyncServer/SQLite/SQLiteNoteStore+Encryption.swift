@@ -78,6 +78,48 @@ extension SQLiteNoteStore: EncryptionStore {
         }
     }
 
+    public func rotateKeys(
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
+    ) async throws -> RotationOutcome {
+        do {
+            return try await rotate(accountID: accountID, generation: generation, older: older, handovers: handovers)
+        } catch RotationRefusal.unknownSession(let id) {
+            return .unknownSession(id)
+        }
+    }
+
+    private func rotate(
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
+    ) async throws -> RotationOutcome {
+        try await write { db in
+            let account = accountID.rawValue
+            try db.execute(
+                sql: "UPDATE accounts SET key_generation = ? WHERE id = ? AND key_generation = ? AND encryption <> ?",
+                arguments: [Int64(generation), account, Int64(generation) - 1, EncryptionState.plaintext.rawValue])
+            guard db.changesCount == 1 else {
+                let current = try Int64.fetchOne(
+                    db, sql: "SELECT key_generation FROM accounts WHERE id = ? AND encryption <> ?",
+                    arguments: [account, EncryptionState.plaintext.rawValue]) ?? 0
+                return .stale(current: UInt32(clamping: current))
+            }
+            let sessions = try Set(Int64.fetchAll(db, sql: "SELECT id FROM sessions WHERE account_id = ?", arguments: [account]))
+            for case (.session(let id), _) in handovers where !sessions.contains(id.rawValue) {
+                // Nothing of the rotation is kept: the transaction rolls back.
+                throw RotationRefusal.unknownSession(id)
+            }
+            try db.execute(
+                sql: "INSERT INTO key_chain (account_id, generation, wrapped_key) VALUES (?, ?, ?)",
+                arguments: [account, Int64(generation) - 1, Data(older.bytes)])
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO key_handovers (account_id, generation, recipient, session_id, handover) VALUES (?, ?, ?, ?, ?)")
+            for (recipient, handover) in handovers {
+                let columns = EncryptionColumns.columns(recipient)
+                try insert.execute(arguments: [account, Int64(generation), columns.recipient, columns.sessionID, Data(handover.bytes)])
+            }
+            return .rotated
+        }
+    }
+
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {
         try await write { db in
             try db.execute(
@@ -99,6 +141,11 @@ extension KeyChain {
         default: handovers.append(entry)
         }
     }
+}
+
+/// Thrown inside a rotation's transaction to roll it back (``RotationOutcome/unknownSession(_:)``).
+enum RotationRefusal: Error {
+    case unknownSession(FlakeID)
 }
 
 /// How both stores keep key material: the columns' forms, read back strictly (a blob that does not decode is a

@@ -118,6 +118,75 @@ public final class EncryptionService: Sendable {
             recoveryHandovers: chain.recoveryHandovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) })
     }
 
+    /// Stores a new generation of the account key (`POST /v1/account/keys/rotate`), in one transaction.
+    ///
+    /// - Throws: `invalid_field` (a generation out of range, a blob not of its form or not of the generations the
+    ///   rotation names, too many hand-overs, one session twice), `not_encrypted` (409, a plaintext account),
+    ///   `stale_generation` (409: the account is not at `generation - 1`; nothing stored), `unknown_session` (404: a
+    ///   hand-over names a session that is not the account's; nothing stored).
+    public func rotate(_ request: RotateKeysRequest, session: SessionRecord) async throws -> RotateKeysResponse {
+        typealias Key = RotateKeysRequest.CodingKeys
+        guard (2...EncryptionLimits.maxGeneration).contains(request.generation) else {
+            throw SyncError(
+                .invalidField, "generation is the account's current generation plus one (2 to \(EncryptionLimits.maxGeneration)).",
+                field: Key.generation.stringValue)
+        }
+        let generation = UInt32(request.generation)
+        let older: WrappedAccountKey
+        do {
+            older = try WrappedAccountKey(text: request.older)
+        } catch {
+            throw SyncError(.invalidField, "Not a wrapped account key (\(error)).", field: Key.older.stringValue)
+        }
+        guard older.wrapper == .accountKey, older.generation == generation - 1, older.wrapperGeneration == generation else {
+            throw SyncError(
+                .invalidField, "older is generation \(generation - 1) wrapped by generation \(generation).", field: Key.older.stringValue)
+        }
+        guard request.handovers.count <= EncryptionLimits.maxHandoversPerRotation else {
+            throw SyncError(
+                .invalidField, "A rotation carries at most \(EncryptionLimits.maxHandoversPerRotation) hand-overs.",
+                field: Key.handovers.stringValue)
+        }
+        var handovers: [(HandoverRecipient, KeyHandover)] = []
+        var seen = Set<FlakeID>()
+        for (index, entry) in request.handovers.enumerated() {
+            let field = "\(Key.handovers.stringValue)[\(index)]"
+            guard seen.insert(entry.sessionID).inserted else {
+                throw SyncError(.invalidField, "Session \(entry.sessionID) has two hand-overs.", field: "\(field).sessionID")
+            }
+            handovers.append((.session(entry.sessionID), try Self.handover(entry.handover, field: "\(field).handover")))
+        }
+        handovers.append((.recoveryKey, try Self.handover(request.recoveryHandover, field: Key.recoveryHandover.stringValue)))
+        handovers.append((.password, try Self.handover(request.passwordHandover, field: Key.passwordHandover.stringValue)))
+        guard let account = try await store.account(byID: session.accountID) else {
+            throw SyncError(.unauthorized, "The session's account no longer exists.")
+        }
+        guard account.encryption != .plaintext else {
+            throw SyncError(.notEncrypted, "This account is not end-to-end encrypted: it has no key to rotate.")
+        }
+        switch try await keyStore.rotateKeys(accountID: account.id, generation: generation, older: older, handovers: handovers) {
+        case .rotated:
+            logger.info("account key rotated", metadata: ["account_id": "\(account.id)", "generation": "\(generation)"])
+            return RotateKeysResponse(generation: Int64(generation))
+        case .stale(let current):
+            throw SyncError(
+                .staleGeneration,
+                "The account is at key generation \(current): a rotation makes generation \(Int64(current) + 1); fetch the keys and retry.",
+                field: Key.generation.stringValue)
+        case .unknownSession(let id):
+            throw SyncError(.unknownSession, "No session \(id) in this account (signed out meanwhile?).", field: Key.handovers.stringValue)
+        }
+    }
+
+    /// A key hand-over in its text form.
+    static func handover(_ text: String, field: String) throws -> KeyHandover {
+        do {
+            return try KeyHandover(text: text)
+        } catch {
+            throw SyncError(.invalidField, "Not a key hand-over of \(KeyHandover.byteCount) bytes (\(error)).", field: field)
+        }
+    }
+
     /// What a sign-in answer says of `account`'s encryption: nil for a plaintext account.
     func signInAnswer(_ account: AccountRecord) async throws -> SignInEncryption? {
         guard account.encryption != .plaintext else { return nil }

@@ -18,8 +18,25 @@ public protocol EncryptionStore: Sendable {
     /// store has), and the hand-overs of the range's generations sealed to `sessionID` and to the password, ascending.
     func keyChain(accountID: FlakeID, sessionID: FlakeID, generations: ClosedRange<UInt32>) async throws -> KeyChain
 
+    /// Stores a rotation in one transaction, if the account's generation is still `generation - 1` (and it is not
+    /// plaintext): the account's generation becomes `generation`, `older` (generation − 1 wrapped by it) joins the
+    /// key chain, and each hand-over is kept for its recipient. A session recipient must be one of the account's.
+    func rotateKeys(accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])
+        async throws -> RotationOutcome
+
     /// The operator's reset of an encrypted account's password (`notesyncd users reset-password`): replaces the
     /// password hash (the bcrypt of the new password's AuthKey), marks the account ``EncryptionState/reset`` and
     /// deletes its sessions, in one transaction. Returns false when there is no such account or it is plaintext.
     func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool
+}
+
+/// What ``EncryptionStore/rotateKeys(accountID:generation:older:handovers:)`` did.
+public enum RotationOutcome: Sendable, Equatable {
+    /// Stored: the account is at the new generation.
+    case rotated
+    /// Nothing stored: the account is at `current`, not the generation before the one asked for (or is plaintext:
+    /// `current` 0).
+    case stale(current: UInt32)
+    /// Nothing stored: a hand-over names a session that is not one of the account's.
+    case unknownSession(FlakeID)
 }
