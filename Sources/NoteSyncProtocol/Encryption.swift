@@ -310,3 +310,34 @@ public struct RotateKeysResponse: Codable, Sendable, Equatable {
     public enum CodingKeys: String, WireKey { case generation }
     public init(generation: Int64) { self.generation = generation }
 }
+
+/// The `encryption` of a password change of an encrypted account (`POST /v1/account/password`): the key material the
+/// new password wraps. `currentPassword` and `newPassword` are then AuthKeys.
+public struct PasswordChangeEncryption: Codable, Sendable, Equatable {
+    /// The new password's KDF parameters (a new salt).
+    public var kdf: KDFInfo
+    /// The account's generation after the change (the current one, or the rotation's) wrapped by the new WrapKey.
+    public var wrappedKey: String
+    /// The new password's X25519 public key.
+    public var passwordPublicKey: String
+    /// A rotation made with the change (its `passwordHandover` sealed to the new `passwordPublicKey`), so the signed-out
+    /// devices never hold the generation written with from now on.
+    public var rotation: RotateKeysRequest?
+
+    public init(kdf: KDFInfo, wrappedKey: String, passwordPublicKey: String, rotation: RotateKeysRequest? = nil) {
+        self.kdf = kdf
+        self.wrappedKey = wrappedKey
+        self.passwordPublicKey = passwordPublicKey
+        self.rotation = rotation
+    }
+
+    public enum CodingKeys: String, WireKey { case kdf, wrappedKey, passwordPublicKey, rotation }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        kdf = try c.decode(KDFInfo.self, forKey: .kdf)
+        wrappedKey = try c.decode(String.self, forKey: .wrappedKey)
+        passwordPublicKey = try c.decode(String.self, forKey: .passwordPublicKey)
+        rotation = try c.decodeIfPresentRefusingNull(RotateKeysRequest.self, forKey: .rotation)
+    }
+}

@@ -225,18 +225,23 @@ public struct ChangePasswordRequest: Codable, Sendable, Equatable {
     public var currentPassword: String
     /// The new password (``CredentialRules/passwordBytes``).
     public var newPassword: String
+    /// Required for an end-to-end encrypted account (both passwords are then AuthKeys): the key re-wrapped by the new
+    /// password, optionally with a rotation. Refused for a plaintext account.
+    public var encryption: PasswordChangeEncryption?
 
-    public init(currentPassword: String, newPassword: String) {
+    public init(currentPassword: String, newPassword: String, encryption: PasswordChangeEncryption? = nil) {
         self.currentPassword = currentPassword
         self.newPassword = newPassword
+        self.encryption = encryption
     }
 
-    public enum CodingKeys: String, WireKey { case currentPassword, newPassword }
+    public enum CodingKeys: String, WireKey { case currentPassword, newPassword, encryption }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         currentPassword = try c.decode(String.self, forKey: .currentPassword)
         newPassword = try c.decode(String.self, forKey: .newPassword)
+        encryption = try c.decodeIfPresentRefusingNull(PasswordChangeEncryption.self, forKey: .encryption)
     }
 }
 

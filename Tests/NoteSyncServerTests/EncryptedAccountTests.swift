@@ -455,15 +455,71 @@ struct EncryptedAccountTests {
         #expect(try await fixture.store.account(byUsername: "plain")?.encryption == .plaintext)
     }
 
-    @Test func anEncryptedAccountsPasswordChangeIsRefusedUntilItCanReWrapTheKey() async throws {
+    // MARK: - Password change
+
+    @Test func aPasswordChangeReWrapsTheKeyRotatesItAndReUploadsNothing() async throws {
         let fixture = try Fixture()
         let user = EncryptedUser("joe")
-        let session = try await fixture.signUpAndIn(user)
-        let other = String(repeating: "ab", count: 32)
-        let response = try await fixture.api.call(
-            .changePassword, token: session.token, json: ChangePasswordRequest(currentPassword: user.password, newPassword: other))
-        #expect(response.status == 400 && response.errorCode == .invalidField, "\(response.text)")
-        #expect(try await fixture.api.call(.signIn, json: user.signInRequest()).status == 200)
+        let laptop = try await fixture.signUpAndIn(user)
+        let phone = try await fixture.signUpAndIn(user, device: "phone", signUp: false)
+        _ = try await fixture.api.push(laptop.token, (1...20).map { user.change(Int64($0), edit: Int64(100 + $0), plaintext: "note \($0)") })
+        let sequence = try await fixture.store.currentChangeSequence(accountID: user.accountID)
+
+        // The new password's keys, the current key rotated, re-wrapped by the new password.
+        let kdf = KDFParameters.generate(cost: .insecureForTesting)
+        let derived = try PasswordKDF.deriveKeys(password: "new horse", parameters: kdf, policy: .allowInsecureForTesting)
+        let newPasswordKeys = DeviceKeyPair.generate()
+        let next = try user.accountKey.rotated()
+        var rotation = try Self.rotation(user, to: next, sessions: [])
+        rotation.passwordHandover = try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: newPasswordKeys.publicKey).text
+        let change = PasswordChangeEncryption(
+            kdf: KDFInfo(salt: kdf.saltText, opsLimit: Int64(kdf.cost.opsLimit), memLimit: Int64(kdf.cost.memLimitBytes)),
+            wrappedKey: next.wrapped(by: derived.wrapKey).text, passwordPublicKey: newPasswordKeys.publicKey.text, rotation: rotation)
+        let request = ChangePasswordRequest(currentPassword: user.password, newPassword: derived.authKey.serverPassword, encryption: change)
+
+        // Refused whole: no encryption, a wrapped key of another generation than the rotation's, the wrong password.
+        var bare = request
+        bare.encryption = nil
+        #expect(try await fixture.api.call(.changePassword, token: laptop.token, json: bare).errorBody()?.field == "encryption")
+        var mismatched = request
+        mismatched.encryption?.wrappedKey = user.accountKey.wrapped(by: derived.wrapKey).text
+        #expect(try await fixture.api.call(.changePassword, token: laptop.token, json: mismatched).errorBody()?.field == "encryption.wrappedKey")
+        var wrong = request
+        wrong.currentPassword = String(repeating: "0", count: 64)
+        #expect(try await fixture.api.call(.changePassword, token: laptop.token, json: wrong).errorCode == .wrongPassword)
+        #expect(try await fixture.api.call(.account, token: phone.token).status == 200)
+
+        let changed = try fixture.api.decode(
+            RevokedSessionsResponse.self, try await fixture.api.call(.changePassword, token: laptop.token, json: request))
+        #expect(changed.revokedSessions == 1)
+        #expect(try await fixture.api.call(.account, token: phone.token).status == 401)
+        // No note was re-uploaded: the account's change sequence did not move.
+        #expect(try await fixture.store.currentChangeSequence(accountID: user.accountID) == sequence)
+        // The old credential is gone; the new one signs in, and what it is served opens with the new password.
+        #expect(try await fixture.api.call(.signIn, json: user.signInRequest()).errorCode == .invalidCredentials)
+        let prelogin = try fixture.api.decode(PreloginResponse.self, try await fixture.prelogin("joe"))
+        #expect(prelogin.kdf == change.kdf)
+        let signedIn = try fixture.api.decode(
+            SignInResponse.self, try await fixture.api.call(.signIn, json: SignInRequest(username: "joe", password: derived.authKey.serverPassword)))
+        let encryption = try #require(signedIn.encryption)
+        #expect(encryption.generation == 2 && encryption.passwordPublicKey == newPasswordKeys.publicKey.text)
+        #expect(try WrappedAccountKey(text: encryption.wrappedKey).unwrap(account: user.accountID, with: derived.wrapKey) == next)
+        let keys = try fixture.api.decode(AccountKeysResponse.self, try await fixture.api.call(.accountKeys, token: signedIn.token))
+        #expect(try WrappedAccountKey(text: keys.older[0]).unwrap(with: AccountKeyRing(next)) == user.accountKey)
+        #expect(keys.recoveryWrappedKey == user.setup.recoveryWrappedKey)
+
+        // A change without rotation must wrap the generation the account is at.
+        let again = ChangePasswordRequest(
+            currentPassword: derived.authKey.serverPassword, newPassword: user.password,
+            encryption: PasswordChangeEncryption(kdf: user.setup.kdf, wrappedKey: user.wrappedKey.text, passwordPublicKey: user.passwordKeyPair.publicKey.text))
+        let stale = try await fixture.api.call(.changePassword, token: signedIn.token, json: again)
+        #expect(stale.status == 409 && stale.errorCode == .staleGeneration)
+        // A plaintext account's change carries no encryption.
+        let plain = try await fixture.api.account("plain")
+        let refused = try await fixture.api.call(
+            .changePassword, token: plain.token,
+            json: ChangePasswordRequest(currentPassword: "correct horse", newPassword: "new horse battery", encryption: change))
+        #expect(refused.status == 400 && refused.errorBody()?.field == "encryption")
     }
 
     // MARK: - What the store holds

@@ -99,6 +99,35 @@ extension NoteStoreConformance {
             let other = try await keys.keyChain(accountID: user.accountID, sessionID: bobSession.id, generations: 1...2)
             #expect(other.handovers.isEmpty && other.passwordHandovers.count == 1)
         },
+        Check(name: "encryption: a password change re-wraps and rotates in one transaction") { store in
+            let user = EncryptedUser("alice")
+            try await store.createAccount(user.record)
+            let keys = try encryptionStore(store)
+            let kept = SessionRecord(id: minter.mint(), accountID: user.accountID, tokenHash: "aa", deviceName: nil, origin: nil, createdAt: 7)
+            let other = SessionRecord(id: minter.mint(), accountID: user.accountID, tokenHash: "bb", deviceName: nil, origin: nil, createdAt: 8)
+            try await store.createSession(kept)
+            try await store.createSession(other)
+            let next = try user.accountKey.rotated()
+            let newPassword = EncryptedUser("alice", password: "another one")
+            let newKeys = AccountKeys(
+                kdf: newPassword.kdf, wrappedKey: next.wrapped(by: newPassword.derived.wrapKey), recoveryWrappedKey: user.recoveryWrappedKey,
+                recoveryPublicKey: user.recovery.publicKey, passwordPublicKey: newPassword.passwordKeyPair.publicKey)
+            // A wrapped key of a generation the account is not at: nothing changes.
+            let refused = try await keys.changeEncryptedPassword(
+                accountID: user.accountID, passwordHash: "h2", keys: newKeys, keepingSession: kept.id, rotation: nil)
+            #expect(refused.0 == .stale(current: 1) && refused.revokedSessions == 0)
+            #expect(try await store.account(byID: user.accountID)?.passwordHash == "$2b$04$hash")
+            let handover = try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: newPassword.passwordKeyPair.publicKey)
+            let outcome = try await keys.changeEncryptedPassword(
+                accountID: user.accountID, passwordHash: "h2", keys: newKeys, keepingSession: kept.id,
+                rotation: (2, try user.accountKey.wrapped(by: next), [(.password, handover)]))
+            #expect(outcome.0 == .rotated && outcome.revokedSessions == 1)
+            let account = try await store.account(byID: user.accountID)
+            #expect(account?.passwordHash == "h2" && account?.keyGeneration == 2)
+            #expect(try await keys.encryptionKeys(accountID: user.accountID) == newKeys)
+            #expect(try await store.session(byTokenHash: "aa") != nil)
+            #expect(try await store.session(byTokenHash: "bb") == nil)
+        },
         Check(name: "encryption: the operator's reset marks the account and ends its sessions") { store in
             let user = EncryptedUser("alice")
             try await store.createAccount(user.record)

@@ -102,53 +102,112 @@ extension PostgresNoteStore: EncryptionStore {
     private func rotate(
         accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
     ) async throws -> RotationOutcome {
+        try await transaction { connection in
+            try await self.rotate(accountID: accountID, generation: generation, older: older, handovers: handovers, on: connection)
+        }
+    }
+
+    public func changeEncryptedPassword(
+        accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID,
+        rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
+    ) async throws -> (RotationOutcome, revokedSessions: Int) {
+        let account = accountID.rawValue
+        let plaintext = EncryptionState.plaintext.rawValue
+        do {
+            return try await transaction { connection in
+                if let rotation {
+                    let outcome = try await self.rotate(
+                        accountID: accountID, generation: rotation.generation, older: rotation.older, handovers: rotation.handovers,
+                        on: connection)
+                    guard outcome == .rotated else { return (outcome, 0) }
+                }
+                // The wrapped key must be of the generation the account is at (a rotation may have come between).
+                let generation = Int64(keys.wrappedKey.generation)
+                guard
+                    try await self.count(
+                        """
+                        UPDATE accounts SET password_hash = \(passwordHash)
+                        WHERE id = \(account) AND encryption <> \(plaintext) AND key_generation = \(generation) RETURNING 1
+                        """,
+                        on: connection) == 1
+                else {
+                    var current: Int64 = 0
+                    for try await value in try await connection.query(
+                        "SELECT key_generation FROM accounts WHERE id = \(account) AND encryption <> \(plaintext)", logger: self.logger
+                    ).decode(Int64.self) {
+                        current = value
+                    }
+                    return (.stale(current: UInt32(clamping: current)), 0)
+                }
+                try await connection.execute(
+                    """
+                    UPDATE account_keys SET kdf_ops = \(Int64(clamping: keys.kdf.cost.opsLimit)), kdf_mem = \(Int64(keys.kdf.cost.memLimitBytes)),
+                        kdf_salt = \(ByteBuffer(bytes: keys.kdf.salt)), wrapped_key = \(ByteBuffer(bytes: keys.wrappedKey.bytes)),
+                        password_public_key = \(ByteBuffer(bytes: keys.passwordPublicKey.bytes))
+                    WHERE account_id = \(account)
+                    """,
+                    logger: self.logger)
+                let revoked = try await self.count(
+                    "DELETE FROM sessions WHERE account_id = \(account) AND id <> \(keepingSession.rawValue) \(unescaped: Self.wakeWaiters)",
+                    on: connection)
+                return (.rotated, revoked)
+            }
+        } catch RotationRefusal.unknownSession(let id) {
+            return (.unknownSession(id), 0)
+        }
+    }
+
+    /// A rotation on a transaction's connection (see ``rotateKeys(accountID:generation:older:handovers:)``); throws
+    /// ``RotationRefusal`` to roll it back.
+    private func rotate(
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
+        on connection: PostgresConnection
+    ) async throws -> RotationOutcome {
         let account = accountID.rawValue
         let new = Int64(generation)
         let plaintext = EncryptionState.plaintext.rawValue
-        return try await transaction { connection in
-            // The row lock serializes rotations (and pushes) of the account across daemons.
-            guard
-                try await self.count(
-                    """
-                    UPDATE accounts SET key_generation = \(new)
-                    WHERE id = \(account) AND key_generation = \(new - 1) AND encryption <> \(plaintext) RETURNING 1
-                    """, on: connection) == 1
-            else {
-                var current: Int64 = 0
-                for try await value in try await connection.query(
-                    "SELECT key_generation FROM accounts WHERE id = \(account) AND encryption <> \(plaintext)", logger: self.logger
-                ).decode(Int64.self) {
-                    current = value
-                }
-                return .stale(current: UInt32(clamping: current))
-            }
-            var sessions = Set<Int64>()
-            for try await id in try await connection.query("SELECT id FROM sessions WHERE account_id = \(account)", logger: self.logger)
-                .decode(Int64.self)
-            {
-                sessions.insert(id)
-            }
-            for case (.session(let id), _) in handovers where !sessions.contains(id.rawValue) {
-                throw RotationRefusal.unknownSession(id)
-            }
-            try await connection.execute(
-                "INSERT INTO key_chain (account_id, generation, wrapped_key) VALUES (\(account), \(new - 1), \(ByteBuffer(bytes: older.bytes)))",
-                logger: self.logger)
-            var recipients: [String] = [], sessionIDs: [Int64] = [], blobs: [ByteBuffer] = []
-            for (recipient, handover) in handovers {
-                let columns = EncryptionColumns.columns(recipient)
-                recipients.append(columns.recipient)
-                sessionIDs.append(columns.sessionID)
-                blobs.append(ByteBuffer(bytes: handover.bytes))
-            }
-            try await connection.execute(
+        // The row lock serializes rotations (and pushes) of the account across daemons.
+        guard
+            try await self.count(
                 """
-                INSERT INTO key_handovers (account_id, generation, recipient, session_id, handover)
-                SELECT \(account), \(new), r, s, h FROM unnest(\(recipients)::text[], \(sessionIDs)::int8[], \(blobs)::bytea[]) AS u(r, s, h)
-                """,
-                logger: self.logger)
-            return .rotated
+                UPDATE accounts SET key_generation = \(new)
+                WHERE id = \(account) AND key_generation = \(new - 1) AND encryption <> \(plaintext) RETURNING 1
+                """, on: connection) == 1
+        else {
+            var current: Int64 = 0
+            for try await value in try await connection.query(
+                "SELECT key_generation FROM accounts WHERE id = \(account) AND encryption <> \(plaintext)", logger: self.logger
+            ).decode(Int64.self) {
+                current = value
+            }
+            return .stale(current: UInt32(clamping: current))
         }
+        var sessions = Set<Int64>()
+        for try await id in try await connection.query("SELECT id FROM sessions WHERE account_id = \(account)", logger: self.logger)
+            .decode(Int64.self)
+        {
+            sessions.insert(id)
+        }
+        for case (.session(let id), _) in handovers where !sessions.contains(id.rawValue) {
+            throw RotationRefusal.unknownSession(id)
+        }
+        try await connection.execute(
+            "INSERT INTO key_chain (account_id, generation, wrapped_key) VALUES (\(account), \(new - 1), \(ByteBuffer(bytes: older.bytes)))",
+            logger: self.logger)
+        var recipients: [String] = [], sessionIDs: [Int64] = [], blobs: [ByteBuffer] = []
+        for (recipient, handover) in handovers {
+            let columns = EncryptionColumns.columns(recipient)
+            recipients.append(columns.recipient)
+            sessionIDs.append(columns.sessionID)
+            blobs.append(ByteBuffer(bytes: handover.bytes))
+        }
+        try await connection.execute(
+            """
+            INSERT INTO key_handovers (account_id, generation, recipient, session_id, handover)
+            SELECT \(account), \(new), r, s, h FROM unnest(\(recipients)::text[], \(sessionIDs)::int8[], \(blobs)::bytea[]) AS u(r, s, h)
+            """,
+            logger: self.logger)
+        return .rotated
     }
 
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {

@@ -92,32 +92,77 @@ extension SQLiteNoteStore: EncryptionStore {
         accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
     ) async throws -> RotationOutcome {
         try await write { db in
-            let account = accountID.rawValue
-            try db.execute(
-                sql: "UPDATE accounts SET key_generation = ? WHERE id = ? AND key_generation = ? AND encryption <> ?",
-                arguments: [Int64(generation), account, Int64(generation) - 1, EncryptionState.plaintext.rawValue])
-            guard db.changesCount == 1 else {
-                let current = try Int64.fetchOne(
-                    db, sql: "SELECT key_generation FROM accounts WHERE id = ? AND encryption <> ?",
-                    arguments: [account, EncryptionState.plaintext.rawValue]) ?? 0
-                return .stale(current: UInt32(clamping: current))
-            }
-            let sessions = try Set(Int64.fetchAll(db, sql: "SELECT id FROM sessions WHERE account_id = ?", arguments: [account]))
-            for case (.session(let id), _) in handovers where !sessions.contains(id.rawValue) {
-                // Nothing of the rotation is kept: the transaction rolls back.
-                throw RotationRefusal.unknownSession(id)
-            }
-            try db.execute(
-                sql: "INSERT INTO key_chain (account_id, generation, wrapped_key) VALUES (?, ?, ?)",
-                arguments: [account, Int64(generation) - 1, Data(older.bytes)])
-            let insert = try db.cachedStatement(
-                sql: "INSERT INTO key_handovers (account_id, generation, recipient, session_id, handover) VALUES (?, ?, ?, ?, ?)")
-            for (recipient, handover) in handovers {
-                let columns = EncryptionColumns.columns(recipient)
-                try insert.execute(arguments: [account, Int64(generation), columns.recipient, columns.sessionID, Data(handover.bytes)])
-            }
-            return .rotated
+            try Self.rotate(accountID: accountID, generation: generation, older: older, handovers: handovers, db)
         }
+    }
+
+    public func changeEncryptedPassword(
+        accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID,
+        rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
+    ) async throws -> (RotationOutcome, revokedSessions: Int) {
+        do {
+            return try await write { db in
+                let account = accountID.rawValue
+                let plaintext = EncryptionState.plaintext.rawValue
+                if let rotation {
+                    let outcome = try Self.rotate(
+                        accountID: accountID, generation: rotation.generation, older: rotation.older, handovers: rotation.handovers, db)
+                    guard outcome == .rotated else { return (outcome, 0) }
+                }
+                // The wrapped key must be of the generation the account is at (a rotation may have come between).
+                try db.execute(
+                    sql: "UPDATE accounts SET password_hash = ? WHERE id = ? AND encryption <> ? AND key_generation = ?",
+                    arguments: [passwordHash, account, plaintext, Int64(keys.wrappedKey.generation)])
+                guard db.changesCount == 1 else {
+                    let current = try Int64.fetchOne(
+                        db, sql: "SELECT key_generation FROM accounts WHERE id = ? AND encryption <> ?", arguments: [account, plaintext]) ?? 0
+                    return (.stale(current: UInt32(clamping: current)), 0)
+                }
+                try db.execute(
+                    sql: "UPDATE account_keys SET kdf_ops = ?, kdf_mem = ?, kdf_salt = ?, wrapped_key = ?, password_public_key = ? WHERE account_id = ?",
+                    arguments: [
+                        Int64(clamping: keys.kdf.cost.opsLimit), keys.kdf.cost.memLimitBytes, Data(keys.kdf.salt), Data(keys.wrappedKey.bytes),
+                        Data(keys.passwordPublicKey.bytes), account,
+                    ])
+                try db.execute(
+                    sql: "DELETE FROM sessions WHERE account_id = ? AND id <> ?", arguments: [account, keepingSession.rawValue])
+                return (.rotated, db.changesCount)
+            }
+        } catch RotationRefusal.unknownSession(let id) {
+            return (.unknownSession(id), 0)
+        }
+    }
+
+    /// A rotation in the caller's transaction (see ``rotateKeys(accountID:generation:older:handovers:)``); throws
+    /// ``RotationRefusal`` to roll it back.
+    static func rotate(
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)], _ db: Database
+    ) throws -> RotationOutcome {
+        let account = accountID.rawValue
+        try db.execute(
+            sql: "UPDATE accounts SET key_generation = ? WHERE id = ? AND key_generation = ? AND encryption <> ?",
+            arguments: [Int64(generation), account, Int64(generation) - 1, EncryptionState.plaintext.rawValue])
+        guard db.changesCount == 1 else {
+            let current = try Int64.fetchOne(
+                db, sql: "SELECT key_generation FROM accounts WHERE id = ? AND encryption <> ?",
+                arguments: [account, EncryptionState.plaintext.rawValue]) ?? 0
+            return .stale(current: UInt32(clamping: current))
+        }
+        let sessions = try Set(Int64.fetchAll(db, sql: "SELECT id FROM sessions WHERE account_id = ?", arguments: [account]))
+        for case (.session(let id), _) in handovers where !sessions.contains(id.rawValue) {
+            // Nothing of the rotation is kept: the transaction rolls back.
+            throw RotationRefusal.unknownSession(id)
+        }
+        try db.execute(
+            sql: "INSERT INTO key_chain (account_id, generation, wrapped_key) VALUES (?, ?, ?)",
+            arguments: [account, Int64(generation) - 1, Data(older.bytes)])
+        let insert = try db.cachedStatement(
+            sql: "INSERT INTO key_handovers (account_id, generation, recipient, session_id, handover) VALUES (?, ?, ?, ?, ?)")
+        for (recipient, handover) in handovers {
+            let columns = EncryptionColumns.columns(recipient)
+            try insert.execute(arguments: [account, Int64(generation), columns.recipient, columns.sessionID, Data(handover.bytes)])
+        }
+        return .rotated
     }
 
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {

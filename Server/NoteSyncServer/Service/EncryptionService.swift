@@ -125,57 +125,78 @@ public final class EncryptionService: Sendable {
     ///   `stale_generation` (409: the account is not at `generation - 1`; nothing stored), `unknown_session` (404: a
     ///   hand-over names a session that is not the account's; nothing stored).
     public func rotate(_ request: RotateKeysRequest, session: SessionRecord) async throws -> RotateKeysResponse {
-        typealias Key = RotateKeysRequest.CodingKeys
-        guard (2...EncryptionLimits.maxGeneration).contains(request.generation) else {
-            throw SyncError(
-                .invalidField, "generation is the account's current generation plus one (2 to \(EncryptionLimits.maxGeneration)).",
-                field: Key.generation.stringValue)
-        }
-        let generation = UInt32(request.generation)
-        let older: WrappedAccountKey
-        do {
-            older = try WrappedAccountKey(text: request.older)
-        } catch {
-            throw SyncError(.invalidField, "Not a wrapped account key (\(error)).", field: Key.older.stringValue)
-        }
-        guard older.wrapper == .accountKey, older.generation == generation - 1, older.wrapperGeneration == generation else {
-            throw SyncError(
-                .invalidField, "older is generation \(generation - 1) wrapped by generation \(generation).", field: Key.older.stringValue)
-        }
-        guard request.handovers.count <= EncryptionLimits.maxHandoversPerRotation else {
-            throw SyncError(
-                .invalidField, "A rotation carries at most \(EncryptionLimits.maxHandoversPerRotation) hand-overs.",
-                field: Key.handovers.stringValue)
-        }
-        var handovers: [(HandoverRecipient, KeyHandover)] = []
-        var seen = Set<FlakeID>()
-        for (index, entry) in request.handovers.enumerated() {
-            let field = "\(Key.handovers.stringValue)[\(index)]"
-            guard seen.insert(entry.sessionID).inserted else {
-                throw SyncError(.invalidField, "Session \(entry.sessionID) has two hand-overs.", field: "\(field).sessionID")
-            }
-            handovers.append((.session(entry.sessionID), try Self.handover(entry.handover, field: "\(field).handover")))
-        }
-        handovers.append((.recoveryKey, try Self.handover(request.recoveryHandover, field: Key.recoveryHandover.stringValue)))
-        handovers.append((.password, try Self.handover(request.passwordHandover, field: Key.passwordHandover.stringValue)))
+        let (generation, older, handovers) = try Self.rotation(request)
         guard let account = try await store.account(byID: session.accountID) else {
             throw SyncError(.unauthorized, "The session's account no longer exists.")
         }
         guard account.encryption != .plaintext else {
             throw SyncError(.notEncrypted, "This account is not end-to-end encrypted: it has no key to rotate.")
         }
-        switch try await keyStore.rotateKeys(accountID: account.id, generation: generation, older: older, handovers: handovers) {
+        let outcome = try await keyStore.rotateKeys(accountID: account.id, generation: generation, older: older, handovers: handovers)
+        try Self.check(outcome)
+        logger.info("account key rotated", metadata: ["account_id": "\(account.id)", "generation": "\(generation)"])
+        return RotateKeysResponse(generation: Int64(generation))
+    }
+
+    /// Throws for a rotation the store refused: `stale_generation` (409), `unknown_session` (404); `prefix` leads the
+    /// field.
+    static func check(_ outcome: RotationOutcome, prefix: String = "") throws {
+        typealias Key = RotateKeysRequest.CodingKeys
+        switch outcome {
         case .rotated:
-            logger.info("account key rotated", metadata: ["account_id": "\(account.id)", "generation": "\(generation)"])
-            return RotateKeysResponse(generation: Int64(generation))
+            return
         case .stale(let current):
             throw SyncError(
                 .staleGeneration,
                 "The account is at key generation \(current): a rotation makes generation \(Int64(current) + 1); fetch the keys and retry.",
-                field: Key.generation.stringValue)
+                field: prefix + Key.generation.stringValue)
         case .unknownSession(let id):
-            throw SyncError(.unknownSession, "No session \(id) in this account (signed out meanwhile?).", field: Key.handovers.stringValue)
+            throw SyncError(
+                .unknownSession, "No session \(id) in this account (signed out meanwhile?).", field: prefix + Key.handovers.stringValue)
         }
+    }
+
+    /// A rotation's parts, each checked for its form (fields named after `prefix`).
+    ///
+    /// - Throws: `invalid_field`.
+    static func rotation(_ request: RotateKeysRequest, prefix: String = "") throws
+        -> (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])
+    {
+        typealias Key = RotateKeysRequest.CodingKeys
+        guard (2...EncryptionLimits.maxGeneration).contains(request.generation) else {
+            throw SyncError(
+                .invalidField, "generation is the account's current generation plus one (2 to \(EncryptionLimits.maxGeneration)).",
+                field: prefix + Key.generation.stringValue)
+        }
+        let generation = UInt32(request.generation)
+        let older: WrappedAccountKey
+        do {
+            older = try WrappedAccountKey(text: request.older)
+        } catch {
+            throw SyncError(.invalidField, "Not a wrapped account key (\(error)).", field: prefix + Key.older.stringValue)
+        }
+        guard older.wrapper == .accountKey, older.generation == generation - 1, older.wrapperGeneration == generation else {
+            throw SyncError(
+                .invalidField, "older is generation \(generation - 1) wrapped by generation \(generation).",
+                field: prefix + Key.older.stringValue)
+        }
+        guard request.handovers.count <= EncryptionLimits.maxHandoversPerRotation else {
+            throw SyncError(
+                .invalidField, "A rotation carries at most \(EncryptionLimits.maxHandoversPerRotation) hand-overs.",
+                field: prefix + Key.handovers.stringValue)
+        }
+        var handovers: [(HandoverRecipient, KeyHandover)] = []
+        var seen = Set<FlakeID>()
+        for (index, entry) in request.handovers.enumerated() {
+            let field = "\(prefix)\(Key.handovers.stringValue)[\(index)]"
+            guard seen.insert(entry.sessionID).inserted else {
+                throw SyncError(.invalidField, "Session \(entry.sessionID) has two hand-overs.", field: "\(field).sessionID")
+            }
+            handovers.append((.session(entry.sessionID), try handover(entry.handover, field: "\(field).handover")))
+        }
+        handovers.append((.recoveryKey, try handover(request.recoveryHandover, field: prefix + Key.recoveryHandover.stringValue)))
+        handovers.append((.password, try handover(request.passwordHandover, field: prefix + Key.passwordHandover.stringValue)))
+        return (generation, older, handovers)
     }
 
     /// A key hand-over in its text form.

@@ -228,13 +228,11 @@ public final class SessionService: Sendable {
                 "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes, without NUL characters.",
                 field: ChangePasswordRequest.CodingKeys.newPassword.stringValue)
         }
-        // An encrypted account's key is wrapped by its password: a new password must come with the key re-wrapped,
-        // which this server does not take yet. Refused before the password is checked, so nothing is counted.
-        if let account = try await store.account(byID: session.accountID), account.encryption != .plaintext {
-            throw SyncError(
-                .invalidField,
-                "This account is end-to-end encrypted: its password change must re-wrap its key, which this server does not serve yet.",
-                field: ChangePasswordRequest.CodingKeys.newPassword.stringValue)
+        // An encrypted account's key is wrapped by its password: a new password comes with the key re-wrapped.
+        // The forms are checked before the password, so a malformed request counts no failure.
+        let encrypted = try await store.account(byID: session.accountID).map { $0.encryption != .plaintext } ?? false
+        if encrypted || request.encryption != nil {
+            return try await changeEncryptedPassword(request, session: session, peer: peer, encrypted: encrypted)
         }
         let account = try await verifyPassword(
             request.currentPassword, session: session, field: ChangePasswordRequest.CodingKeys.currentPassword.stringValue, peer: peer)
@@ -248,6 +246,64 @@ public final class SessionService: Sendable {
         }
         if count > 0 { sessionsEnded(accountID: account.id) }
         logger.info("password changed", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)"])
+        return RevokedSessionsResponse(revokedSessions: count)
+    }
+
+    /// The password change of an encrypted account: both passwords are AuthKeys, `encryption` carries the current
+    /// generation (or the rotation's) wrapped by the new password, its KDF parameters and public key, and optionally a
+    /// rotation; all of it, the new hash and the other sessions' end in one transaction.
+    ///
+    /// - Throws: `invalid_field` (`encryption` missing, or given for a plaintext account; a field not of its form),
+    ///   `too_many_attempts`, `wrong_password`, `stale_generation` (409: the wrapped key or the rotation is not of the
+    ///   account's generation), `unknown_session` (404).
+    private func changeEncryptedPassword(
+        _ request: ChangePasswordRequest, session: SessionRecord, peer: Peer, encrypted: Bool
+    ) async throws -> RevokedSessionsResponse {
+        typealias Key = ChangePasswordRequest.CodingKeys
+        typealias Part = PasswordChangeEncryption.CodingKeys
+        guard encrypted else {
+            throw SyncError(.invalidField, "This account is not end-to-end encrypted: a password change carries no encryption.", field: Key.encryption.stringValue)
+        }
+        guard let change = request.encryption else {
+            throw SyncError(
+                .invalidField, "This account is end-to-end encrypted: a password change carries its key re-wrapped by the new password.",
+                field: Key.encryption.stringValue)
+        }
+        guard EncryptionService.isAuthKeyForm(request.newPassword) else {
+            throw SyncError(
+                .invalidField, "An encrypted account's password is its AuthKey: 64 lowercase hexadecimal characters.",
+                field: Key.newPassword.stringValue)
+        }
+        let prefix = Key.encryption.stringValue + "."
+        let rotation = try change.rotation.map { try EncryptionService.rotation($0, prefix: prefix + Part.rotation.stringValue + ".") }
+        let kdf = try EncryptionService.kdfParameters(change.kdf, field: prefix + Part.kdf.stringValue)
+        let wrappedKey: WrappedAccountKey
+        do {
+            wrappedKey = try WrappedAccountKey(text: change.wrappedKey)
+        } catch {
+            throw SyncError(.invalidField, "Not a wrapped account key (\(error)).", field: prefix + Part.wrappedKey.stringValue)
+        }
+        guard wrappedKey.wrapper == .password, rotation.map({ $0.generation == wrappedKey.generation }) ?? true else {
+            throw SyncError(
+                .invalidField, "wrappedKey is the account's generation after the change (the rotation's, if any) wrapped by the new password.",
+                field: prefix + Part.wrappedKey.stringValue)
+        }
+        let passwordPublicKey = try EncryptionService.publicKey(change.passwordPublicKey, field: prefix + Part.passwordPublicKey.stringValue)
+        let account = try await verifyPassword(request.currentPassword, session: session, field: Key.currentPassword.stringValue, peer: peer)
+        guard let keyStore = store as? any EncryptionStore, let stored = try await keyStore.encryptionKeys(accountID: account.id) else {
+            throw SyncError(.internalError, "The encrypted account \(account.id) has no keys.")
+        }
+        let password = request.newPassword
+        let hash = try await passwords.run { $0.hash(password) }
+        let keys = AccountKeys(
+            kdf: kdf, wrappedKey: wrappedKey, recoveryWrappedKey: stored.recoveryWrappedKey, recoveryPublicKey: stored.recoveryPublicKey,
+            passwordPublicKey: passwordPublicKey)
+        let (outcome, count) = try await keyStore.changeEncryptedPassword(
+            accountID: account.id, passwordHash: hash, keys: keys, keepingSession: session.id, rotation: rotation)
+        try EncryptionService.check(outcome, prefix: rotation == nil ? prefix : prefix + Part.rotation.stringValue + ".")
+        if count > 0 { sessionsEnded(accountID: account.id) }
+        logger.info(
+            "password changed", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)", "key_generation": "\(wrappedKey.generation)"])
         return RevokedSessionsResponse(revokedSessions: count)
     }
 

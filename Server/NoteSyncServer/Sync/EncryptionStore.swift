@@ -24,6 +24,19 @@ public protocol EncryptionStore: Sendable {
     func rotateKeys(accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])
         async throws -> RotationOutcome
 
+    /// An encrypted account's password change, in one transaction: when `rotation` is given it is applied first as
+    /// ``rotateKeys(accountID:generation:older:handovers:)`` does (refused whole when stale or naming another
+    /// account's session); then, if the account is at `keys.wrappedKey`'s generation (else
+    /// ``RotationOutcome/stale(current:)``, nothing stored), the account's KDF parameters, password-wrapped key and password public key are
+    /// replaced (`keys.recoveryWrappedKey` and `keys.recoveryPublicKey` are left as stored), its password hash too, and
+    /// its sessions but `keepingSession` deleted. Returns the rotation's outcome (``RotationOutcome/rotated`` also
+    /// without one) and how many sessions were deleted; ``RotationOutcome/stale(current:)`` with `current` 0 when
+    /// the account is plaintext or gone.
+    func changeEncryptedPassword(
+        accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID,
+        rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
+    ) async throws -> (RotationOutcome, revokedSessions: Int)
+
     /// The operator's reset of an encrypted account's password (`notesyncd users reset-password`): replaces the
     /// password hash (the bcrypt of the new password's AuthKey), marks the account ``EncryptionState/reset`` and
     /// deletes its sessions, in one transaction. Returns false when there is no such account or it is plaintext.
