@@ -128,7 +128,7 @@ struct ReplayQuotaCostTests {
         #expect(results.map(\.status) == Array(repeating: .merged, count: merges) + [.kept, .created])
         let touchingAccounts = statements.withLock { $0 }.filter { $0.contains("accounts") }
         #expect(touchingAccounts.count == 2, "\(touchingAccounts)")
-        #expect(touchingAccounts.first?.hasPrefix("SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes FROM accounts") == true)
+        #expect(touchingAccounts.first?.hasPrefix("SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, encryption, key_generation FROM accounts") == true)
         #expect(touchingAccounts.last?.hasPrefix("UPDATE accounts SET") == true)
         #expect(try await store.usage(accountID: alice)?.replayTextBytes == Int64(100 * (merges + 1)))
         try await store.close()

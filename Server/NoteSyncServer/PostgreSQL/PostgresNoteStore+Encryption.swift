@@ -131,13 +131,7 @@ extension PostgresNoteStore: EncryptionStore {
                         """,
                         on: connection) == 1
                 else {
-                    var current: Int64 = 0
-                    for try await value in try await connection.query(
-                        "SELECT key_generation FROM accounts WHERE id = \(account) AND encryption <> \(plaintext)", logger: self.logger
-                    ).decode(Int64.self) {
-                        current = value
-                    }
-                    return (.stale(current: UInt32(clamping: current)), 0)
+                    return (.stale(current: try await self.keyGeneration(accountID: accountID, on: connection)), 0)
                 }
                 try await connection.execute(
                     """
@@ -174,13 +168,7 @@ extension PostgresNoteStore: EncryptionStore {
                 WHERE id = \(account) AND key_generation = \(new - 1) AND encryption <> \(plaintext) RETURNING 1
                 """, on: connection) == 1
         else {
-            var current: Int64 = 0
-            for try await value in try await connection.query(
-                "SELECT key_generation FROM accounts WHERE id = \(account) AND encryption <> \(plaintext)", logger: self.logger
-            ).decode(Int64.self) {
-                current = value
-            }
-            return .stale(current: UInt32(clamping: current))
+            return .stale(current: try await keyGeneration(accountID: accountID, on: connection))
         }
         var sessions = Set<Int64>()
         for try await id in try await connection.query("SELECT id FROM sessions WHERE account_id = \(account)", logger: self.logger)
@@ -208,6 +196,19 @@ extension PostgresNoteStore: EncryptionStore {
             """,
             logger: self.logger)
         return .rotated
+    }
+
+    /// The key generation of an account that is not plaintext; 0 for a plaintext account or none.
+    private func keyGeneration(accountID: FlakeID, on connection: PostgresConnection) async throws -> UInt32 {
+        var current: Int64 = 0
+        for try await value in try await connection.query(
+            """
+            SELECT key_generation FROM accounts WHERE id = \(accountID.rawValue) AND encryption <> \(EncryptionState.plaintext.rawValue)
+            """, logger: logger
+        ).decode(Int64.self) {
+            current = value
+        }
+        return UInt32(clamping: current)
     }
 
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {

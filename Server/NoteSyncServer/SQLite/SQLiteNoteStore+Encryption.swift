@@ -113,11 +113,7 @@ extension SQLiteNoteStore: EncryptionStore {
                 try db.execute(
                     sql: "UPDATE accounts SET password_hash = ? WHERE id = ? AND encryption <> ? AND key_generation = ?",
                     arguments: [passwordHash, account, plaintext, Int64(keys.wrappedKey.generation)])
-                guard db.changesCount == 1 else {
-                    let current = try Int64.fetchOne(
-                        db, sql: "SELECT key_generation FROM accounts WHERE id = ? AND encryption <> ?", arguments: [account, plaintext]) ?? 0
-                    return (.stale(current: UInt32(clamping: current)), 0)
-                }
+                guard db.changesCount == 1 else { return (.stale(current: try Self.keyGeneration(accountID: accountID, db)), 0) }
                 try db.execute(
                     sql: "UPDATE account_keys SET kdf_ops = ?, kdf_mem = ?, kdf_salt = ?, wrapped_key = ?, password_public_key = ? WHERE account_id = ?",
                     arguments: [
@@ -142,12 +138,7 @@ extension SQLiteNoteStore: EncryptionStore {
         try db.execute(
             sql: "UPDATE accounts SET key_generation = ? WHERE id = ? AND key_generation = ? AND encryption <> ?",
             arguments: [Int64(generation), account, Int64(generation) - 1, EncryptionState.plaintext.rawValue])
-        guard db.changesCount == 1 else {
-            let current = try Int64.fetchOne(
-                db, sql: "SELECT key_generation FROM accounts WHERE id = ? AND encryption <> ?",
-                arguments: [account, EncryptionState.plaintext.rawValue]) ?? 0
-            return .stale(current: UInt32(clamping: current))
-        }
+        guard db.changesCount == 1 else { return .stale(current: try keyGeneration(accountID: accountID, db)) }
         let sessions = try Set(Int64.fetchAll(db, sql: "SELECT id FROM sessions WHERE account_id = ?", arguments: [account]))
         for case (.session(let id), _) in handovers where !sessions.contains(id.rawValue) {
             // Nothing of the rotation is kept: the transaction rolls back.
@@ -163,6 +154,14 @@ extension SQLiteNoteStore: EncryptionStore {
             try insert.execute(arguments: [account, Int64(generation), columns.recipient, columns.sessionID, Data(handover.bytes)])
         }
         return .rotated
+    }
+
+    /// The key generation of an account that is not plaintext; 0 for a plaintext account or none.
+    static func keyGeneration(accountID: FlakeID, _ db: Database) throws -> UInt32 {
+        let current = try Int64.fetchOne(
+            db, sql: "SELECT key_generation FROM accounts WHERE id = ? AND encryption <> ?",
+            arguments: [accountID.rawValue, EncryptionState.plaintext.rawValue]) ?? 0
+        return UInt32(clamping: current)
     }
 
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {

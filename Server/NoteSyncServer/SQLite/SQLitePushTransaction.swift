@@ -12,10 +12,7 @@ struct SQLitePushTransaction: PushTransaction {
 
     func lockAccount(_ accountID: FlakeID) throws -> LockedAccount? {
         let statement = try db.cachedStatement(
-            sql: """
-                SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, encryption, key_generation FROM accounts
-                WHERE id = ?
-                """)
+            sql: "SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, encryption, key_generation FROM accounts WHERE id = ?")
         guard let row = try Row.fetchOne(statement, arguments: [accountID.rawValue]) else { return nil }
         return LockedAccount(
             sequence: row[0],
