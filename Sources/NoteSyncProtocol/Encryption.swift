@@ -341,3 +341,29 @@ public struct PasswordChangeEncryption: Codable, Sendable, Equatable {
         rotation = try c.decodeIfPresentRefusingNull(RotateKeysRequest.self, forKey: .rotation)
     }
 }
+
+/// `POST /v1/account/encryption` body: set up a plaintext account that holds no note as an encrypted one (an account
+/// the operator made with `notesyncd users add`, at its first sign-in by a client that supports encryption).
+public struct AccountEncryptionRequest: Codable, Sendable, Equatable {
+    /// The account's password now (the operator's), checked like a sign-in.
+    public var currentPassword: String
+    /// The AuthKey of that password under `encryption.kdf`: the credential from now on.
+    public var newPassword: String
+    /// Generation 1 of the account's keys; `accountID` must be the account's own.
+    public var encryption: EncryptionSetup
+
+    public init(currentPassword: String, newPassword: String, encryption: EncryptionSetup) {
+        self.currentPassword = currentPassword
+        self.newPassword = newPassword
+        self.encryption = encryption
+    }
+
+    public enum CodingKeys: String, WireKey { case currentPassword, newPassword, encryption }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        currentPassword = try c.decode(String.self, forKey: .currentPassword)
+        newPassword = try c.decode(String.self, forKey: .newPassword)
+        encryption = try c.decode(EncryptionSetup.self, forKey: .encryption)
+    }
+}

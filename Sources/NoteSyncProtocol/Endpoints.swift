@@ -51,11 +51,14 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// `POST /v1/account/keys/rotate`: a new generation of the account key ([`RotateKeysRequest`] →
     /// [`RotateKeysResponse`]); 409 `stale_generation` when it is not the current one plus one.
     case rotateKeys
+    /// `POST /v1/account/encryption`: set up a plaintext account that holds no note as encrypted
+    /// ([`AccountEncryptionRequest`] → [`RevokedSessionsResponse`]); signs every other device out.
+    case setUpEncryption
 
     public var method: HTTPMethodName {
         switch self {
         case .health, .info, .account, .pull, .sessions, .noteVersions, .accountKeys: .get
-        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .prelogin, .rotateKeys: .post
+        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .prelogin, .rotateKeys, .setUpEncryption: .post
         case .signOut: .delete
         }
     }
@@ -82,6 +85,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .prelogin: "/v1/prelogin"
         case .accountKeys: "/v1/account/keys"
         case .rotateKeys: "/v1/account/keys/rotate"
+        case .setUpEncryption: "/v1/account/encryption"
         }
     }
 
@@ -127,7 +131,7 @@ public enum Endpoint: String, Sendable, CaseIterable {
         switch self {
         case .health, .info, .signUp, .signIn, .prelogin: false
         case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount,
-            .noteVersions, .accountKeys, .rotateKeys:
+            .noteVersions, .accountKeys, .rotateKeys, .setUpEncryption:
             true
         }
     }

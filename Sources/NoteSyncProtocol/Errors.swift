@@ -107,6 +107,12 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     /// first): fetch the keys and retry. Nothing of the rotation is stored.
     public static let staleGeneration = APIErrorCode("stale_generation")
 
+    /// 409: `POST /v1/account/encryption` of an account that already is end-to-end encrypted.
+    public static let alreadyEncrypted = APIErrorCode("already_encrypted")
+    /// 409: `POST /v1/account/encryption` of a plaintext account that holds notes (tombstones included): it is
+    /// converted instead (`notes encryption enable`).
+    public static let accountNotEmpty = APIErrorCode("account_not_empty")
+
     /// Every code the protocol defines, for documentation checks.
     public static let allKnown: [APIErrorCode] = [
         .invalidJSON, .unknownField, .invalidField, .invalidID, .invalidCursor, .invalidLimit, .unauthorized,
@@ -116,7 +122,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .signUpClosed, .accountDisabled, .quotaExceeded, .wrongPassword, .unknownSession,
         .invalidWait, .tooManyWaiters,
         .inviteRequired, .invalidInvite, .noteNotFound,
-        .notEncrypted, .staleGeneration,
+        .notEncrypted, .staleGeneration, .alreadyEncrypted, .accountNotEmpty,
     ]
 
     /// Per-change codes: they appear only inside a `ChangeResult`, never as a response status.
@@ -133,7 +139,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         case .signUpClosed, .accountDisabled, .wrongPassword, .inviteRequired, .invalidInvite: 403
         case .notFound, .unknownSession, .noteNotFound: 404
         case .methodNotAllowed: 405
-        case .usernameTaken, .notEncrypted, .staleGeneration: 409
+        case .usernameTaken, .notEncrypted, .staleGeneration, .alreadyEncrypted, .accountNotEmpty: 409
         case .bodyTooLarge, .batchTooLarge: 413
         case .unsupportedMediaType: 415
         case .tooManyAttempts, .tooManyWaiters: 429

@@ -455,6 +455,59 @@ struct EncryptedAccountTests {
         #expect(try await fixture.store.account(byUsername: "plain")?.encryption == .plaintext)
     }
 
+    // MARK: - Setting up an operator's account
+
+    @Test func anEmptyPlaintextAccountIsSetUpAsEncryptedOnce() async throws {
+        let fixture = try Fixture()
+        // As `notesyncd users add` makes it: plaintext, no notes.
+        try await fixture.api.signUp("mia", "operator's pw")
+        let first = try await fixture.api.signIn("mia", "operator's pw")
+        let second = try await fixture.api.signIn("mia", "operator's pw", device: "phone")
+        let user = EncryptedUser("mia", now: testEpoch, password: "operator's pw")
+        let request = AccountEncryptionRequest(
+            currentPassword: "operator's pw", newPassword: user.password,
+            encryption: EncryptionSetup(
+                accountID: first.accountID, kdf: user.setup.kdf, wrappedKey: user.setup.wrappedKey,
+                recoveryWrappedKey: user.setup.recoveryWrappedKey, recoveryPublicKey: user.setup.recoveryPublicKey,
+                passwordPublicKey: user.setup.passwordPublicKey))
+        // Keys bound to another account ID, a wrong password: refused, nothing changes.
+        var otherID = request
+        otherID.encryption.accountID = user.accountID
+        #expect(try await fixture.api.call(.setUpEncryption, token: first.token, json: otherID).errorBody()?.field == "encryption.accountID")
+        var wrong = request
+        wrong.currentPassword = "not the one"
+        #expect(try await fixture.api.call(.setUpEncryption, token: first.token, json: wrong).errorCode == .wrongPassword)
+        #expect(try await fixture.store.account(byUsername: "mia")?.encryption == .plaintext)
+
+        let done = try fixture.api.decode(
+            RevokedSessionsResponse.self, try await fixture.api.call(.setUpEncryption, token: first.token, json: request))
+        #expect(done.revokedSessions == 1)
+        #expect(try await fixture.api.call(.account, token: second.token).status == 401)
+        let prelogin = try fixture.api.decode(PreloginResponse.self, try await fixture.prelogin("mia"))
+        #expect(prelogin == PreloginResponse(encrypted: true, kdf: user.setup.kdf))
+        let signedIn = try fixture.api.decode(
+            SignInResponse.self, try await fixture.api.call(.signIn, json: SignInRequest(username: "mia", password: user.password)))
+        #expect(signedIn.encryption?.state == .encrypted && signedIn.encryption?.generation == 1)
+        // Plaintext pushes are refused from now on.
+        #expect(try await fixture.api.push(first.token, [change(1, edit: 1, text: "clear")])[0].error?.code == .notEncrypted)
+        // Once only.
+        var again = request
+        again.currentPassword = user.password
+        let twice = try await fixture.api.call(.setUpEncryption, token: first.token, json: again)
+        #expect(twice.status == 409 && twice.errorCode == .alreadyEncrypted)
+
+        // An account with a note (even deleted) is converted, not set up.
+        try await fixture.api.signUp("ned", "operator's pw")
+        let ned = try await fixture.api.signIn("ned", "operator's pw")
+        let note = try #require(try await fixture.api.push(ned.token, [change(1, edit: 1, text: "x")])[0].serverID)
+        _ = try await fixture.api.push(ned.token, [change(1, server: note, edit: 2, text: "", deleted: true, baseVersion: 1)])
+        var nedRequest = request
+        nedRequest.encryption.accountID = ned.accountID
+        let full = try await fixture.api.call(.setUpEncryption, token: ned.token, json: nedRequest)
+        #expect(full.status == 409 && full.errorCode == .accountNotEmpty)
+        #expect(try await fixture.store.account(byUsername: "ned")?.encryption == .plaintext)
+    }
+
     // MARK: - Password change
 
     @Test func aPasswordChangeReWrapsTheKeyRotatesItAndReUploadsNothing() async throws {

@@ -128,6 +128,32 @@ extension NoteStoreConformance {
             #expect(try await store.session(byTokenHash: "aa") != nil)
             #expect(try await store.session(byTokenHash: "bb") == nil)
         },
+        Check(name: "encryption: an empty plaintext account is set up as encrypted, once") { store in
+            let user = EncryptedUser("alice")
+            var plain = user.record
+            plain.encryption = .plaintext
+            plain.keyGeneration = 0
+            plain.keys = nil
+            try await store.createAccount(plain)
+            let keep = SessionRecord(id: minter.mint(), accountID: user.accountID, tokenHash: "aa", deviceName: nil, origin: nil, createdAt: 7)
+            let other = SessionRecord(id: minter.mint(), accountID: user.accountID, tokenHash: "bb", deviceName: nil, origin: nil, createdAt: 8)
+            try await store.createSession(keep)
+            try await store.createSession(other)
+            let keys = try encryptionStore(store)
+            let stored = try #require(user.record.keys)
+            #expect(try await keys.setUpEncryption(accountID: user.accountID, passwordHash: "h2", keys: stored, keepingSession: keep.id) == .done(revokedSessions: 1))
+            let account = try await store.account(byID: user.accountID)
+            #expect(account?.encryption == .encrypted && account?.keyGeneration == 1 && account?.passwordHash == "h2")
+            #expect(try await keys.encryptionKeys(accountID: user.accountID) == stored)
+            #expect(try await store.session(byTokenHash: "bb") == nil)
+            #expect(try await keys.setUpEncryption(accountID: user.accountID, passwordHash: "h3", keys: stored, keepingSession: keep.id) == .notPlaintext)
+            // An account with a note is left as it is.
+            let bob = try await makeAccount(store, "bob")
+            _ = try await store.push(accountID: bob, changes: [change(1, edit: 1, text: "x")], context: context())
+            #expect(try await keys.setUpEncryption(accountID: bob, passwordHash: "h3", keys: stored, keepingSession: keep.id) == .hasNotes)
+            #expect(try await store.account(byID: bob)?.encryption == .plaintext)
+            #expect(try await keys.encryptionKeys(accountID: bob) == nil)
+        },
         Check(name: "encryption: the operator's reset marks the account and ends its sessions") { store in
             let user = EncryptedUser("alice")
             try await store.createAccount(user.record)

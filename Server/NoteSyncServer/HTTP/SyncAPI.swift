@@ -328,6 +328,12 @@ public final class SyncAPI: Sendable {
             .authenticated { request, session in
                 try encode(try await encryption.keys(after: request.queryValue(AccountKeysQuery.after), session: session), endpoint)
             }
+        case .setUpEncryption:
+            .authenticated { request, session in
+                let decoded = try WireJSON.decodeRequest(AccountEncryptionRequest.self, from: request.body ?? Data())
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await sessions.setUpEncryption(decoded, session: session, peer: peer), endpoint)
+            }
         case .rotateKeys:
             .authenticated { request, session in
                 let decoded = try WireJSON.decodeRequest(RotateKeysRequest.self, from: request.body ?? Data())

@@ -211,6 +211,34 @@ extension PostgresNoteStore: EncryptionStore {
         return UInt32(clamping: current)
     }
 
+    public func setUpEncryption(accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID) async throws
+        -> SetUpOutcome
+    {
+        let account = accountID.rawValue
+        return try await transaction { connection in
+            // The row lock serializes the set-up with the account's pushes.
+            var state: (String, Int64)?
+            for try await row in try await connection.query(
+                "SELECT encryption, note_count FROM accounts WHERE id = \(account) FOR UPDATE", logger: self.logger
+            ).decode((String, Int64).self) {
+                state = row
+            }
+            guard let state, state.0 == EncryptionState.plaintext.rawValue else { return .notPlaintext }
+            guard state.1 == 0 else { return .hasNotes }
+            try await connection.execute(
+                """
+                UPDATE accounts SET password_hash = \(passwordHash), encryption = \(EncryptionState.encrypted.rawValue), key_generation = 1
+                WHERE id = \(account)
+                """,
+                logger: self.logger)
+            try await Self.insertKeys(keys, accountID: accountID, on: connection, logger: self.logger)
+            let revoked = try await self.count(
+                "DELETE FROM sessions WHERE account_id = \(account) AND id <> \(keepingSession.rawValue) \(unescaped: Self.wakeWaiters)",
+                on: connection)
+            return .done(revokedSessions: revoked)
+        }
+    }
+
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {
         try await transaction { connection in
             let updated = try await self.count(

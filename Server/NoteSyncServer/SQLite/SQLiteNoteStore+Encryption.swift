@@ -164,6 +164,24 @@ extension SQLiteNoteStore: EncryptionStore {
         return UInt32(clamping: current)
     }
 
+    public func setUpEncryption(accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID) async throws
+        -> SetUpOutcome
+    {
+        try await write { db in
+            let account = accountID.rawValue
+            guard let row = try Row.fetchOne(db, sql: "SELECT encryption, note_count FROM accounts WHERE id = ?", arguments: [account]),
+                (row[0] as String) == EncryptionState.plaintext.rawValue
+            else { return .notPlaintext }
+            guard (row[1] as Int64) == 0 else { return .hasNotes }
+            try db.execute(
+                sql: "UPDATE accounts SET password_hash = ?, encryption = ?, key_generation = 1 WHERE id = ?",
+                arguments: [passwordHash, EncryptionState.encrypted.rawValue, account])
+            try Self.insertKeys(keys, accountID: accountID, db)
+            try db.execute(sql: "DELETE FROM sessions WHERE account_id = ? AND id <> ?", arguments: [account, keepingSession.rawValue])
+            return .done(revokedSessions: db.changesCount)
+        }
+    }
+
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {
         try await write { db in
             try db.execute(

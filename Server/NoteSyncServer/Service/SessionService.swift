@@ -307,6 +307,43 @@ public final class SessionService: Sendable {
         return RevokedSessionsResponse(revokedSessions: count)
     }
 
+    /// Sets up a plaintext account that holds no note as end-to-end encrypted (`POST /v1/account/encryption`): an
+    /// account the operator made, at its first sign-in by a client that supports encryption. The current password
+    /// proves the request; the AuthKey becomes the credential; every other device is signed out.
+    ///
+    /// - Throws: `invalid_field` (the new password not an AuthKey, key material not of its form, an `accountID` that
+    ///   is not the account's), `too_many_attempts`, `wrong_password` (403), `already_encrypted` (409),
+    ///   `account_not_empty` (409: convert it instead).
+    public func setUpEncryption(_ request: AccountEncryptionRequest, session: SessionRecord, peer: Peer = Peer()) async throws
+        -> RevokedSessionsResponse
+    {
+        typealias Key = AccountEncryptionRequest.CodingKeys
+        let prefix = Key.encryption.stringValue + "."
+        let keys = try EncryptionService.setup(
+            request.encryption, password: request.newPassword, prefix: prefix, passwordField: Key.newPassword.stringValue)
+        guard request.encryption.accountID == session.accountID else {
+            throw SyncError(
+                .invalidField, "The keys must be bound to this account's ID (\(session.accountID)).",
+                field: prefix + EncryptionSetup.CodingKeys.accountID.stringValue)
+        }
+        let account = try await verifyPassword(request.currentPassword, session: session, field: Key.currentPassword.stringValue, peer: peer)
+        guard let keyStore = store as? any EncryptionStore else {
+            throw SyncError(.internalError, "This server's store keeps no encryption keys.")
+        }
+        let password = request.newPassword
+        let hash = try await passwords.run { $0.hash(password) }
+        switch try await keyStore.setUpEncryption(accountID: account.id, passwordHash: hash, keys: keys, keepingSession: session.id) {
+        case .done(let count):
+            if count > 0 { sessionsEnded(accountID: account.id) }
+            logger.info("account set up as encrypted", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)"])
+            return RevokedSessionsResponse(revokedSessions: count)
+        case .notPlaintext:
+            throw SyncError(.alreadyEncrypted, "This account is already end-to-end encrypted.")
+        case .hasNotes:
+            throw SyncError(.accountNotEmpty, "This account holds notes: convert it (notes encryption enable) instead.")
+        }
+    }
+
     /// Deletes the account (`POST /v1/account/delete`): its notes, applied edits and sessions, in one transaction; the
     /// username is free again. Every device's token stops working (401 `unauthorized`).
     ///

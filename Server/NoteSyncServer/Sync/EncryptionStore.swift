@@ -37,6 +37,10 @@ public protocol EncryptionStore: Sendable {
         rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
     ) async throws -> (RotationOutcome, revokedSessions: Int)
 
+    /// Sets up a plaintext account that holds no note (tombstones included) as encrypted at generation 1, in one
+    /// transaction: its keys, its new password hash, its state; its sessions but `keepingSession` deleted.
+    func setUpEncryption(accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID) async throws -> SetUpOutcome
+
     /// The operator's reset of an encrypted account's password (`notesyncd users reset-password`): replaces the
     /// password hash (the bcrypt of the new password's AuthKey), marks the account ``EncryptionState/reset`` and
     /// deletes its sessions, in one transaction. Returns false when there is no such account or it is plaintext.
@@ -52,4 +56,14 @@ public enum RotationOutcome: Sendable, Equatable {
     case stale(current: UInt32)
     /// Nothing stored: a hand-over names a session that is not one of the account's.
     case unknownSession(FlakeID)
+}
+
+/// What ``EncryptionStore/setUpEncryption(accountID:passwordHash:keys:keepingSession:)`` did.
+public enum SetUpOutcome: Sendable, Equatable {
+    /// Set up; this many other sessions were deleted.
+    case done(revokedSessions: Int)
+    /// Nothing stored: the account is not plaintext (or is gone).
+    case notPlaintext
+    /// Nothing stored: the account holds notes.
+    case hasNotes
 }
