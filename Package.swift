@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "NoteSyncServer",
             dependencies: [
-                "MiniFlake", "NoteSyncProtocol", "NoteMerge", "SQLiteSupport",
+                "MiniFlake", "NoteSyncProtocol", "NoteMerge", "SQLiteSupport", "NoteCrypto",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(
             name: "NoteSyncServerTests",
             dependencies: [
-                "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "TestSupport",
+                "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "TestSupport", "NoteCrypto",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             path: "Tests/NoteSyncServerTests",

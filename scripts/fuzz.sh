@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   run each target for SECONDS (default 60); targets: push-request,
 #                                           push-response, pull-response, note-envelope, wrapped-key,
-#                                           recovery-key (default all)
+#                                           recovery-key, note-payload (default all)
 #   FUZZ_JOBS=N                             run N targets at once (default 1)
 #
 # The MiniFlake and NoteSyncProtocol sources are compiled (optimised, instrumented) into each target with the
@@ -12,7 +12,7 @@
 # (merge the interesting inputs back by hand: `<binary> -merge=1 Fuzz/corpus/<target> .build/fuzz/corpus/<target>`).
 # A crash (a disagreement between a fast reader or writer and Foundation's coders) leaves its input in
 # .build/fuzz/crash-* and makes the script exit 1. The corpus is replayed on every test run by CodecCorpusTests.
-# The NoteCrypto targets (note-envelope, wrapped-key, recovery-key) compile the NoteCrypto sources the same way
+# The NoteCrypto targets (note-envelope, wrapped-key, recovery-key, note-payload) compile the NoteCrypto sources the same way
 # against the system libsodium (Sources/CSodium's module map, -lsodium) with Tests/NoteCryptoTests/CryptoOracle.swift
 # and Fuzz/CryptoFuzz.swift; their corpus is replayed by CryptoCorpusTests.
 set -euo pipefail
@@ -21,7 +21,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 codec_targets=(push-request push-response pull-response)
-crypto_targets=(note-envelope wrapped-key recovery-key)
+crypto_targets=(note-envelope wrapped-key recovery-key note-payload)
 [ ${#targets[@]} -gt 0 ] || targets=("${codec_targets[@]}" "${crypto_targets[@]}")
 out=.build/fuzz
 mkdir -p "$out/modules"

@@ -88,7 +88,7 @@ public struct SyncReport: Sendable, Equatable {
         case .conflict: conflicts += 1
         case .deleted: deleted += 1
         case .kept: kept += 1
-        case .rejected: break
+        case .rejected, .stale: break
         }
     }
 }

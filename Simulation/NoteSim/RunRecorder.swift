@@ -334,7 +334,7 @@ final class RunRecorder {
         case .conflict: kinds.insert(.conflicted)
         case .deleted: kinds.insert(.deleted)
         case .kept: kinds.insert(.kept)
-        case .rejected: kinds = .rejected
+        case .rejected, .stale: kinds = .rejected
         }
         return kinds
     }

@@ -51,6 +51,8 @@ public enum NoteCryptoError: Error, Equatable, Sendable, CustomStringConvertible
         case wrappedAccountKey = "wrapped account key"
         case keyHandover = "key hand-over"
         case devicePublicKey = "device public key"
+        case kdfSalt = "KDF salt"
+        case notePayload = "note payload"
     }
 
     /// Why bytes are not a well-formed blob.

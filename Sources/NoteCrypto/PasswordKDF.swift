@@ -58,6 +58,17 @@ public struct KDFParameters: Sendable, Hashable {
         self.salt = salt
     }
 
+    /// Parameters whose salt is in its text form (URL-safe base64 without padding, as the wire carries it).
+    ///
+    /// - Throws: ``NoteCryptoError/malformed(_:_:)`` when the text is not canonical base64, or
+    ///   ``NoteCryptoError/invalidSalt(length:)`` when it does not hold 16 bytes.
+    public init(cost: KDFCost, saltText: some StringProtocol) throws(NoteCryptoError) {
+        try self.init(cost: cost, salt: Base64URL.decode(saltText, maximumCount: Self.saltByteCount, blob: .kdfSalt))
+    }
+
+    /// The salt's text form: URL-safe base64 without padding (22 characters).
+    public var saltText: String { Base64URL.encode(salt) }
+
     /// Fresh parameters for a new account: `cost` (production unless a test says otherwise) and a random salt.
     public static func generate(cost: KDFCost = .production) -> KDFParameters {
         // The salt has the right length by construction.

@@ -51,11 +51,25 @@ public enum Endpoint: String, Sendable, CaseIterable {
     case putChunk
     /// `GET /v1/chunks/{hash}`: a chunk's bytes (`application/octet-stream`), 404 `chunk_not_found`.
     case getChunk
+    /// `POST /v1/prelogin`: how to derive the credential of a username ([`PreloginRequest`] →
+    /// [`PreloginResponse`]). No authentication.
+    case prelogin
+    /// `GET /v1/account/keys?after=G`: the key material a device of an encrypted account needs for the generations
+    /// after `G` ([`AccountKeysResponse`]); 409 `not_encrypted` for a plaintext account.
+    case accountKeys
+    /// `POST /v1/account/keys/rotate`: a new generation of the account key ([`RotateKeysRequest`] →
+    /// [`RotateKeysResponse`]); 409 `stale_generation` when it is not the current one plus one.
+    case rotateKeys
+    /// `POST /v1/account/encryption`: set up a plaintext account that holds no note as encrypted
+    /// ([`AccountEncryptionRequest`] → [`RevokedSessionsResponse`]); signs every other device out.
+    case setUpEncryption
 
     public var method: HTTPMethodName {
         switch self {
-        case .health, .info, .account, .pull, .sessions, .noteVersions, .getChunk: .get
-        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .missingChunks: .post
+        case .health, .info, .account, .pull, .sessions, .noteVersions, .getChunk, .accountKeys: .get
+        case .signUp, .signIn, .push, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount, .missingChunks,
+            .prelogin, .rotateKeys, .setUpEncryption:
+            .post
         case .putChunk: .put
         case .signOut: .delete
         }
@@ -82,6 +96,10 @@ public enum Endpoint: String, Sendable, CaseIterable {
         case .noteVersions: "/v1/notes/{serverID}/versions"
         case .missingChunks: "/v1/chunks/missing"
         case .putChunk, .getChunk: "/v1/chunks/{hash}"
+        case .prelogin: "/v1/prelogin"
+        case .accountKeys: "/v1/account/keys"
+        case .rotateKeys: "/v1/account/keys/rotate"
+        case .setUpEncryption: "/v1/account/encryption"
         }
     }
 
@@ -133,9 +151,9 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// Whether the endpoint needs `Authorization: Bearer <token>`.
     public var requiresAuthentication: Bool {
         switch self {
-        case .health, .info, .signUp, .signIn: false
+        case .health, .info, .signUp, .signIn, .prelogin: false
         case .signOut, .account, .push, .pull, .sessions, .revokeSession, .revokeOtherSessions, .changePassword, .deleteAccount,
-            .noteVersions, .missingChunks, .putChunk, .getChunk:
+            .noteVersions, .missingChunks, .putChunk, .getChunk, .accountKeys, .rotateKeys, .setUpEncryption:
             true
         }
     }

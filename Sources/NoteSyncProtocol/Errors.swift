@@ -111,6 +111,21 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     /// 404: the account has no chunk with this address (whether or not another account has one).
     public static let chunkNotFound = APIErrorCode("chunk_not_found")
 
+    // End-to-end encryption.
+    /// 409 for a request that needs an encrypted account (`GET /v1/account/keys` of a plaintext one); per change, a
+    /// push of an encrypted account whose text is not a well-formed note envelope (nothing stored: a client cannot put
+    /// plaintext into an encrypted account).
+    public static let notEncrypted = APIErrorCode("not_encrypted")
+    /// 409: a rotation names a generation other than the account's current one plus one (another device rotated
+    /// first): fetch the keys and retry. Nothing of the rotation is stored.
+    public static let staleGeneration = APIErrorCode("stale_generation")
+
+    /// 409: `POST /v1/account/encryption` of an account that already is end-to-end encrypted.
+    public static let alreadyEncrypted = APIErrorCode("already_encrypted")
+    /// 409: `POST /v1/account/encryption` of a plaintext account that holds notes (tombstones included): it is
+    /// converted instead (`notes encryption enable`).
+    public static let accountNotEmpty = APIErrorCode("account_not_empty")
+
     /// Every code the protocol defines, for documentation checks.
     public static let allKnown: [APIErrorCode] = [
         .invalidJSON, .unknownField, .invalidField, .invalidID, .invalidCursor, .invalidLimit, .unauthorized,
@@ -121,6 +136,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .invalidWait, .tooManyWaiters,
         .inviteRequired, .invalidInvite, .noteNotFound,
         .invalidHash, .chunkHashMismatch, .chunkTooLarge, .emptyChunk, .chunkNotFound,
+        .notEncrypted, .staleGeneration, .alreadyEncrypted, .accountNotEmpty,
     ]
 
     /// Per-change codes: they appear inside a `ChangeResult`, and never as a push's response status
@@ -128,6 +144,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let perChange: Set<APIErrorCode> = [
         .noteTooLarge, .unknownNote, .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidID, .quotaExceeded,
     ]
+    // `not_encrypted` and `invalid_field` are per-change codes too (a push of an encrypted account), and response
+    // codes elsewhere, so they are not in ``perChange``.
 
     /// The HTTP status a response carrying this code has.
     public var httpStatus: Int {
@@ -136,7 +154,7 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         case .signUpClosed, .accountDisabled, .wrongPassword, .inviteRequired, .invalidInvite: 403
         case .notFound, .unknownSession, .noteNotFound, .chunkNotFound: 404
         case .methodNotAllowed: 405
-        case .usernameTaken: 409
+        case .usernameTaken, .notEncrypted, .staleGeneration, .alreadyEncrypted, .accountNotEmpty: 409
         case .bodyTooLarge, .batchTooLarge, .chunkTooLarge, .quotaExceeded: 413
         case .unsupportedMediaType: 415
         case .tooManyAttempts, .tooManyWaiters: 429

@@ -21,15 +21,19 @@ public struct NoteVersion: Codable, Sendable, Equatable {
     public var savedAt: String
     /// The device name of the session that pushed it, when it gave one at sign-in.
     public var device: String?
+    /// The edit ID of the change that wrote this version (what an encrypted version's envelope is bound to); absent
+    /// for versions saved before the server kept it, and from older servers.
+    public var editID: FlakeID?
 
     public enum CodingKeys: String, WireKey {
-        case version, text, deleted, tags, pinned, archived, editedAt, savedAt, device
+        case version, text, deleted, tags, pinned, archived, editedAt, savedAt, device, editID
     }
 
     public init(
         version: Int64, text: String, deleted: Bool, tags: [String], pinned: Bool, archived: Bool, editedAt: String,
-        savedAt: String, device: String?
+        savedAt: String, device: String?, editID: FlakeID? = nil
     ) {
+        self.editID = editID
         self.version = version
         self.text = text
         self.deleted = deleted

@@ -14,20 +14,25 @@ public struct SignUpRequest: Codable, Sendable, Equatable {
     /// An invite code from the server's operator (``InviteCode``): required when the server's sign-up policy is
     /// `invite`, ignored when it is `open`. Absent from the JSON when nil (`null` is refused, like every field).
     public var invite: String?
+    /// Present for an end-to-end encrypted account: its keys (generation 1). `password` is then the AuthKey (64
+    /// lowercase hexadecimal characters), never the password itself. Absent: a plaintext account.
+    public var encryption: EncryptionSetup?
 
-    public init(username: String, password: String, invite: String? = nil) {
+    public init(username: String, password: String, invite: String? = nil, encryption: EncryptionSetup? = nil) {
         self.username = username
         self.password = password
         self.invite = invite
+        self.encryption = encryption
     }
 
-    public enum CodingKeys: String, WireKey { case username, password, invite }
+    public enum CodingKeys: String, WireKey { case username, password, invite, encryption }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
         password = try c.decode(String.self, forKey: .password)
         invite = try c.decodeIfPresentRefusingNull(String.self, forKey: .invite)
+        encryption = try c.decodeIfPresentRefusingNull(EncryptionSetup.self, forKey: .encryption)
     }
 }
 
@@ -38,13 +43,17 @@ public struct AccountResponse: Codable, Sendable, Equatable {
     /// What the account stores and may store: in `GET /v1/account` answers (absent from sign-up's and from older
     /// servers).
     public var usage: StorageUsage?
+    /// The account's encryption state: in `GET /v1/account` and sign-up answers (absent from older servers, which
+    /// have plaintext accounts only).
+    public var encryption: EncryptionState?
 
-    public enum CodingKeys: String, WireKey { case accountID, username, usage }
+    public enum CodingKeys: String, WireKey { case accountID, username, usage, encryption }
 
-    public init(accountID: FlakeID, username: String, usage: StorageUsage? = nil) {
+    public init(accountID: FlakeID, username: String, usage: StorageUsage? = nil, encryption: EncryptionState? = nil) {
         self.accountID = accountID
         self.username = username
         self.usage = usage
+        self.encryption = encryption
     }
 }
 
@@ -56,19 +65,23 @@ public struct SignInRequest: Codable, Sendable, Equatable {
     public var deviceName: String?
     /// The installation's origin ID (stable across sign-outs); recorded with the session.
     public var origin: FlakeID?
+    /// This installation's X25519 public key (NoteCrypto's device public key, 43 characters): kept with the session,
+    /// so a rotation can seal the account's next key generation to this device.
+    public var devicePublicKey: String?
 
-    public init(username: String, password: String, deviceName: String? = nil, origin: FlakeID? = nil) {
+    public init(username: String, password: String, deviceName: String? = nil, origin: FlakeID? = nil, devicePublicKey: String? = nil) {
         self.username = username
         self.password = password
         self.deviceName = deviceName
         self.origin = origin
+        self.devicePublicKey = devicePublicKey
     }
 
     /// Longest accepted device name, in characters.
     public static let maxDeviceNameLength = 100
 
     public enum CodingKeys: String, WireKey {
-        case username, password, deviceName, origin
+        case username, password, deviceName, origin, devicePublicKey
         public var isID: Bool { self == .origin }
     }
     public init(from decoder: any Decoder) throws {
@@ -78,6 +91,7 @@ public struct SignInRequest: Codable, Sendable, Equatable {
         password = try c.decode(String.self, forKey: .password)
         deviceName = try c.decodeIfPresentRefusingNull(String.self, forKey: .deviceName)
         origin = try c.decodeIfPresentRefusingNull(FlakeID.self, forKey: .origin)
+        devicePublicKey = try c.decodeIfPresentRefusingNull(String.self, forKey: .devicePublicKey)
     }
 }
 
@@ -89,12 +103,15 @@ public struct SignInResponse: Codable, Sendable, Equatable {
     public var username: String
     /// The session (device registration) this token belongs to.
     public var sessionID: FlakeID
+    /// Present for an account that is not plaintext: its key parameters and current wrapped key.
+    public var encryption: SignInEncryption?
 
-    public init(token: String, accountID: FlakeID, username: String, sessionID: FlakeID) {
+    public init(token: String, accountID: FlakeID, username: String, sessionID: FlakeID, encryption: SignInEncryption? = nil) {
         self.token = token
         self.accountID = accountID
         self.username = username
         self.sessionID = sessionID
+        self.encryption = encryption
     }
 }
 
@@ -152,16 +169,22 @@ public struct SessionInfo: Codable, Sendable, Equatable {
     public var lastSeenAt: String?
     /// True for the session of the token that asked.
     public var current: Bool
+    /// The device public key it gave at sign-in, if any: what a rotation seals the next key generation to.
+    public var publicKey: String?
 
-    public enum CodingKeys: String, WireKey { case sessionID, deviceName, origin, signedInAt, lastSeenAt, current }
+    public enum CodingKeys: String, WireKey { case sessionID, deviceName, origin, signedInAt, lastSeenAt, current, publicKey }
 
-    public init(sessionID: FlakeID, deviceName: String?, origin: FlakeID?, signedInAt: String, lastSeenAt: String?, current: Bool) {
+    public init(
+        sessionID: FlakeID, deviceName: String?, origin: FlakeID?, signedInAt: String, lastSeenAt: String?, current: Bool,
+        publicKey: String? = nil
+    ) {
         self.sessionID = sessionID
         self.deviceName = deviceName
         self.origin = origin
         self.signedInAt = signedInAt
         self.lastSeenAt = lastSeenAt
         self.current = current
+        self.publicKey = publicKey
     }
 }
 
@@ -208,18 +231,23 @@ public struct ChangePasswordRequest: Codable, Sendable, Equatable {
     public var currentPassword: String
     /// The new password (``CredentialRules/passwordBytes``).
     public var newPassword: String
+    /// Required for an end-to-end encrypted account (both passwords are then AuthKeys): the key re-wrapped by the new
+    /// password, optionally with a rotation. Refused for a plaintext account.
+    public var encryption: PasswordChangeEncryption?
 
-    public init(currentPassword: String, newPassword: String) {
+    public init(currentPassword: String, newPassword: String, encryption: PasswordChangeEncryption? = nil) {
         self.currentPassword = currentPassword
         self.newPassword = newPassword
+        self.encryption = encryption
     }
 
-    public enum CodingKeys: String, WireKey { case currentPassword, newPassword }
+    public enum CodingKeys: String, WireKey { case currentPassword, newPassword, encryption }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         currentPassword = try c.decode(String.self, forKey: .currentPassword)
         newPassword = try c.decode(String.self, forKey: .newPassword)
+        encryption = try c.decodeIfPresentRefusingNull(PasswordChangeEncryption.self, forKey: .encryption)
     }
 }
 
@@ -397,6 +425,11 @@ public enum ChangeStatus: String, Codable, Sendable, CaseIterable {
     case kept
     /// The change was refused: `error` says why. Nothing was stored for it.
     case rejected
+    /// Encrypted accounts only: the note changed since the change's base (`baseVersion` is not its current version,
+    /// or a change without a server ID found a note with another text). The server cannot merge what it cannot read:
+    /// nothing was stored; `serverID` and `version` are the note's now. Pull, merge on the device, and push the merge
+    /// based on that version.
+    case stale
 }
 
 /// The IDs of a conflict copy.
@@ -552,16 +585,20 @@ public struct NoteRecord: Codable, Sendable, Equatable {
     public var pinned: Bool?
     /// Whether the note is archived. Always written by this server; nil when absent (an older server).
     public var archived: Bool?
+    /// The edit ID of the change that wrote the note's current content: what an encrypted note's envelope is bound to.
+    /// Absent from older servers and for notes last written before the server kept it.
+    public var editID: FlakeID?
 
     public enum CodingKeys: String, WireKey {
-        case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt, editedAt, tags, pinned, archived
+        case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt, editedAt, tags, pinned, archived, editID
     }
 
     public init(
         serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String, deleted: Bool,
         conflictOf: FlakeID? = nil, updatedAt: String, editedAt: String? = nil, tags: [String]? = nil,
-        pinned: Bool? = nil, archived: Bool? = nil
+        pinned: Bool? = nil, archived: Bool? = nil, editID: FlakeID? = nil
     ) {
+        self.editID = editID
         self.tags = tags
         self.pinned = pinned
         self.archived = archived

@@ -16,6 +16,8 @@ public enum CryptoOracle {
         case wrappedKey = "wrapped-key"
         /// `RecoveryKey(parsing:)`.
         case recoveryKey = "recovery-key"
+        /// `NotePayload(decoding:)` and its canonical encoding.
+        case notePayload = "note-payload"
     }
 
     /// The largest envelope the target reads (the fuzzer's inputs are at most 4096 bytes).
@@ -43,6 +45,24 @@ public enum CryptoOracle {
         case .noteEnvelope: checkEnvelope(input) ?? checkEnvelopeText(String(decoding: input, as: UTF8.self))
         case .wrappedKey: checkWrappedKey(input) ?? checkHandover(input) ?? checkWrappedKeyText(String(decoding: input, as: UTF8.self))
         case .recoveryKey: checkRecoveryKey(String(decoding: input, as: UTF8.self))
+        case .notePayload: checkPayload(input)
+        }
+    }
+
+    // MARK: - Note payloads
+
+    /// A payload decodes only from its canonical encoding: whatever it accepts encodes back to exactly the input, and
+    /// reads back to the same payload.
+    static func checkPayload(_ bytes: [UInt8]) -> String? {
+        switch Result(catching: { () throws(NoteCryptoError) in try NotePayload(decoding: bytes, maximumByteCount: 4096) }) {
+        case .failure(.malformed(.notePayload, _)):
+            return nil
+        case .failure(let error):
+            return "decoding failed with \(error), not a malformed payload"
+        case .success(let payload):
+            guard payload.bytes == bytes else { return "accepted a non-canonical encoding" }
+            guard (try? NotePayload(decoding: payload.bytes)) == payload else { return "the encoding does not read back" }
+            return nil
         }
     }
 

@@ -82,6 +82,13 @@ import Yams
             "MissingChunksResponse": { try JSONDecoder().decode(MissingChunksResponse.self, from: $0) },
             "ChunkStoredResponse": { try JSONDecoder().decode(ChunkStoredResponse.self, from: $0) },
             "AttachmentManifest": { try AttachmentManifest.decode($0) },
+            "SignUpEncryptedRequest": { try JSONDecoder().decode(SignUpRequest.self, from: $0) },
+            "SignInEncryptedResponse": { try JSONDecoder().decode(SignInResponse.self, from: $0) },
+            "PreloginRequest": { try JSONDecoder().decode(PreloginRequest.self, from: $0) },
+            "PreloginResponse": { try JSONDecoder().decode(PreloginResponse.self, from: $0) },
+            "AccountKeysResponse": { try JSONDecoder().decode(AccountKeysResponse.self, from: $0) },
+            "RotateKeysRequest": { try JSONDecoder().decode(RotateKeysRequest.self, from: $0) },
+            "RotateKeysResponse": { try JSONDecoder().decode(RotateKeysResponse.self, from: $0) },
         ]
         #expect(Set(examples.keys) == Set(decoders.keys), "every example needs a decoder here, and vice versa")
         for (name, example) in examples {

@@ -130,7 +130,7 @@ struct ReplayQuotaCostTests {
         #expect(touchingAccounts.count == 2, "\(touchingAccounts)")
         #expect(
             touchingAccounts.first?.hasPrefix(
-                "SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, chunk_bytes FROM accounts") == true)
+                "SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, chunk_bytes, encryption") == true)
         #expect(touchingAccounts.last?.hasPrefix("UPDATE accounts SET") == true)
         #expect(try await store.usage(accountID: alice)?.replayTextBytes == Int64(100 * (merges + 1)))
         try await store.close()

@@ -319,7 +319,8 @@ public final class SyncAPI: Sendable {
 
     /// The handler of `endpoint`: decodes the request, calls the service, encodes the answer.
     private static func handler(for endpoint: Endpoint, services: ServerServices, metrics: SyncMetrics?) -> Handler {
-        let (accounts, sessions, sync, chunks) = (services.accounts, services.sessions, services.sync, services.chunks)
+        let (accounts, sessions, sync, chunks, encryption) = (
+            services.accounts, services.sessions, services.sync, services.chunks, services.encryption)
         return switch endpoint {
         case .health:
             .public { _ in try encode(try await sync.health(), endpoint) }
@@ -411,6 +412,26 @@ public final class SyncAPI: Sendable {
         case .getChunk:
             .bytes { request, session, _ in
                 .octets(try await chunks.get(hash: String(endpoint.parameter(in: request.path) ?? ""), session: session))
+            }
+        case .prelogin:
+            .public { request in
+                let decoded = try WireJSON.decodeRequest(PreloginRequest.self, from: request.body ?? Data())
+                return try encode(try await encryption.prelogin(decoded), endpoint)
+            }
+        case .accountKeys:
+            .authenticated { request, session in
+                try encode(try await encryption.keys(after: request.queryValue(AccountKeysQuery.after), session: session), endpoint)
+            }
+        case .setUpEncryption:
+            .authenticated { request, session in
+                let decoded = try WireJSON.decodeRequest(AccountEncryptionRequest.self, from: request.body ?? Data())
+                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                return try encode(try await sessions.setUpEncryption(decoded, session: session, peer: peer), endpoint)
+            }
+        case .rotateKeys:
+            .authenticated { request, session in
+                let decoded = try WireJSON.decodeRequest(RotateKeysRequest.self, from: request.body ?? Data())
+                return try encode(try await encryption.rotate(decoded, session: session), endpoint)
             }
         }
     }

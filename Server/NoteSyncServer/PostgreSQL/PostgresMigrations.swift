@@ -215,6 +215,54 @@ extension PostgresDatabase {
                 "ALTER TABLE chunk_data ALTER COLUMN data SET STORAGE EXTERNAL",
             ]
         ),
+        (
+            // End-to-end encryption (SQLite's "v11: end-to-end encryption"; 12 because attachments' chunks (11)
+            // landed first).
+            12,
+            [
+                "ALTER TABLE accounts ADD COLUMN encryption TEXT NOT NULL DEFAULT 'plaintext'",
+                "ALTER TABLE accounts ADD COLUMN key_generation BIGINT NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE account_keys (
+                    account_id BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                    kdf_ops BIGINT NOT NULL,
+                    kdf_mem BIGINT NOT NULL,
+                    kdf_salt BYTEA NOT NULL,
+                    wrapped_key BYTEA NOT NULL,
+                    recovery_wrapped_key BYTEA NOT NULL,
+                    recovery_public_key BYTEA NOT NULL,
+                    password_public_key BYTEA NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE key_chain (
+                    account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    generation BIGINT NOT NULL,
+                    wrapped_key BYTEA NOT NULL,
+                    PRIMARY KEY (account_id, generation)
+                )
+                """,
+                """
+                CREATE TABLE key_handovers (
+                    account_id BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                    generation BIGINT NOT NULL,
+                    recipient TEXT NOT NULL,
+                    session_id BIGINT NOT NULL,
+                    handover BYTEA NOT NULL,
+                    PRIMARY KEY (account_id, recipient, session_id, generation)
+                )
+                """,
+                "ALTER TABLE sessions ADD COLUMN device_public_key BYTEA",
+                "ALTER TABLE notes ADD COLUMN edit_id BIGINT",
+                "ALTER TABLE note_versions ADD COLUMN edit_id BIGINT",
+                """
+                CREATE TABLE server_secrets (
+                    name TEXT PRIMARY KEY,
+                    secret BYTEA NOT NULL
+                )
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

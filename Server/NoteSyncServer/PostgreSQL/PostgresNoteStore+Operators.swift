@@ -106,6 +106,13 @@ extension PostgresNoteStore: OperatorStore {
                     tombstones: Int(tombstones), textBytes: textBytes, replayTextBytes: replayBytes, appliedEdits: Int(edits),
                     noteVersions: Int(versions), historyBytes: historyBytes, databaseBytes: size)
             }
+            var encryption: [String: Int] = [:]
+            for try await (state, count) in try await client.query(
+                "SELECT encryption, COUNT(*) FROM accounts GROUP BY encryption", logger: self.logger
+            ).decode((String, Int64).self) {
+                encryption[state] = Int(count)
+            }
+            statistics.encryption = encryption
             return statistics
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MiniFlake
+import NoteCrypto
 import NIOCore
 import NoteSyncProtocol
 import PostgresNIO
@@ -72,6 +73,10 @@ public final class PostgresNoteStore: NoteStore {
 
     public func createAccount(_ account: AccountRecord) async throws {
         let logger = self.logger
+        guard account.keys == nil else {
+            // The account and its keys in one transaction.
+            return try await transaction { connection in try await Self.insertAccount(account, on: connection, logger: logger) }
+        }
         try await run { client in
             try await client.withConnection { connection in try await Self.insertAccount(account, on: connection, logger: logger) }
         }
@@ -84,43 +89,53 @@ public final class PostgresNoteStore: NoteStore {
         do {
             try await connection.execute(
                 """
-                INSERT INTO accounts (id, username, password_hash, change_seq, created_at)
-                VALUES (\(account.id.rawValue), \(account.username), \(account.passwordHash), 0, \(account.createdAt))
+                INSERT INTO accounts (id, username, password_hash, change_seq, created_at, encryption, key_generation)
+                VALUES (\(account.id.rawValue), \(account.username), \(account.passwordHash), 0, \(account.createdAt),
+                        \(account.encryption.rawValue), \(Int64(account.keyGeneration)))
                 """,
                 logger: logger
             )
         } catch where PostgresDatabase.sqlState(error) == "23505" {
             throw NoteStoreError.usernameTaken
         }
+        if let keys = account.keys { try await insertKeys(keys, accountID: account.id, on: connection, logger: logger) }
     }
 
     public func account(byUsername username: String) async throws -> AccountRecord? {
-        try await fetchAccount("SELECT id, username, password_hash, created_at, disabled_at FROM accounts WHERE username = \(username)")
+        try await fetchAccount("SELECT \(unescaped: Self.accountColumns) FROM accounts WHERE username = \(username)")
     }
 
     public func account(byID id: FlakeID) async throws -> AccountRecord? {
-        try await fetchAccount("SELECT id, username, password_hash, created_at, disabled_at FROM accounts WHERE id = \(id.rawValue)")
+        try await fetchAccount("SELECT \(unescaped: Self.accountColumns) FROM accounts WHERE id = \(id.rawValue)")
     }
 
     private func fetchAccount(_ query: PostgresQuery) async throws -> AccountRecord? {
         try await run { client in
             let rows = try await client.query(query, logger: self.logger)
             var account: AccountRecord?
-            for try await (id, username, hash, createdAt, disabledAt) in rows.decode((Int64, String, String, Int64, Int64?).self) {
+            for try await (id, username, hash, createdAt, disabledAt, state, generation) in rows.decode(
+                (Int64, String, String, Int64, Int64?, String, Int64).self)
+            {
+                guard let encryption = EncryptionState(rawValue: state) else {
+                    throw PostgresStoreError("accounts.encryption holds an unknown state '\(state)'")
+                }
                 account = AccountRecord(
-                    id: try flake(id), username: username, passwordHash: hash, createdAt: createdAt, disabledAt: disabledAt)
+                    id: try flake(id), username: username, passwordHash: hash, createdAt: createdAt, disabledAt: disabledAt,
+                    encryption: encryption, keyGeneration: UInt32(clamping: generation))
             }
             return account
         }
     }
 
+    private static let accountColumns = "id, username, password_hash, created_at, disabled_at, encryption, key_generation"
+
     public func createSession(_ session: SessionRecord) async throws {
         try await run { client in
             try await client.execute(
                 """
-                INSERT INTO sessions (id, account_id, token_hash, device_name, origin, created_at)
+                INSERT INTO sessions (id, account_id, token_hash, device_name, origin, created_at, device_public_key)
                 VALUES (\(session.id.rawValue), \(session.accountID.rawValue), \(session.tokenHash), \(session.deviceName),
-                        \(session.origin?.rawValue), \(session.createdAt))
+                        \(session.origin?.rawValue), \(session.createdAt), \(session.devicePublicKey.map { ByteBuffer(bytes: $0.bytes) }))
                 """,
                 logger: self.logger
             )
@@ -132,7 +147,7 @@ public final class PostgresNoteStore: NoteStore {
             // A disabled account's sessions do not authenticate (disabling also deletes them; this covers a sign-in
             // that raced with it).
             """
-            SELECT id, account_id, token_hash, device_name, origin, created_at, last_seen_at FROM sessions
+            SELECT id, account_id, token_hash, device_name, origin, created_at, last_seen_at, device_public_key FROM sessions
             WHERE token_hash = \(tokenHash) AND account_id IN (SELECT id FROM accounts WHERE disabled_at IS NULL)
             """
         ).first
@@ -142,13 +157,14 @@ public final class PostgresNoteStore: NoteStore {
         try await run { client in
             let rows = try await client.query(query, logger: self.logger)
             var sessions: [SessionRecord] = []
-            for try await (id, account, hash, device, origin, createdAt, lastSeenAt) in rows.decode(
-                (Int64, Int64, String, String?, Int64?, Int64, Int64?).self
+            for try await (id, account, hash, device, origin, createdAt, lastSeenAt, publicKey) in rows.decode(
+                (Int64, Int64, String, String?, Int64?, Int64, Int64?, ByteBuffer?).self
             ) {
                 sessions.append(
                     SessionRecord(
                         id: try flake(id), accountID: try flake(account), tokenHash: hash, deviceName: device,
-                        origin: try origin.map(flake), createdAt: createdAt, lastSeenAt: lastSeenAt
+                        origin: try origin.map(flake), createdAt: createdAt, lastSeenAt: lastSeenAt,
+                        devicePublicKey: try publicKey.map { try DevicePublicKey(bytes: Array(buffer: $0)) }
                     ))
             }
             return sessions
@@ -180,7 +196,7 @@ public final class PostgresNoteStore: NoteStore {
     public func sessions(accountID: FlakeID, limit: Int) async throws -> [SessionRecord] {
         try await fetchSessions(
             """
-            SELECT id, account_id, token_hash, device_name, origin, created_at, last_seen_at FROM sessions
+            SELECT id, account_id, token_hash, device_name, origin, created_at, last_seen_at, device_public_key FROM sessions
             WHERE account_id = \(accountID.rawValue) ORDER BY created_at DESC, id DESC LIMIT \(Int64(max(limit, 0)))
             """
         )

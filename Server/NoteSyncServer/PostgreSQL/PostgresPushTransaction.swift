@@ -12,17 +12,18 @@ struct PostgresPushTransaction: AsyncPushTransaction {
     /// `SELECT ... FOR UPDATE` on the account row: the lock that serializes the account's pushes across every daemon.
     func lockAccount(_ accountID: FlakeID) async throws -> LockedAccount? {
         var locked: LockedAccount?
-        for try await (sequence, notes, bytes, replayBytes, historyBytes, chunkBytes) in try await connection.query(
+        for try await (sequence, notes, bytes, replayBytes, historyBytes, chunkBytes, state, generation) in try await connection.query(
             """
-            SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, chunk_bytes FROM accounts
-            WHERE id = \(accountID.rawValue) FOR UPDATE
+            SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, chunk_bytes, encryption, key_generation
+            FROM accounts WHERE id = \(accountID.rawValue) FOR UPDATE
             """,
             logger: logger
-        ).decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
+        ).decode((Int64, Int64, Int64, Int64, Int64, Int64, String, Int64).self) {
             locked = LockedAccount(
                 sequence: sequence,
                 usage: AccountUsage(
-                    noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes, historyBytes: historyBytes, chunkBytes: chunkBytes))
+                    noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes, historyBytes: historyBytes, chunkBytes: chunkBytes),
+                encryption: try LockedAccount.encryption(state: state, generation: generation))
         }
         return locked
     }

@@ -177,6 +177,55 @@ extension SQLiteNoteStore {
                     """
             )
         }
+        // Registered last under a name of its own: at a merge with another branch's migration it moves after it
+        // and takes the next number (the name is what GRDB records; nothing before the merge has shipped it).
+        migrator.registerMigration(Self.encryptionMigration) { db in
+            // End-to-end encryption: each account's state and current key generation on its row (plaintext, 0 for
+            // every account before this migration); an encrypted account's key material (opaque blobs the server
+            // cannot open), its key chain (generation g wrapped by g + 1) and its rotations' hand-overs; each
+            // session's device public key; the edit that wrote each note's content and each version; and the
+            // server's own secrets (the one fake prelogin salts are made with).
+            try db.execute(
+                sql: """
+                    ALTER TABLE accounts ADD COLUMN encryption TEXT NOT NULL DEFAULT 'plaintext';
+                    ALTER TABLE accounts ADD COLUMN key_generation INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE account_keys (
+                        account_id INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,
+                        kdf_ops INTEGER NOT NULL,
+                        kdf_mem INTEGER NOT NULL,
+                        kdf_salt BLOB NOT NULL,
+                        wrapped_key BLOB NOT NULL,
+                        recovery_wrapped_key BLOB NOT NULL,
+                        recovery_public_key BLOB NOT NULL,
+                        password_public_key BLOB NOT NULL
+                    );
+                    CREATE TABLE key_chain (
+                        account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                        generation INTEGER NOT NULL,
+                        wrapped_key BLOB NOT NULL,
+                        PRIMARY KEY (account_id, generation)
+                    );
+                    CREATE TABLE key_handovers (
+                        account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                        generation INTEGER NOT NULL,
+                        recipient TEXT NOT NULL,
+                        session_id INTEGER NOT NULL,
+                        handover BLOB NOT NULL,
+                        PRIMARY KEY (account_id, recipient, session_id, generation)
+                    );
+                    ALTER TABLE sessions ADD COLUMN device_public_key BLOB;
+                    ALTER TABLE notes ADD COLUMN edit_id INTEGER;
+                    ALTER TABLE note_versions ADD COLUMN edit_id INTEGER;
+                    CREATE TABLE server_secrets (
+                        name TEXT PRIMARY KEY,
+                        secret BLOB NOT NULL
+                    );
+                    """
+            )
+        }
         return migrator
     }
+
+    /// The end-to-end encryption migration's name (after "v10: chunks", which landed first).
+    static let encryptionMigration = "v11: end-to-end encryption"
 }

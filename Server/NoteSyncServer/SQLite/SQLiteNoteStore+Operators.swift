@@ -86,7 +86,10 @@ extension SQLiteNoteStore: OperatorStore {
             return StoreStatistics(
                 accounts: row[0], disabledAccounts: row[1], sessions: row[2], notes: row[3], tombstones: row[4],
                 textBytes: row[5], replayTextBytes: row[8], appliedEdits: row[6], noteVersions: row[9], historyBytes: row[10],
-                databaseBytes: row[7])
+                databaseBytes: row[7],
+                encryption: try Dictionary(
+                    Row.fetchAll(db, sql: "SELECT encryption, COUNT(*) FROM accounts GROUP BY encryption").map { ($0[0], $0[1]) },
+                    uniquingKeysWith: +))
         }
         var statistics = counts
         // The WAL holds committed pages not yet checkpointed into the file: count it too.

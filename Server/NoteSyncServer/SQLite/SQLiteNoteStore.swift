@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 import SQLiteSupport
 import Synchronization
@@ -174,18 +175,25 @@ public final class SQLiteNoteStore: NoteStore {
     static func insertAccount(_ account: AccountRecord, _ db: Database) throws {
         do {
             try db.execute(
-                sql: "INSERT INTO accounts (id, username, password_hash, change_seq, created_at) VALUES (?, ?, ?, 0, ?)",
-                arguments: [account.id.rawValue, account.username, account.passwordHash, account.createdAt]
+                sql: """
+                    INSERT INTO accounts (id, username, password_hash, change_seq, created_at, encryption, key_generation)
+                    VALUES (?, ?, ?, 0, ?, ?, ?)
+                    """,
+                arguments: [
+                    account.id.rawValue, account.username, account.passwordHash, account.createdAt, account.encryption.rawValue,
+                    account.keyGeneration,
+                ]
             )
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw NoteStoreError.usernameTaken
         }
+        if let keys = account.keys { try insertKeys(keys, accountID: account.id, db) }
     }
 
     public func account(byUsername username: String) async throws -> AccountRecord? {
         try await read { db in
             let statement = try db.cachedStatement(
-                sql: "SELECT id, username, password_hash, created_at, disabled_at FROM accounts WHERE username = ?"
+                sql: "SELECT \(Self.accountColumns) FROM accounts WHERE username = ?"
             )
             return try Row.fetchOne(statement, arguments: [username]).map(Self.account(from:))
         }
@@ -194,26 +202,34 @@ public final class SQLiteNoteStore: NoteStore {
     public func account(byID id: FlakeID) async throws -> AccountRecord? {
         try await read { db in
             let statement = try db.cachedStatement(
-                sql: "SELECT id, username, password_hash, created_at, disabled_at FROM accounts WHERE id = ?"
+                sql: "SELECT \(Self.accountColumns) FROM accounts WHERE id = ?"
             )
             return try Row.fetchOne(statement, arguments: [id.rawValue]).map(Self.account(from:))
         }
     }
 
+    private static let accountColumns = "id, username, password_hash, created_at, disabled_at, encryption, key_generation"
+
     private static func account(from row: Row) throws -> AccountRecord {
-        AccountRecord(id: try flake(row[0]), username: row[1], passwordHash: row[2], createdAt: row[3], disabledAt: row[4])
+        let state: String = row[5]
+        guard let encryption = EncryptionState(rawValue: state) else {
+            throw DatabaseError(message: "accounts.encryption holds an unknown state '\(state)'")
+        }
+        return AccountRecord(
+            id: try flake(row[0]), username: row[1], passwordHash: row[2], createdAt: row[3], disabledAt: row[4],
+            encryption: encryption, keyGeneration: row[6])
     }
 
     public func createSession(_ session: SessionRecord) async throws {
         try await write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO sessions (id, account_id, token_hash, device_name, origin, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO sessions (id, account_id, token_hash, device_name, origin, created_at, device_public_key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     session.id.rawValue, session.accountID.rawValue, session.tokenHash, session.deviceName,
-                    session.origin?.rawValue, session.createdAt,
+                    session.origin?.rawValue, session.createdAt, session.devicePublicKey.map { Data($0.bytes) },
                 ]
             )
         }
@@ -232,13 +248,15 @@ public final class SQLiteNoteStore: NoteStore {
         }
     }
 
-    private static let sessionColumns = "id, account_id, token_hash, device_name, origin, created_at, last_seen_at"
+    private static let sessionColumns = "id, account_id, token_hash, device_name, origin, created_at, last_seen_at, device_public_key"
 
     private static func session(from row: Row) throws -> SessionRecord {
         let origin: Int64? = row[4]
+        let publicKey: Data? = row[7]
         return SessionRecord(
             id: try flake(row[0]), accountID: try flake(row[1]), tokenHash: row[2], deviceName: row[3],
-            origin: try origin.map(flake), createdAt: row[5], lastSeenAt: row[6]
+            origin: try origin.map(flake), createdAt: row[5], lastSeenAt: row[6],
+            devicePublicKey: try publicKey.map { try DevicePublicKey(bytes: Array($0)) }
         )
     }
 

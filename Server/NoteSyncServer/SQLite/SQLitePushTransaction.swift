@@ -12,12 +12,17 @@ struct SQLitePushTransaction: PushTransaction {
 
     func lockAccount(_ accountID: FlakeID) throws -> LockedAccount? {
         let statement = try db.cachedStatement(
-            sql: "SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, chunk_bytes FROM accounts WHERE id = ?")
+            sql: """
+                SELECT change_seq, note_count, text_bytes, replay_text_bytes, history_bytes, chunk_bytes, encryption,
+                    key_generation
+                FROM accounts WHERE id = ?
+                """)
         guard let row = try Row.fetchOne(statement, arguments: [accountID.rawValue]) else { return nil }
         return LockedAccount(
             sequence: row[0],
             usage: AccountUsage(
-                noteCount: row[1], textBytes: row[2], replayTextBytes: row[3], historyBytes: row[4], chunkBytes: row[5]))
+                noteCount: row[1], textBytes: row[2], replayTextBytes: row[3], historyBytes: row[4], chunkBytes: row[5]),
+            encryption: try LockedAccount.encryption(state: row[6], generation: row[7]))
     }
 
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch {

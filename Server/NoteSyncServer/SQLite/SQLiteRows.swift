@@ -12,24 +12,24 @@ enum SQLiteRows {
     /// The columns of a note row, in the order ``note(_:at:)`` reads them and ``insertNote`` writes them.
     static let noteColumns =
         "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at, edited_at, "
-        + "tags, pinned, archived"
+        + "tags, pinned, archived, edit_id"
 
     /// Inserts a note (``insertArguments(_:)``).
-    static let insertNote = "INSERT INTO notes (\(noteColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    static let insertNote = "INSERT INTO notes (\(noteColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
     /// The values of ``insertNote``, in ``noteColumns`` order.
     static func insertArguments(_ note: StoredNote) -> StatementArguments {
         [
             note.serverID.rawValue, note.accountID.rawValue, note.clientID.rawValue, note.origin.rawValue, note.version,
             textBlob(note.text), note.deleted, note.conflictOf?.rawValue, note.changeSeq, note.createdAt, note.updatedAt,
-            note.editedAt, TagsColumn.text(note.tags), note.pinned, note.archived,
+            note.editedAt, TagsColumn.text(note.tags), note.pinned, note.archived, note.editID?.rawValue,
         ]
     }
 
     /// Updates what a change changes in a stored note (``updateArguments(_:)``); its identity and creation stay.
     static let updateNote = """
         UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?, edited_at = ?, tags = ?, pinned = ?,
-                         archived = ?
+                         archived = ?, edit_id = ?
         WHERE server_id = ? AND account_id = ?
         """
 
@@ -37,7 +37,7 @@ enum SQLiteRows {
     static func updateArguments(_ note: StoredNote) -> StatementArguments {
         [
             note.version, textBlob(note.text), note.deleted, note.changeSeq, note.updatedAt, note.editedAt, TagsColumn.text(note.tags),
-            note.pinned, note.archived, note.serverID.rawValue, note.accountID.rawValue,
+            note.pinned, note.archived, note.editID?.rawValue, note.serverID.rawValue, note.accountID.rawValue,
         ]
     }
 
@@ -65,12 +65,13 @@ enum SQLiteRows {
     /// The note in the row's ``noteColumns`` starting at column `offset`.
     static func note(_ row: Row, at offset: Int) throws -> StoredNote {
         let conflictOf: Int64? = row[offset + 7]
+        let editID: Int64? = row[offset + 15]
         return StoredNote(
             accountID: try flake(row[offset + 1]), serverID: try flake(row[offset]), clientID: try flake(row[offset + 2]),
             origin: try flake(row[offset + 3]), version: row[offset + 4], text: try text(row, offset + 5),
             deleted: row[offset + 6], conflictOf: try conflictOf.map(flake), changeSeq: row[offset + 8],
             createdAt: row[offset + 9], updatedAt: row[offset + 10], editedAt: row[offset + 11], tags: TagsColumn.tags(row[offset + 12]),
-            pinned: row[offset + 13], archived: row[offset + 14]
+            pinned: row[offset + 13], archived: row[offset + 14], editID: try editID.map(flake)
         )
     }
 
@@ -114,12 +115,13 @@ enum SQLiteRows {
     // MARK: - Versions
 
     /// The columns of a version row, in the order ``version(_:)`` reads them and ``insertVersions(count:)`` writes them.
-    static let versionColumns = "account_id, server_id, version, text, deleted, tags, pinned, archived, edited_at, saved_at, device"
+    static let versionColumns =
+        "account_id, server_id, version, text, deleted, tags, pinned, archived, edited_at, saved_at, device, edit_id"
 
     /// Inserts `count` versions in one statement (``versionArguments(_:)`` of each, in order). The empty text binds as
     /// NULL and is stored as an empty blob.
     static func insertVersions(count: Int) -> String {
-        let row = "(?, ?, ?, COALESCE(?, X''), ?, ?, ?, ?, ?, ?, ?)"
+        let row = "(?, ?, ?, COALESCE(?, X''), ?, ?, ?, ?, ?, ?, ?, ?)"
         return "INSERT INTO note_versions (\(versionColumns)) VALUES " + repeatElement(row, count: count).joined(separator: ", ")
     }
 
@@ -128,13 +130,16 @@ enum SQLiteRows {
         [
             version.accountID.rawValue, version.serverID.rawValue, version.version, textBlob(version.text), version.deleted,
             TagsColumn.text(version.tags), version.pinned, version.archived, version.editedAt, version.savedAt, version.device,
+            version.editID?.rawValue,
         ]
     }
 
     /// The version in the row's ``versionColumns``.
     static func version(_ row: Row) throws -> StoredVersion {
-        StoredVersion(
+        let editID: Int64? = row[11]
+        return StoredVersion(
             accountID: try flake(row[0]), serverID: try flake(row[1]), version: row[2], text: try text(row, 3), deleted: row[4],
-            tags: TagsColumn.tags(row[5]), pinned: row[6], archived: row[7], editedAt: row[8], savedAt: row[9], device: row[10])
+            tags: TagsColumn.tags(row[5]), pinned: row[6], archived: row[7], editedAt: row[8], savedAt: row[9], device: row[10],
+            editID: try editID.map(flake))
     }
 }

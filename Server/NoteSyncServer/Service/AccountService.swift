@@ -50,7 +50,9 @@ public final class AccountService: Sendable {
 
     /// Creates an account whatever the sign-up policy (`POST /v1/accounts` when open, `notesyncd users add`).
     ///
-    /// - Throws: `invalid_field` (username or password breaks ``CredentialRules``), `username_taken`.
+    /// - Throws: `invalid_field` (username or password breaks ``CredentialRules``; with `encryption`, a password that
+    ///   is not an AuthKey or key material that is not of its form: ``EncryptionService/setup(_:password:prefix:passwordField:)``),
+    ///   `username_taken`.
     public func createAccount(_ request: SignUpRequest) async throws -> AccountResponse {
         try await createAccount(request, consuming: nil)
     }
@@ -67,10 +69,18 @@ public final class AccountService: Sendable {
         guard CredentialRules.isAcceptablePassword(request.password) else {
             throw Self.invalidPassword
         }
+        let keys = try request.encryption.map {
+            try EncryptionService.setup(
+                $0, password: request.password, prefix: SignUpRequest.CodingKeys.encryption.stringValue + ".",
+                passwordField: SignUpRequest.CodingKeys.password.stringValue)
+        }
         if try await store.account(byUsername: username) != nil { throw Self.usernameTaken }
+        if let setup = request.encryption { try await checkAccountID(setup.accountID) }
         let password = request.password
         let hash = try await passwords.run { $0.hash(password) }
-        let account = AccountRecord(id: try mintID(), username: username, passwordHash: hash, createdAt: clock.unixMilliseconds())
+        let account = AccountRecord(
+            id: try request.encryption?.accountID ?? mintID(), username: username, passwordHash: hash, createdAt: clock.unixMilliseconds(),
+            encryption: keys == nil ? .plaintext : .encrypted, keyGeneration: keys == nil ? 0 : 1, keys: keys)
         do {
             if let invite {
                 try await invite.store.createAccount(account, consumingInvite: invite.codeHash, now: clock.unixMilliseconds())
@@ -82,10 +92,10 @@ public final class AccountService: Sendable {
         } catch NoteStoreError.inviteNotUsable {
             throw Self.invalidInvite
         }
-        var metadata: Logger.Metadata = ["account_id": "\(account.id)"]
+        var metadata: Logger.Metadata = ["account_id": "\(account.id)", "encryption": "\(account.encryption.rawValue)"]
         if let invite { metadata["invite_id"] = "\(invite.id)" }
         logger.info("account created", metadata: metadata)
-        return AccountResponse(accountID: account.id, username: account.username)
+        return AccountResponse(accountID: account.id, username: account.username, encryption: account.encryption)
     }
 
     /// Sign-up under the policy `invite`: the request must hold a usable invite code (``InviteCode``), one use of
@@ -140,6 +150,23 @@ public final class AccountService: Sendable {
         }
     }
 
+    /// Checks a client-minted account ID (``EncryptionSetup/accountID``): minted within
+    /// ``EncryptionLimits/accountIDWindow`` of the server's clock, and no account's yet.
+    ///
+    /// - Throws: `invalid_field` (`encryption.accountID`).
+    private func checkAccountID(_ id: FlakeID) async throws {
+        let field = "\(SignUpRequest.CodingKeys.encryption.stringValue).\(EncryptionSetup.CodingKeys.accountID.stringValue)"
+        let skew = id.unixMilliseconds - clock.unixMilliseconds()
+        guard EncryptionLimits.accountIDWindow.contains(skew) else {
+            throw SyncError(
+                .invalidField, "The account ID was minted \(skew / 1000) s from the server's time; mint it now (is the device's clock right?).",
+                field: field)
+        }
+        if try await store.account(byID: id) != nil {
+            throw SyncError(.invalidField, "The account ID is taken; mint another.", field: field)
+        }
+    }
+
     private static let invalidInvite = SyncError(
         .invalidInvite, "The invite code is not valid: unknown, used up, expired or revoked; ask the server's operator for a new one.",
         field: SignUpRequest.CodingKeys.invite.stringValue)
@@ -168,6 +195,7 @@ public final class AccountService: Sendable {
             usage: StorageUsage(
                 notes: usage.noteCount, textBytes: usage.textBytes, replayTextBytes: usage.replayTextBytes,
                 historyBytes: usage.historyBytes, chunkBytes: usage.chunkBytes, maxNotes: quota.maxNotes,
-                maxTextBytes: quota.maxTextBytes))
+                maxTextBytes: quota.maxTextBytes),
+            encryption: account.encryption)
     }
 }

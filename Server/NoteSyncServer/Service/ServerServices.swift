@@ -87,6 +87,8 @@ public final class ServerServices: Sendable {
     public let sync: SyncService
     /// Attachments' chunks (``ChunkService``).
     public let chunks: ChunkService
+    /// End-to-end encrypted accounts: prelogin and keys.
+    public let encryption: EncryptionService
 
     /// The services over one context and configuration (they share its throttle, so a username's sign-ins and
     /// password checks count together).
@@ -95,6 +97,7 @@ public final class ServerServices: Sendable {
         sessions = SessionService(context, configuration: configuration)
         sync = SyncService(context, configuration: configuration)
         chunks = ChunkService(context, configuration: configuration)
+        encryption = EncryptionService(context, configuration: configuration)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 
 /// Sessions and devices: sign-in (throttled), authentication of every other request, sign-out, the device list and
@@ -21,6 +22,8 @@ public final class SessionService: Sendable {
     let logger: Logger
     /// Woken when sessions end, so the account's waiting pulls re-check theirs.
     let changeFeed: ChangeFeed?
+    /// What a sign-in answers of an encrypted account.
+    let encryption: EncryptionService
 
     /// Computes one dummy hash with `configuration.passwords` (one bcrypt at the configured cost).
     public init(_ context: ServiceContext, configuration: ServiceConfiguration) {
@@ -34,6 +37,7 @@ public final class SessionService: Sendable {
         throttle = configuration.throttle
         passwords = configuration.passwords
         dummyHash = configuration.passwords.hash("notesyncd timing-equalizer")
+        encryption = EncryptionService(context, configuration: configuration)
     }
 
     // MARK: - Sign-in and authentication
@@ -44,7 +48,11 @@ public final class SessionService: Sendable {
     /// username (only a well-formed one; else `-`), the peer's address and the request id, never the password: see
     /// OPERATIONS.md for a fail2ban filter.
     ///
-    /// - Throws: `invalid_field` (device name too long or holding control characters, a password holding NUL),
+    /// An account that is not plaintext answers its keys' parameters (``SignInResponse/encryption``); the device's
+    /// public key, when given, is kept with the session.
+    ///
+    /// - Throws: `invalid_field` (device name too long or holding control characters, a password holding NUL, a
+    ///   device public key that is not one),
     ///   `too_many_attempts` (with `Retry-After`), `invalid_credentials` (the same for an unknown username and a
     ///   wrong password).
     public func signIn(_ request: SignInRequest, peer: Peer = Peer()) async throws -> SignInResponse {
@@ -53,6 +61,9 @@ public final class SessionService: Sendable {
                 .invalidField, "A device name is at most \(SignInRequest.maxDeviceNameLength) characters, without control characters.",
                 field: SignInRequest.CodingKeys.deviceName.stringValue
             )
+        }
+        let devicePublicKey = try request.devicePublicKey.map {
+            try EncryptionService.publicKey($0, field: SignInRequest.CodingKeys.devicePublicKey.stringValue)
         }
         // bcrypt stops at a NUL byte: "secret\0anything" would verify as "secret". Refused outright, like at sign-up.
         if request.password.utf8.contains(0) {
@@ -91,11 +102,12 @@ public final class SessionService: Sendable {
         let token = SessionToken.make(randomBytes: randomBytes)
         let session = SessionRecord(
             id: try mintID(), accountID: account.id, tokenHash: SessionToken.hash(token), deviceName: request.deviceName,
-            origin: request.origin, createdAt: clock.unixMilliseconds()
+            origin: request.origin, createdAt: clock.unixMilliseconds(), devicePublicKey: devicePublicKey
         )
+        let keys = try await encryption.signInAnswer(account)
         try await store.createSession(session)
         logger.info("signed in", metadata: ["account_id": "\(account.id)", "session_id": "\(session.id)"])
-        return SignInResponse(token: token, accountID: account.id, username: account.username, sessionID: session.id)
+        return SignInResponse(token: token, accountID: account.id, username: account.username, sessionID: session.id, encryption: keys)
     }
 
     /// The account whose password `request` holds, after exactly one bcrypt verification whatever the outcome, so an
@@ -173,7 +185,8 @@ public final class SessionService: Sendable {
                 SessionInfo(
                     sessionID: record.id, deviceName: record.deviceName, origin: record.origin,
                     signedInAt: WireTime.format(unixMilliseconds: record.createdAt),
-                    lastSeenAt: record.lastSeenAt.map { WireTime.format(unixMilliseconds: $0) }, current: record.id == session.id
+                    lastSeenAt: record.lastSeenAt.map { WireTime.format(unixMilliseconds: $0) }, current: record.id == session.id,
+                    publicKey: record.devicePublicKey?.text
                 )
             })
     }
@@ -203,7 +216,8 @@ public final class SessionService: Sendable {
 
     /// Changes the password (`POST /v1/account/password`) and signs every other device out, in one transaction.
     ///
-    /// - Throws: `invalid_field` (the new password breaks ``CredentialRules``), `too_many_attempts`,
+    /// - Throws: `invalid_field` (the new password breaks ``CredentialRules``; the account is encrypted, whose password
+    ///   change is not served yet), `too_many_attempts`,
     ///   `wrong_password` (403: the session stays valid), `unauthorized` (the account no longer exists).
     public func changePassword(_ request: ChangePasswordRequest, session: SessionRecord, peer: Peer = Peer()) async throws
         -> RevokedSessionsResponse
@@ -213,6 +227,12 @@ public final class SessionService: Sendable {
                 .invalidField,
                 "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) UTF-8 bytes, without NUL characters.",
                 field: ChangePasswordRequest.CodingKeys.newPassword.stringValue)
+        }
+        // An encrypted account's key is wrapped by its password: a new password comes with the key re-wrapped.
+        // The forms are checked before the password, so a malformed request counts no failure.
+        let encrypted = try await store.account(byID: session.accountID).map { $0.encryption != .plaintext } ?? false
+        if encrypted || request.encryption != nil {
+            return try await changeEncryptedPassword(request, session: session, peer: peer, encrypted: encrypted)
         }
         let account = try await verifyPassword(
             request.currentPassword, session: session, field: ChangePasswordRequest.CodingKeys.currentPassword.stringValue, peer: peer)
@@ -227,6 +247,101 @@ public final class SessionService: Sendable {
         if count > 0 { sessionsEnded(accountID: account.id) }
         logger.info("password changed", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)"])
         return RevokedSessionsResponse(revokedSessions: count)
+    }
+
+    /// The password change of an encrypted account: both passwords are AuthKeys, `encryption` carries the current
+    /// generation (or the rotation's) wrapped by the new password, its KDF parameters and public key, and optionally a
+    /// rotation; all of it, the new hash and the other sessions' end in one transaction.
+    ///
+    /// - Throws: `invalid_field` (`encryption` missing, or given for a plaintext account; a field not of its form),
+    ///   `too_many_attempts`, `wrong_password`, `stale_generation` (409: the wrapped key or the rotation is not of the
+    ///   account's generation), `unknown_session` (404).
+    private func changeEncryptedPassword(
+        _ request: ChangePasswordRequest, session: SessionRecord, peer: Peer, encrypted: Bool
+    ) async throws -> RevokedSessionsResponse {
+        typealias Key = ChangePasswordRequest.CodingKeys
+        typealias Part = PasswordChangeEncryption.CodingKeys
+        guard encrypted else {
+            throw SyncError(.invalidField, "This account is not end-to-end encrypted: a password change carries no encryption.", field: Key.encryption.stringValue)
+        }
+        guard let change = request.encryption else {
+            throw SyncError(
+                .invalidField, "This account is end-to-end encrypted: a password change carries its key re-wrapped by the new password.",
+                field: Key.encryption.stringValue)
+        }
+        guard EncryptionService.isAuthKeyForm(request.newPassword) else {
+            throw SyncError(
+                .invalidField, "An encrypted account's password is its AuthKey: 64 lowercase hexadecimal characters.",
+                field: Key.newPassword.stringValue)
+        }
+        let prefix = Key.encryption.stringValue + "."
+        let rotation = try change.rotation.map { try EncryptionService.rotation($0, prefix: prefix + Part.rotation.stringValue + ".") }
+        let kdf = try EncryptionService.kdfParameters(change.kdf, field: prefix + Part.kdf.stringValue)
+        let wrappedKey: WrappedAccountKey
+        do {
+            wrappedKey = try WrappedAccountKey(text: change.wrappedKey)
+        } catch {
+            throw SyncError(.invalidField, "Not a wrapped account key (\(error)).", field: prefix + Part.wrappedKey.stringValue)
+        }
+        guard wrappedKey.wrapper == .password, rotation.map({ $0.generation == wrappedKey.generation }) ?? true else {
+            throw SyncError(
+                .invalidField, "wrappedKey is the account's generation after the change (the rotation's, if any) wrapped by the new password.",
+                field: prefix + Part.wrappedKey.stringValue)
+        }
+        let passwordPublicKey = try EncryptionService.publicKey(change.passwordPublicKey, field: prefix + Part.passwordPublicKey.stringValue)
+        let account = try await verifyPassword(request.currentPassword, session: session, field: Key.currentPassword.stringValue, peer: peer)
+        guard let keyStore = store as? any EncryptionStore, let stored = try await keyStore.encryptionKeys(accountID: account.id) else {
+            throw SyncError(.internalError, "The encrypted account \(account.id) has no keys.")
+        }
+        let password = request.newPassword
+        let hash = try await passwords.run { $0.hash(password) }
+        let keys = AccountKeys(
+            kdf: kdf, wrappedKey: wrappedKey, recoveryWrappedKey: stored.recoveryWrappedKey, recoveryPublicKey: stored.recoveryPublicKey,
+            passwordPublicKey: passwordPublicKey)
+        let (outcome, count) = try await keyStore.changeEncryptedPassword(
+            accountID: account.id, passwordHash: hash, keys: keys, keepingSession: session.id, rotation: rotation)
+        try EncryptionService.check(outcome, prefix: rotation == nil ? prefix : prefix + Part.rotation.stringValue + ".")
+        if count > 0 { sessionsEnded(accountID: account.id) }
+        logger.info(
+            "password changed", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)", "key_generation": "\(wrappedKey.generation)"])
+        return RevokedSessionsResponse(revokedSessions: count)
+    }
+
+    /// Sets up a plaintext account that holds no note as end-to-end encrypted (`POST /v1/account/encryption`): an
+    /// account the operator made, at its first sign-in by a client that supports encryption. The current password
+    /// proves the request; the AuthKey becomes the credential; every other device is signed out.
+    ///
+    /// - Throws: `invalid_field` (the new password not an AuthKey, key material not of its form, an `accountID` that
+    ///   is not the account's), `too_many_attempts`, `wrong_password` (403), `already_encrypted` (409),
+    ///   `account_not_empty` (409: convert it instead).
+    public func setUpEncryption(_ request: AccountEncryptionRequest, session: SessionRecord, peer: Peer = Peer()) async throws
+        -> RevokedSessionsResponse
+    {
+        typealias Key = AccountEncryptionRequest.CodingKeys
+        let prefix = Key.encryption.stringValue + "."
+        let keys = try EncryptionService.setup(
+            request.encryption, password: request.newPassword, prefix: prefix, passwordField: Key.newPassword.stringValue)
+        guard request.encryption.accountID == session.accountID else {
+            throw SyncError(
+                .invalidField, "The keys must be bound to this account's ID (\(session.accountID)).",
+                field: prefix + EncryptionSetup.CodingKeys.accountID.stringValue)
+        }
+        let account = try await verifyPassword(request.currentPassword, session: session, field: Key.currentPassword.stringValue, peer: peer)
+        guard let keyStore = store as? any EncryptionStore else {
+            throw SyncError(.internalError, "This server's store keeps no encryption keys.")
+        }
+        let password = request.newPassword
+        let hash = try await passwords.run { $0.hash(password) }
+        switch try await keyStore.setUpEncryption(accountID: account.id, passwordHash: hash, keys: keys, keepingSession: session.id) {
+        case .done(let count):
+            if count > 0 { sessionsEnded(accountID: account.id) }
+            logger.info("account set up as encrypted", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)"])
+            return RevokedSessionsResponse(revokedSessions: count)
+        case .notPlaintext:
+            throw SyncError(.alreadyEncrypted, "This account is already end-to-end encrypted.")
+        case .hasNotes:
+            throw SyncError(.accountNotEmpty, "This account holds notes: convert it (notes encryption enable) instead.")
+        }
     }
 
     /// Deletes the account (`POST /v1/account/delete`): its notes, applied edits and sessions, in one transaction; the

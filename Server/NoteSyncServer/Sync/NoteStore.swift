@@ -108,6 +108,8 @@ public enum NoteStoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case closed
     /// The invite code a sign-up names is unknown, used up, expired or revoked (403 `invalid_invite`).
     case inviteNotUsable
+    /// A stored value this build cannot read (a server fault).
+    case unreadable(String)
 
     public var description: String {
         switch self {
@@ -116,6 +118,7 @@ public enum NoteStoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case .accountNotFound: "The account does not exist."
         case .unavailable(let reason): "The database is unavailable: \(reason)"
         case .closed: "The store is closed."
+        case .unreadable(let what): "A stored value cannot be read: \(what)"
         }
     }
 }

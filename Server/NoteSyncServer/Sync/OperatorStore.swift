@@ -80,11 +80,16 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
     public var chunks: Int = 0
     /// Their bytes (with SQLite, in files beside the database: not in ``databaseBytes``).
     public var chunkBytes: Int64 = 0
+    /// Accounts by encryption state (``EncryptionState``'s raw values), the plaintext ones included; absent from
+    /// the JSON of older releases.
+    public var encryption: [String: Int]?
 
     public init(
         accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64,
-        replayTextBytes: Int64 = 0, appliedEdits: Int, noteVersions: Int = 0, historyBytes: Int64 = 0, databaseBytes: Int64
+        replayTextBytes: Int64 = 0, appliedEdits: Int, noteVersions: Int = 0, historyBytes: Int64 = 0, databaseBytes: Int64,
+        encryption: [String: Int]? = nil
     ) {
+        self.encryption = encryption
         self.noteVersions = noteVersions
         self.historyBytes = historyBytes
         self.replayTextBytes = replayTextBytes
@@ -104,6 +109,18 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
 enum InvariantQueries {
     /// `(label, SQL)` pairs; the SQL returns one row with a describing text per problem (at most 20 each).
     static let all: [(String, String)] = [
+        (
+            "encryption state",
+            """
+            SELECT 'account ' || a.id || ' (' || a.username || '): encryption ' || a.encryption || ' at key generation '
+                   || a.key_generation || CASE WHEN k.account_id IS NULL THEN ' without keys' ELSE ' with keys' END
+            FROM accounts a LEFT JOIN account_keys k ON k.account_id = a.id
+            WHERE a.encryption NOT IN ('plaintext', 'converting', 'encrypted', 'reset')
+               OR (a.encryption = 'plaintext') <> (k.account_id IS NULL)
+               OR (a.encryption = 'plaintext') <> (a.key_generation = 0)
+            LIMIT 20
+            """
+        ),
         (
             "duplicate note key",
             """

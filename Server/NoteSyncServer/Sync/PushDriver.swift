@@ -66,6 +66,16 @@ protocol AsyncPushTransaction {
 struct LockedAccount {
     var sequence: Int64
     var usage: AccountUsage
+    /// The account's encryption as its pushes see it (``PushPlanner/Input/encryption``).
+    var encryption: PushPlanner.Encryption = .none
+
+    /// The planner's view of a stored state and generation.
+    ///
+    /// - Throws: ``NoteStoreError/unreadable(_:)`` for a state this build does not know.
+    static func encryption(state: String, generation: Int64) throws -> PushPlanner.Encryption {
+        guard let state = EncryptionState(rawValue: state) else { throw NoteStoreError.unreadable("accounts.encryption holds '\(state)'") }
+        return state.requiresEncryptedPushes ? .required(generation: UInt32(clamping: generation)) : .none
+    }
 }
 
 /// What a store loaded for a batch. A note or applied edit may appear twice (found by two keys).
@@ -80,7 +90,7 @@ extension PushPlanner.Input {
         self.init(
             accountID: accountID, changes: changes, notes: loaded.notes, appliedEdits: loaded.appliedEdits,
             currentSequence: locked.sequence, limits: context.limits, now: context.now, pusher: context.pusher,
-            usage: locked.usage, quota: context.quota, device: context.device
+            usage: locked.usage, quota: context.quota, device: context.device, encryption: locked.encryption
         )
     }
 }

@@ -1,4 +1,5 @@
 import MiniFlake
+import NoteCrypto
 import NoteMerge
 import NoteSyncProtocol
 
@@ -46,7 +47,24 @@ import NoteSyncProtocol
 ///    text is empty), an edit that at least halves a note's text. So an accepted change either ends within the limit
 ///    or does not raise the total. The usage is a running total kept with the account row, so the check costs
 ///    nothing per stored note.
+/// 8. Encrypted accounts (``Input/encryption``, ``EncryptedRules``): the server cannot read or merge, so before step 2
+///    a change whose text is not a well-formed note envelope (``NoteEnvelope``; a delete's text may be "") is rejected
+///    `not_encrypted`, one sealed under a generation the account does not have yet `invalid_field`, and one that
+///    carries `baseText`, `tags`, `pinned`, `archived` or their bases (they would be plaintext) `invalid_field`. At
+///    step 5, a change whose `baseVersion` is not the note's current version is `stale` (nothing written or
+///    recorded, the note's version in the answer) unless it is a replay of the note's text or a delete of a
+///    tombstone (`unchanged`, or `reconciled`); the base current, it is a fast-forward or a tombstone as above. No
+///    merge, no conflict copy: the device makes them.
+/// 9. Every write of a note keeps the change's edit ID as the note's and the version's (``StoredNote/editID``).
 public enum PushPlanner {
+    /// Whether an account's pushes must be encrypted (``EncryptionState/requiresEncryptedPushes``).
+    public enum Encryption: Sendable, Equatable {
+        /// A plaintext account: texts as pushed, merged by the server.
+        case none
+        /// An encrypted (or converting, or reset) account whose current key generation is `generation`.
+        case required(generation: UInt32)
+    }
+
     /// Everything the planner reads.
     public struct Input: Sendable {
         public var accountID: FlakeID
@@ -68,12 +86,16 @@ public enum PushPlanner {
         public var quota: AccountQuota
         /// The pushing session's device name (see ``PushContext/device``).
         public var device: String?
+        /// Whether the account's changes must be encrypted (rule 8).
+        public var encryption: Encryption
 
         public init(
             accountID: FlakeID, changes: [NoteChange], notes: [StoredNote], appliedEdits: [AppliedEdit],
             currentSequence: Int64, limits: SyncLimits, now: Int64, pusher: FlakeID? = nil,
-            usage: AccountUsage = AccountUsage(), quota: AccountQuota = .unlimited, device: String? = nil
+            usage: AccountUsage = AccountUsage(), quota: AccountQuota = .unlimited, device: String? = nil,
+            encryption: Encryption = .none
         ) {
+            self.encryption = encryption
             self.device = device
             self.pusher = pusher
             self.usage = usage
@@ -192,8 +214,12 @@ public enum PushPlanner {
         /// The account's totals, updated as the batch writes.
         var usage: AccountUsage
         let quota: AccountQuota
+        let encryption: Encryption
+        /// The edit ID of the change being applied: every note it writes keeps it (rule 9).
+        var editing: FlakeID?
 
         init(input: Input) {
+            encryption = input.encryption
             usage = input.usage
             quota = input.quota
             accountID = input.accountID
@@ -229,6 +255,12 @@ public enum PushPlanner {
             }
             if let base = change.baseVersion, base < 1 {
                 return reject(.invalidBase, .baseVersion, "The base version must be at least 1.")
+            }
+            editing = change.editID
+            if case .required(let generation) = encryption,
+                let (code, field, message) = EncryptedRules.refusal(of: change, generation: generation, limits: limits)
+            {
+                return reject(code, field, message)
             }
             func overQuota(_ writes: [(new: StoredNote, old: StoredNote?)], replayText: String? = nil) -> ChangeResult? {
                 guard let message = quotaRefusal(writes, replayText: replayText) else { return nil }
@@ -294,6 +326,11 @@ public enum PushPlanner {
             let baseIsCurrent =
                 change.baseVersion == note.version
                 || (!note.deleted && change.baseText.map { ThreeWayMerge.sameBytes($0, note.text) } == true)
+            if encryption != .none, !baseIsCurrent, EncryptedRules.isStale(change, note: note) {
+                // The server cannot merge what it cannot read: the device pulls, merges and pushes again.
+                return ChangeResult(
+                    clientID: change.clientID, editID: change.editID, status: .stale, serverID: note.serverID, version: note.version)
+            }
 
             if change.deleted {
                 if note.deleted {
@@ -474,6 +511,7 @@ public enum PushPlanner {
             sequence += 1
             note.changeSeq = sequence
             note.updatedAt = now
+            note.editID = editing
             written.insert(note.serverID)
             if isNew { created.insert(note.serverID) }
             notes[note.serverID] = note

@@ -1,4 +1,5 @@
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 
 /// An account as a ``NoteStore`` keeps it.
@@ -14,13 +15,83 @@ public struct AccountRecord: Sendable, Equatable {
     /// When the operator disabled the account (`notesyncd users disable`), Unix milliseconds; nil while enabled. A
     /// disabled account cannot sign in and its sessions do not authenticate.
     public var disabledAt: Int64?
+    /// Where the account stands with end-to-end encryption (plaintext for every account made before it).
+    public var encryption: EncryptionState
+    /// The account key's current generation; 0 for a plaintext account.
+    public var keyGeneration: UInt32
+    /// The keys of an encrypted account, written with it by ``NoteStore/createAccount(_:)`` (and an invite's
+    /// sign-up) in the same transaction. Reads leave it nil: ``EncryptionStore/encryptionKeys(accountID:)`` reads
+    /// them.
+    public var keys: AccountKeys?
 
-    public init(id: FlakeID, username: String, passwordHash: String, createdAt: Int64, disabledAt: Int64? = nil) {
+    public init(
+        id: FlakeID, username: String, passwordHash: String, createdAt: Int64, disabledAt: Int64? = nil,
+        encryption: EncryptionState = .plaintext, keyGeneration: UInt32 = 0, keys: AccountKeys? = nil
+    ) {
         self.id = id
         self.username = username
         self.passwordHash = passwordHash
         self.createdAt = createdAt
         self.disabledAt = disabledAt
+        self.encryption = encryption
+        self.keyGeneration = keyGeneration
+        self.keys = keys
+    }
+}
+
+/// The key material the server keeps for an encrypted account (`account_keys`): opaque blobs it can check the form
+/// of but never open (SECURITY.md, "What the server stores").
+public struct AccountKeys: Sendable, Equatable {
+    /// The public Argon2id parameters (salt and cost) the account's devices derive the AuthKey and WrapKey with.
+    public var kdf: KDFParameters
+    /// The current generation wrapped by the password's WrapKey.
+    public var wrappedKey: WrappedAccountKey
+    /// Generation 1 wrapped by the recovery key.
+    public var recoveryWrappedKey: WrappedAccountKey
+    /// The recovery key's public key (hand-overs of later generations are sealed to it).
+    public var recoveryPublicKey: DevicePublicKey
+    /// The password's public key (hand-overs of later generations are sealed to it).
+    public var passwordPublicKey: DevicePublicKey
+
+    public init(
+        kdf: KDFParameters, wrappedKey: WrappedAccountKey, recoveryWrappedKey: WrappedAccountKey, recoveryPublicKey: DevicePublicKey,
+        passwordPublicKey: DevicePublicKey
+    ) {
+        self.kdf = kdf
+        self.wrappedKey = wrappedKey
+        self.recoveryWrappedKey = recoveryWrappedKey
+        self.recoveryPublicKey = recoveryPublicKey
+        self.passwordPublicKey = passwordPublicKey
+    }
+}
+
+/// Who a stored key hand-over is sealed to (`key_handovers.recipient`).
+public enum HandoverRecipient: Sendable, Hashable {
+    /// A session's device public key.
+    case session(FlakeID)
+    /// The recovery key's public key.
+    case recoveryKey
+    /// The password's public key.
+    case password
+}
+
+/// The key material of a range of generations (``EncryptionStore/keyChain(accountID:sessionID:generations:)``).
+public struct KeyChain: Sendable, Equatable {
+    /// Generation `g` wrapped by `g + 1`, for each `g` of the range that has a newer generation, ascending.
+    public var older: [WrappedAccountKey] = []
+    /// Hand-overs sealed to the asking session, ascending by the generation they bring.
+    public var handovers: [(generation: UInt32, handover: KeyHandover)] = []
+    /// Hand-overs sealed to the password's public key, ascending.
+    public var passwordHandovers: [(generation: UInt32, handover: KeyHandover)] = []
+    /// Hand-overs sealed to the recovery key's public key, ascending.
+    public var recoveryHandovers: [(generation: UInt32, handover: KeyHandover)] = []
+
+    public init() {}
+
+    public static func == (a: KeyChain, b: KeyChain) -> Bool {
+        a.older == b.older && a.handovers.elementsEqual(b.handovers, by: { $0 == $1 })
+            && a.passwordHandovers.elementsEqual(b.passwordHandovers, by: { $0 == $1 })
+            && a.recoveryHandovers.elementsEqual(b.recoveryHandovers, by: { $0 == $1 })
     }
 }
 
@@ -40,11 +111,14 @@ public struct SessionRecord: Sendable, Equatable {
     /// When the session last made an authenticated request, Unix milliseconds, kept to the minute (see
     /// ``NoteStore/markSessionSeen(id:accountID:at:ifBefore:)``); nil until its first request after sign-in.
     public var lastSeenAt: Int64?
+    /// The device's X25519 public key, when it gave one at sign-in (``SignInRequest/devicePublicKey``).
+    public var devicePublicKey: DevicePublicKey?
 
     public init(
         id: FlakeID, accountID: FlakeID, tokenHash: String, deviceName: String?, origin: FlakeID?, createdAt: Int64,
-        lastSeenAt: Int64? = nil
+        lastSeenAt: Int64? = nil, devicePublicKey: DevicePublicKey? = nil
     ) {
+        self.devicePublicKey = devicePublicKey
         self.id = id
         self.accountID = accountID
         self.tokenHash = tokenHash
@@ -167,12 +241,16 @@ public struct StoredNote: Sendable, Equatable {
     public var tags: [String]
     public var pinned: Bool
     public var archived: Bool
+    /// The edit ID of the change that wrote the current content (``NoteRecord/editID``); nil for notes last written
+    /// before the server kept it.
+    public var editID: FlakeID?
 
     public init(
         accountID: FlakeID, serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String,
         deleted: Bool, conflictOf: FlakeID?, changeSeq: Int64, createdAt: Int64, updatedAt: Int64, editedAt: Int64? = nil,
-        tags: [String] = [], pinned: Bool = false, archived: Bool = false
+        tags: [String] = [], pinned: Bool = false, archived: Bool = false, editID: FlakeID? = nil
     ) {
+        self.editID = editID
         self.tags = tags
         self.pinned = pinned
         self.archived = archived
@@ -205,7 +283,8 @@ public struct StoredNote: Sendable, Equatable {
         NoteRecord(
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
             conflictOf: conflictOf, updatedAt: times.format(unixMilliseconds: updatedAt),
-            editedAt: times.format(unixMilliseconds: editedAt ?? updatedAt), tags: tags, pinned: pinned, archived: archived
+            editedAt: times.format(unixMilliseconds: editedAt ?? updatedAt), tags: tags, pinned: pinned, archived: archived,
+            editID: editID
         )
     }
 }
@@ -232,11 +311,14 @@ public struct StoredVersion: Sendable, Equatable {
     public var savedAt: Int64
     /// The device name of the session that pushed it, if it gave one.
     public var device: String?
+    /// The edit ID of the change that wrote it; nil for versions saved before the server kept it.
+    public var editID: FlakeID?
 
     public init(
         accountID: FlakeID, serverID: FlakeID, version: Int64, text: String, deleted: Bool, tags: [String], pinned: Bool,
-        archived: Bool, editedAt: Int64, savedAt: Int64, device: String?
+        archived: Bool, editedAt: Int64, savedAt: Int64, device: String?, editID: FlakeID? = nil
     ) {
+        self.editID = editID
         self.accountID = accountID
         self.serverID = serverID
         self.version = version
@@ -255,14 +337,15 @@ public struct StoredVersion: Sendable, Equatable {
         self.init(
             accountID: note.accountID, serverID: note.serverID, version: note.version, text: note.text, deleted: note.deleted,
             tags: note.tags, pinned: note.pinned, archived: note.archived, editedAt: note.editedAt ?? savedAt,
-            savedAt: savedAt, device: device)
+            savedAt: savedAt, device: device, editID: note.editID)
     }
 
     /// The version as the history endpoint returns it, its times formatted through `times`.
     public func record(times: inout WireTime.Cache) -> NoteVersion {
         NoteVersion(
             version: version, text: text, deleted: deleted, tags: tags, pinned: pinned, archived: archived,
-            editedAt: times.format(unixMilliseconds: editedAt), savedAt: times.format(unixMilliseconds: savedAt), device: device)
+            editedAt: times.format(unixMilliseconds: editedAt), savedAt: times.format(unixMilliseconds: savedAt), device: device,
+            editID: editID)
     }
 }
 

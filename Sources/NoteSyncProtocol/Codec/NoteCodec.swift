@@ -155,6 +155,7 @@ extension NoteRecord {
         private static let tags = NoteKeys.record.quoted(.tags)
         private static let pinned = NoteKeys.record.quoted(.pinned)
         private static let archived = NoteKeys.record.quoted(.archived)
+        private static let editID = NoteKeys.record.quoted(.editID)
 
         mutating func record(_ record: NoteRecord) {
             bytes.append(UInt8(ascii: "{"))
@@ -192,6 +193,10 @@ extension NoteRecord {
                 field(Self.archived)
                 bool(archived)
             }
+            if let editID = record.editID {
+                field(Self.editID)
+                quotedInteger(editID.rawValue)
+            }
             bytes.append(UInt8(ascii: "}"))
         }
 
@@ -211,7 +216,7 @@ extension NoteRecord {
     static func read(_ reader: inout JSONByteReader) -> NoteRecord? {
         var serverID: FlakeID?, clientID: FlakeID?, origin: FlakeID?, version: Int64?, text: String?, deleted: Bool?
         var conflictOf: FlakeID?, updatedAt: String?, editedAt: String?
-        var tags: [String]?, pinned: Bool?, archived: Bool?
+        var tags: [String]?, pinned: Bool?, archived: Bool?, editID: FlakeID?
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = NoteKeys.record.match(name), seen & bit == 0 else { return false }
@@ -229,6 +234,7 @@ extension NoteRecord {
             case .tags: return reader.optional(&tags) { $0.strings() }
             case .pinned: return reader.optional(&pinned) { $0.bool() }
             case .archived: return reader.optional(&archived) { $0.bool() }
+            case .editID: return reader.optional(&editID) { $0.id() }
             }
         }
         guard complete, let serverID, let clientID, let origin, let version, let text, let deleted, let updatedAt
@@ -236,6 +242,6 @@ extension NoteRecord {
         return NoteRecord(
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
             conflictOf: conflictOf, updatedAt: updatedAt, editedAt: editedAt, tags: tags, pinned: pinned,
-            archived: archived)
+            archived: archived, editID: editID)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NoteSyncProtocol
 
 /// `notesyncd stats [--json]`: the store's counts and size (``StoreStatistics``).
 public struct StatsCommand: AsyncParsableCommand {
@@ -24,6 +25,7 @@ public struct StatsCommand: AsyncParsableCommand {
         try OperatorOutput.print(statistics, json: json) {
             [
                 ["accounts", "\(statistics.accounts) (\(statistics.disabledAccounts) disabled)"],
+                ["encryption", Self.encryptionLine(statistics.encryption ?? [:])],
                 ["devices", "\(statistics.sessions)"],
                 ["notes", "\(statistics.notes) (+ \(statistics.tombstones) deleted)"],
                 ["text", "\(statistics.textBytes) bytes"],
@@ -33,5 +35,12 @@ public struct StatsCommand: AsyncParsableCommand {
                 ["database", "\(statistics.databaseBytes) bytes"],
             ]
         }
+    }
+
+    /// `3 plaintext, 2 encrypted, 1 reset`: accounts by encryption state, in ``EncryptionState`` order, states with
+    /// none left out (`0 accounts` when there are none).
+    static func encryptionLine(_ counts: [String: Int]) -> String {
+        let parts = EncryptionState.allCases.compactMap { state in counts[state.rawValue].map { "\($0) \(state.rawValue)" } }
+        return parts.isEmpty ? "0 accounts" : parts.joined(separator: ", ")
     }
 }

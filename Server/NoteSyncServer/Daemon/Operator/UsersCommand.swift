@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 
 /// `notesyncd users ...`: accounts, for the operator. Each subcommand opens the store with
@@ -100,16 +101,33 @@ public struct UsersCommand: AsyncParsableCommand {
 
         public func run() async throws {
             let password = try self.password.read()
-            let name = try await store.withStore { opened in
+            let (name, encrypted) = try await store.withStore { opened in
                 let account = try await opened.account(named: username)
                 let hashing = PasswordHashing.bcrypt(cost: opened.bcryptCost)
+                guard account.encryption == .plaintext else {
+                    // The credential of an encrypted account is the AuthKey of its password, with its own salt.
+                    let authKey = try await EncryptedReset.authKey(of: password.text, account: account, store: opened.store)
+                    let hash = try await hashing.run { $0.hash(authKey) }
+                    guard let keys = opened.store as? any EncryptionStore,
+                        try await keys.resetEncryptedPassword(accountID: account.id, passwordHash: hash)
+                    else {
+                        throw OperatorError("no account named '\(username)'")
+                    }
+                    return (account.username, true)
+                }
                 let hash = try await hashing.run { $0.hash(password.text) }
                 guard try await opened.store.resetPassword(accountID: account.id, passwordHash: hash) else {
                     throw OperatorError("no account named '\(username)'")
                 }
-                return account.username
+                return (account.username, false)
             }
-            OperatorOutput.line("password of \(name) reset; every device of it is signed out")
+            if encrypted {
+                OperatorOutput.line(
+                    "password of \(name) reset; every device of it is signed out; the account is end-to-end encrypted: "
+                        + "its notes open again only with its recovery key (notes encryption recover), not with this password alone")
+            } else {
+                OperatorOutput.line("password of \(name) reset; every device of it is signed out")
+            }
             password.printIfGenerated()
         }
     }
@@ -185,6 +203,25 @@ extension UsersCommand {
                 return (account.username, notes)
             }
             OperatorOutput.line("deleted \(name) with its \(notes) note\(notes == 1 ? "" : "s"); the username is free again")
+        }
+    }
+}
+
+/// The operator's reset of an end-to-end encrypted account's password (`notesyncd users reset-password`).
+enum EncryptedReset {
+    /// The AuthKey (its wire form) `password` gives under the account's KDF parameters: what the account's devices
+    /// will send when they sign in with it. The account's own cost is followed, whatever it is (the simulation's
+    /// testing cost included), up to NoteCrypto's maximum.
+    ///
+    /// - Throws: ``OperatorError`` when the store has no keys for the account or the KDF cannot run.
+    static func authKey(of password: String, account: AccountRecord, store: any NoteStore) async throws -> String {
+        guard let keys = try await (store as? any EncryptionStore)?.encryptionKeys(accountID: account.id) else {
+            throw OperatorError("the encrypted account '\(account.username)' has no keys in the store")
+        }
+        do {
+            return try PasswordKDF.deriveKeys(password: password, parameters: keys.kdf, policy: .allowInsecureForTesting).authKey.serverPassword
+        } catch {
+            throw OperatorError("cannot derive the new password's key: \(error)")
         }
     }
 }

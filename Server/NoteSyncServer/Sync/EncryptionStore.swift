@@ -1,0 +1,69 @@
+import MiniFlake
+import NoteCrypto
+import NoteSyncProtocol
+
+/// What a store keeps for end-to-end encrypted accounts beyond ``NoteStore``: the accounts' key material (opaque
+/// blobs, see ``AccountKeys``), their rotations' hand-overs, and the server's own secrets. Both stores implement it
+/// and share its conformance suite; the account's state and generation live on its row (``AccountRecord``), and an
+/// encrypted account's keys are written with it by ``NoteStore/createAccount(_:)``.
+public protocol EncryptionStore: Sendable {
+    /// The server secret named `name`, made by `make` and stored the first time it is asked for (one transaction:
+    /// two daemons asking at once get the same secret). Never served to a client.
+    func serverSecret(named name: String, orCreate make: @Sendable () -> [UInt8]) async throws -> [UInt8]
+
+    /// The key material of an account that is not plaintext, nil otherwise (or when there is no such account).
+    func encryptionKeys(accountID: FlakeID) async throws -> AccountKeys?
+
+    /// The account's key chain over `generations`: each generation `g` of the range wrapped by `g + 1` (those the
+    /// store has), and the hand-overs of the range's generations sealed to `sessionID` and to the password, ascending.
+    func keyChain(accountID: FlakeID, sessionID: FlakeID, generations: ClosedRange<UInt32>) async throws -> KeyChain
+
+    /// Stores a rotation in one transaction, if the account's generation is still `generation - 1` (and it is not
+    /// plaintext): the account's generation becomes `generation`, `older` (generation − 1 wrapped by it) joins the
+    /// key chain, and each hand-over is kept for its recipient. A session recipient must be one of the account's.
+    func rotateKeys(accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])
+        async throws -> RotationOutcome
+
+    /// An encrypted account's password change, in one transaction: when `rotation` is given it is applied first as
+    /// ``rotateKeys(accountID:generation:older:handovers:)`` does (refused whole when stale or naming another
+    /// account's session); then, if the account is at `keys.wrappedKey`'s generation (else
+    /// ``RotationOutcome/stale(current:)``, nothing stored), the account's KDF parameters, password-wrapped key and password public key are
+    /// replaced (`keys.recoveryWrappedKey` and `keys.recoveryPublicKey` are left as stored), its password hash too, and
+    /// its sessions but `keepingSession` deleted. Returns the rotation's outcome (``RotationOutcome/rotated`` also
+    /// without one) and how many sessions were deleted; ``RotationOutcome/stale(current:)`` with `current` 0 when
+    /// the account is plaintext or gone.
+    func changeEncryptedPassword(
+        accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID,
+        rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
+    ) async throws -> (RotationOutcome, revokedSessions: Int)
+
+    /// Sets up a plaintext account that holds no note (tombstones included) as encrypted at generation 1, in one
+    /// transaction: its keys, its new password hash, its state; its sessions but `keepingSession` deleted.
+    func setUpEncryption(accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID) async throws -> SetUpOutcome
+
+    /// The operator's reset of an encrypted account's password (`notesyncd users reset-password`): replaces the
+    /// password hash (the bcrypt of the new password's AuthKey), marks the account ``EncryptionState/reset`` and
+    /// deletes its sessions, in one transaction. Returns false when there is no such account or it is plaintext.
+    func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool
+}
+
+/// What ``EncryptionStore/rotateKeys(accountID:generation:older:handovers:)`` did.
+public enum RotationOutcome: Sendable, Equatable {
+    /// Stored: the account is at the new generation.
+    case rotated
+    /// Nothing stored: the account is at `current`, not the generation before the one asked for (or is plaintext:
+    /// `current` 0).
+    case stale(current: UInt32)
+    /// Nothing stored: a hand-over names a session that is not one of the account's.
+    case unknownSession(FlakeID)
+}
+
+/// What ``EncryptionStore/setUpEncryption(accountID:passwordHash:keys:keepingSession:)`` did.
+public enum SetUpOutcome: Sendable, Equatable {
+    /// Set up; this many other sessions were deleted.
+    case done(revokedSessions: Int)
+    /// Nothing stored: the account is not plaintext (or is gone).
+    case notPlaintext
+    /// Nothing stored: the account holds notes.
+    case hasNotes
+}
