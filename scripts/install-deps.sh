@@ -3,9 +3,9 @@
 # postgresql-client for `notesyncd backup` on PostgreSQL (pg_dump, pg_restore), tmux and vim-tiny for the tests that
 # drive `notes` and a real editor in a terminal, chromium (headless, with fonts-dejavu-core) for the tests that open
 # notes-sim's reports in a browser, libsodium-dev for NoteCrypto's end-to-end encryption (Sources/CSodium: headers,
-# the library and its pkg-config file). systemd-analyze (package systemd) checks deploy/'s units when present.
+# the library and its pkg-config file). gdb prints a hung test run's stacks (scripts/watched.sh). systemd-analyze (package systemd) checks deploy/'s units when present.
 set -euo pipefail
-packages=(libsqlite3-dev libcurl4-openssl-dev libsodium-dev postgresql postgresql-client python3 sqlite3 tmux vim-tiny chromium fonts-dejavu-core)
+packages=(libsqlite3-dev libcurl4-openssl-dev libsodium-dev postgresql postgresql-client python3 sqlite3 tmux vim-tiny chromium fonts-dejavu-core gdb)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -32,6 +32,7 @@ else
   # can hold every thread of the cooperative pool for tens of seconds, and their daemons' tasks then miss the
   # deadlines the tests assert. Each passes in seconds alone.
   timed='LiveSync|OperatorSignOutEndToEnd'
-  swift test --skip-build --skip "$timed"
-  swift test --skip-build --filter "$timed"
+  # Each under a watchdog: a test that hangs fails the run within minutes, with the stacks of what it waits on.
+  bash scripts/watched.sh swift test --skip-build --skip "$timed"
+  bash scripts/watched.sh swift test --skip-build --filter "$timed"
 fi

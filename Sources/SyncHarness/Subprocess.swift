@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -18,6 +19,8 @@ public enum Subprocess {
     public enum Input: Sendable {
         case null
         case file(String)
+        /// A descriptor of this process (a pseudo-terminal's slave, say), duplicated into the child.
+        case descriptor(Int32)
     }
 
     /// Where a child's standard output or error goes.
@@ -32,6 +35,8 @@ public enum Subprocess {
         case pipe
         /// The same as the other stream (`2>&1` for standard error, `1>&2` for standard output).
         case otherStream
+        /// A descriptor of this process (a pseudo-terminal's slave, say), duplicated into the child.
+        case descriptor(Int32)
     }
 
     /// Starts `executable` (an absolute path) with `arguments`.
@@ -52,11 +57,14 @@ public enum Subprocess {
         switch stdin {
         case .null: posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         case .file(let path): posix_spawn_file_actions_addopen(&actions, 0, path, O_RDONLY, 0)
+        case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, 0)
         }
         var pipeEnds: [Int32] = [-1, -1]
         if case .pipe = stdout {
             guard pipe(&pipeEnds) == 0 else { throw SubprocessError("pipe failed: \(String(cString: strerror(errno)))") }
-            _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)
+            // Both ends close-on-exec (the child gets the writing end by a duplication, which clears it): no other
+            // child may hold the writing end, or its reader would see end of file only when that child exits.
+            for fd in pipeEnds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
         }
         func redirect(_ output: Output, to fd: Int32, other: Int32) {
@@ -66,12 +74,13 @@ public enum Subprocess {
             case .file(let path, let append):
                 posix_spawn_file_actions_addopen(&actions, fd, path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0o644)
             case .otherStream: posix_spawn_file_actions_adddup2(&actions, other, fd)
+            case .descriptor(let source): posix_spawn_file_actions_adddup2(&actions, source, fd)
             }
         }
         // Standard output first, so `2>&1` copies where it now goes; `1>&2` copies this process's standard error.
         redirect(stdout, to: 1, other: 2)
         redirect(stderr, to: 2, other: 1)
-        for fd in openDescriptors() where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+        closeEverythingAboveStandardStreams(&actions)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -117,6 +126,25 @@ public enum Subprocess {
         let status = await child.waitForExit(timeLimit: timeLimit)
         return (status, (try? String(contentsOfFile: file, encoding: .utf8)) ?? "")
     }
+
+    /// Adds the file action that closes every descriptor above 2 in the child. glibc 2.34 and later do it in one
+    /// action, race-free (`posix_spawn_file_actions_addclosefrom_np`, looked up at run time: Swift's Glibc module
+    /// does not export it); elsewhere each descriptor open now is closed, which misses one another thread opens
+    /// between this listing and the spawn.
+    static func closeEverythingAboveStandardStreams(_ actions: inout posix_spawn_file_actions_t) {
+        if let closeFrom = closeFromAction, closeFrom(&actions, 3) == 0 { return }
+        for fd in openDescriptors() where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+    }
+
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let closeFromAction: CloseFrom? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: CloseFrom.self)
+        #else
+        return nil
+        #endif
+    }()
 
     /// This process's open descriptors (from `/proc/self/fd`; where there is none, every number below the
     /// descriptor limit). Closing one that is no longer open is harmless in a spawn's file actions.
@@ -204,6 +232,28 @@ public final class ChildProcess: Sendable {
         }
         limit?.cancel()
         return status
+    }
+
+    /// SIGTERM, then waits on this thread (blocking) at most `grace` for the exit; SIGKILL after that. For `defer`
+    /// blocks, which cannot await: a child that ignores SIGTERM holds the calling thread for `grace`, not forever.
+    @discardableResult
+    public func stopBlocking(grace: Duration = .seconds(20)) -> Termination {
+        signal(SIGTERM)
+        let exited = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { [self] in
+            _ = waitBlocking()
+            exited.signal()
+        }
+        let (seconds, attoseconds) = grace.components
+        if exited.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) == .timedOut {
+            state.withLock { state in
+                guard !state.exited else { return }
+                kill(pid, SIGKILL)
+                state.timedOut = true
+            }
+            exited.wait()
+        }
+        return waitBlocking()
     }
 
     /// Waits on this thread (blocking).

@@ -201,25 +201,22 @@ struct AccountsEndToEndTests {
         return try await NotesE2E.blocking {
             let master = try NotesE2E.openPseudoTerminal()
             defer { close(master) }
-            var number: CInt = 0
-            guard ioctl(master, NotesE2E.getPTYNumber, &number) == 0 else { throw NotesE2EError("cannot name the pseudo-terminal") }
-            let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
-            guard slave >= 0 else { throw NotesE2EError("cannot open the pseudo-terminal's slave") }
+            let slave = try NotesE2E.openSlave(of: master)
             let scratch = try NotesE2E.temporaryDirectory("pty")
             defer { try? FileManager.default.removeItem(at: scratch) }
-            let process = Process()
-            process.executableURL = NotesE2E.notesBinary
-            process.arguments = arguments + ["--home", home.path]
             var environment = ProcessInfo.processInfo.environment
             for key in ["NOTES_HOME", "EDITOR", "VISUAL", "XDG_DATA_HOME"] { environment.removeValue(forKey: key) }
             environment["HOME"] = scratch.path
             environment["TERM"] = "dumb"
-            process.environment = environment
-            let handle = FileHandle(fileDescriptor: slave, closeOnDealloc: false)
-            process.standardInput = handle
-            process.standardOutput = handle
-            process.standardError = handle
-            try process.run()
+            let process: ChildProcess
+            do {
+                process = try Subprocess.spawn(
+                    NotesE2E.notesBinary.path, arguments + ["--home", home.path], environment: environment,
+                    stdin: .descriptor(slave), stdout: .descriptor(slave), stderr: .descriptor(slave))
+            } catch {
+                close(slave)
+                throw error
+            }
             close(slave)  // only the child holds the terminal now: reading ends (EIO) when it exits
 
             var seen: [UInt8] = []
@@ -232,7 +229,8 @@ struct AccountsEndToEndTests {
                 let ready = poll(&poller, 1, 1000)
                 if ready == 0 {
                     if Date() > deadline {
-                        kill(process.processIdentifier, SIGKILL)
+                        process.signal(SIGKILL)
+                        _ = process.waitBlocking()
                         throw NotesE2EError("no prompt within 60 s; the terminal shows: \(String(decoding: seen, as: UTF8.self))")
                     }
                     continue
@@ -250,11 +248,11 @@ struct AccountsEndToEndTests {
                     }
                 }
             }
-            process.waitUntilExit()
+            let status = process.waitBlocking()
             guard pending.isEmpty else {
                 throw NotesE2EError("never asked \(pending.map(\.0)); the terminal shows: \(String(decoding: seen, as: UTF8.self))")
             }
-            return TerminalRun(status: process.terminationStatus, output: String(decoding: seen, as: UTF8.self))
+            return TerminalRun(status: status.code, output: String(decoding: seen, as: UTF8.self))
         }
     }
 }

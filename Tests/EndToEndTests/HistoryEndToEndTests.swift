@@ -21,7 +21,7 @@ struct HistoryEndToEndTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try await OperatorsEndToEndTests.storeArguments(backend, directory: directory)
         let daemon = try await OperatorsEndToEndTests.start(store + ["--sign-up", "open", "--bcrypt-cost", "4", "--history-days", "30"], directory: directory)
-        defer { daemon.child.signal(SIGTERM); _ = daemon.child.waitBlocking() }
+        defer { daemon.child.stopBlocking() }
         let api = try OperatorsEndToEndTests.client(daemon.url)
         #expect(try api.decode(ServerInfo.self, try await api.call(.info)).history?.retentionDays == 30)
 

@@ -27,7 +27,7 @@ struct InvitesEndToEndTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try await Operators.storeArguments(backend, directory: directory) + ["--bcrypt-cost", "4"]
         let daemon = try await Operators.start(store + ["--sign-up", "invite"], directory: directory)
-        defer { daemon.child.signal(SIGTERM); _ = daemon.child.waitBlocking() }
+        defer { daemon.child.stopBlocking() }
 
         // The operator makes a one-use code; it is printed once, and only there.
         let created = try await Operators.notesyncd(
@@ -107,7 +107,7 @@ struct InvitesEndToEndTests {
         #expect(refused.status == 1 && refused.stderr.contains("does not take sign-ups"), "\(refused)")
         await closed.terminate()
         let open = try await Operators.start(store + ["--sign-up", "open"], directory: directory)
-        defer { open.child.signal(SIGTERM); _ = open.child.waitBlocking() }
+        defer { open.child.stopBlocking() }
         #expect(try await Self.signUp(open.url, "bob", invite: "0000-0000-0000-0000-0000-0000-0000").status == 0)
         // The code was not used by either.
         let listed = try await Operators.notesyncd(["invites", "list", "--json"] + store)

@@ -32,11 +32,20 @@ enum NotesE2E {
 
     /// Opens a new pseudo-terminal master, unlocked.
     static func openPseudoTerminal() throws -> Int32 {
-        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard master >= 0 else { throw NotesE2EError("cannot open /dev/ptmx") }
         var unlock: CInt = 0
         guard ioctl(master, setPTYLock, &unlock) == 0 else { throw NotesE2EError("cannot unlock the pseudo-terminal") }
         return master
+    }
+
+    /// Opens the slave of a pseudo-terminal `master` (close-on-exec: a child gets it only by a duplication).
+    static func openSlave(of master: Int32) throws -> Int32 {
+        var number: CInt = 0
+        guard ioctl(master, getPTYNumber, &number) == 0 else { throw NotesE2EError("cannot name the pseudo-terminal") }
+        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard slave >= 0 else { throw NotesE2EError("cannot open the pseudo-terminal's slave") }
+        return slave
     }
 
     /// A fresh temporary directory.
@@ -75,8 +84,7 @@ final class NotesE2EServer: Sendable {
 
     /// SIGTERM, waits for the exit (blocking: it runs in `defer`), removes the data directory.
     func stop() {
-        daemon.child.signal(SIGTERM)
-        _ = daemon.child.waitBlocking()
+        daemon.child.stopBlocking()
         try? FileManager.default.removeItem(at: directory)
     }
 }
@@ -116,80 +124,78 @@ struct NotesDevice: Sendable {
     }
 
     /// Runs `notes ARGS --home HOME` with `stdin` as standard input (never a terminal, so no editor or prompt).
+    ///
+    /// A run that outlives 5 minutes is killed (and its status says so): a test that would hang fails instead.
     func run(_ arguments: [String], stdin: String = "", withHome: Bool = true) async throws -> NotesRun {
-        try await NotesE2E.blocking { try runBlocking(arguments, stdin: stdin, withHome: withHome, killWhenStderrShows: nil) }
+        let scratch = try NotesE2E.temporaryDirectory("run")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let input = scratch.appendingPathComponent("stdin").path
+        let output = scratch.appendingPathComponent("stdout").path
+        let errors = scratch.appendingPathComponent("stderr").path
+        try Data(stdin.utf8).write(to: URL(fileURLWithPath: input))
+        let child = try Subprocess.spawn(
+            NotesE2E.notesBinary.path, withHome ? arguments + ["--home", home.path] : arguments,
+            environment: Self.environment(home: scratch), stdin: .file(input), stdout: .file(output), stderr: .file(errors))
+        let status = await child.waitForExit(timeLimit: .seconds(300))
+        let stderr = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        return NotesRun(
+            status: status.code, stdout: (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
+            stderr: status == .timedOut ? stderr + "\n(killed: still running after 5 minutes)" : stderr)
+    }
+
+    /// The environment of a `notes` run: this process's, without what would point it elsewhere, with `HOME` at
+    /// `home` and a dumb terminal.
+    static func environment(home: URL) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["NOTES_HOME", "EDITOR", "VISUAL", "XDG_DATA_HOME"] { environment.removeValue(forKey: key) }
+        environment["HOME"] = home.path
+        environment["TERM"] = "dumb"
+        return environment
     }
 
     /// Like ``run(_:stdin:)``, with stderr on a pseudo-terminal (so `notes` draws its progress line); the process
     /// is killed with SIGKILL as soon as `marker` appears on it.
     func runKilling(_ arguments: [String], stdin: String = "", when marker: String) async throws -> NotesRun {
-        try await NotesE2E.blocking { try runBlocking(arguments, stdin: stdin, withHome: true, killWhenStderrShows: marker) }
+        try await NotesE2E.blocking { try runBlocking(arguments, stdin: stdin, killWhenStderrShows: marker) }
     }
 
-    private func runBlocking(
-        _ arguments: [String], stdin: String, withHome: Bool, killWhenStderrShows marker: String?
-    ) throws -> NotesRun {
+    private func runBlocking(_ arguments: [String], stdin: String, killWhenStderrShows marker: String) throws -> NotesRun {
         let scratch = try NotesE2E.temporaryDirectory("run")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let inputFile = scratch.appendingPathComponent("stdin")
-        let outputFile = scratch.appendingPathComponent("stdout")
-        let errorFile = scratch.appendingPathComponent("stderr")
-        try Data(stdin.utf8).write(to: inputFile)
-        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-
-        let process = Process()
-        process.executableURL = NotesE2E.notesBinary
-        process.arguments = withHome ? arguments + ["--home", home.path] : arguments
-        var environment = ProcessInfo.processInfo.environment
-        for key in ["NOTES_HOME", "EDITOR", "VISUAL", "XDG_DATA_HOME"] { environment.removeValue(forKey: key) }
-        environment["HOME"] = scratch.path
-        environment["TERM"] = "dumb"
-        process.environment = environment
-        process.standardInput = try FileHandle(forReadingFrom: inputFile)
-        process.standardOutput = try FileHandle(forWritingTo: outputFile)
-
-        var master: Int32 = -1
-        var slaveHandle: FileHandle?
-        if marker != nil {
-            master = try NotesE2E.openPseudoTerminal()
-            var number: CInt = 0
-            guard ioctl(master, NotesE2E.getPTYNumber, &number) == 0 else { throw NotesE2EError("cannot name the pseudo-terminal") }
-            let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
-            guard slave >= 0 else { throw NotesE2EError("cannot open the pseudo-terminal's slave") }
-            slaveHandle = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
-            process.standardError = slaveHandle
-        } else {
-            process.standardError = try FileHandle(forWritingTo: errorFile)
+        let input = scratch.appendingPathComponent("stdin").path
+        let output = scratch.appendingPathComponent("stdout").path
+        try Data(stdin.utf8).write(to: URL(fileURLWithPath: input))
+        let master = try NotesE2E.openPseudoTerminal()
+        defer { close(master) }
+        let slave = try NotesE2E.openSlave(of: master)
+        let child: ChildProcess
+        do {
+            child = try Subprocess.spawn(
+                NotesE2E.notesBinary.path, arguments + ["--home", home.path], environment: Self.environment(home: scratch),
+                stdin: .file(input), stdout: .file(output), stderr: .descriptor(slave))
+        } catch {
+            close(slave)
+            throw error
         }
-        try process.run()
-
+        // Only the child may hold the terminal open, so that reading it ends when the child exits.
+        close(slave)
         var killed = false
-        var terminalText = ""
-        if let marker {
-            // Only the child may hold the terminal open, so that reading it ends when the child exits.
-            try? slaveHandle?.close()
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            var seen: [UInt8] = []
-            while true {
-                let count = read(master, &buffer, buffer.count)
-                if count <= 0 { break }  // EIO: the child closed the terminal (it exited)
-                seen.append(contentsOf: buffer[0..<count])
-                if String(decoding: seen, as: UTF8.self).contains(marker) {
-                    kill(process.processIdentifier, SIGKILL)
-                    killed = true
-                    break
-                }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var seen: [UInt8] = []
+        while true {
+            let count = read(master, &buffer, buffer.count)
+            if count <= 0 { break }  // EIO: the child closed the terminal (it exited)
+            seen.append(contentsOf: buffer[0..<count])
+            if String(decoding: seen, as: UTF8.self).contains(marker) {
+                child.signal(SIGKILL)
+                killed = true
+                break
             }
-            terminalText = String(decoding: seen, as: UTF8.self)
-            close(master)
         }
-        process.waitUntilExit()
-        let stdout = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
-        let stderr = marker == nil ? ((try? String(contentsOf: errorFile, encoding: .utf8)) ?? "") : terminalText
+        let status = child.waitBlocking()
         return NotesRun(
-            status: process.terminationStatus, stdout: stdout, stderr: stderr,
-            killed: killed && process.terminationReason == .uncaughtSignal)
+            status: status.code, stdout: (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
+            stderr: String(decoding: seen, as: UTF8.self), killed: killed && status == .signaled(SIGKILL))
     }
 
     /// Live notes' texts, sorted, from `notes list --json`.

@@ -201,18 +201,10 @@ struct NotesEndToEndTests {
         // A home that is a file.
         let file = device.home.deletingLastPathComponent().appendingPathComponent("a-file")
         try Data("x".utf8).write(to: file)
-        let unreadable = try await NotesE2E.blocking {
-            let process = Process()
-            process.executableURL = NotesE2E.notesBinary
-            process.arguments = ["list", "--home", file.path]
-            let errors = Pipe()
-            process.standardError = errors
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return NotesRun(status: process.terminationStatus, stdout: "", stderr: text)
-        }
+        let errors = device.home.deletingLastPathComponent().appendingPathComponent("errors").path
+        let child = try Subprocess.spawn(NotesE2E.notesBinary.path, ["list", "--home", file.path], stdout: .null, stderr: .file(errors))
+        let status = await child.waitForExit(timeLimit: .seconds(120))
+        let unreadable = NotesRun(status: status.code, stdout: "", stderr: (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
         expectFailure(unreadable, status: 1, containing: "is not a directory")
 
         // A server that is not a FlakeNotes server, and one that is not there at all.

@@ -19,7 +19,7 @@ struct OperatorSignOutEndToEndTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = ["--data-dir", directory.appendingPathComponent("data").path]
         let (daemon, metricsURL) = try await Self.startWithMetrics(store, directory: directory)
-        defer { daemon.child.signal(SIGTERM); _ = daemon.child.waitBlocking() }
+        defer { daemon.child.stopBlocking() }
         let api = APIClient(transport: URLSessionTransport(baseURL: try #require(URL(string: daemon.url)), timeout: 60))
         let phone = try await api.account("alice")
 

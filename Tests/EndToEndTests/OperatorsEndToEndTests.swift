@@ -73,7 +73,7 @@ struct OperatorsEndToEndTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try await Self.storeArguments(backend, directory: directory) + ["--bcrypt-cost", "4"]
         let daemon = try await Self.start(store + ["--sign-up", "closed"], directory: directory)
-        defer { daemon.child.signal(SIGTERM); _ = daemon.child.waitBlocking() }
+        defer { daemon.child.stopBlocking() }
         let api = try Self.client(daemon.url)
 
         let added = try await Self.notesyncd(["users", "add", "Alice"] + store + ["--password-stdin"], stdin: NotesE2E.password + "\n")
@@ -190,7 +190,7 @@ struct OperatorsEndToEndTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try await Self.storeArguments(backend, directory: directory) + ["--bcrypt-cost", "4"]
         let daemon = try await Self.start(store + ["--sign-up", "closed"], directory: directory)
-        defer { daemon.child.signal(SIGTERM); _ = daemon.child.waitBlocking() }
+        defer { daemon.child.stopBlocking() }
         let api = try Self.client(daemon.url)
         for name in ["alice", "bob"] {
             let added = try await Self.notesyncd(["users", "add", name] + store + ["--password-stdin"], stdin: NotesE2E.password + "\n")
@@ -315,7 +315,7 @@ struct OperatorsEndToEndTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try await Self.storeArguments(backend, directory: directory)
         let daemon = try await Self.start(store, directory: directory)
-        defer { daemon.child.signal(SIGTERM); _ = daemon.child.waitBlocking() }
+        defer { daemon.child.stopBlocking() }
         let api = try Self.client(daemon.url)
         let session = try await api.account("pusher")
 
@@ -357,7 +357,7 @@ struct OperatorsEndToEndTests {
         let check = try await Self.notesyncd(["check"] + restored)
         #expect(check.status == 0, "\(check.output)")
         let fresh = try await Self.start(restored, directory: directory)
-        defer { fresh.child.signal(SIGTERM); _ = fresh.child.waitBlocking() }
+        defer { fresh.child.stopBlocking() }
         let restoredAPI = try Self.client(fresh.url)
         let signedIn = try await restoredAPI.signIn("pusher")
         let notes = try await restoredAPI.pullAll(signedIn.token)
@@ -437,7 +437,7 @@ struct OperatorsEndToEndTests {
         let port = try DaemonProcess.freePort()
         let daemon = try await Self.start(
             ["--data-dir", directory.appendingPathComponent("data").path, "--metrics-address", "127.0.0.1:\(port)"], directory: directory)
-        defer { daemon.child.signal(SIGTERM); _ = daemon.child.waitBlocking() }
+        defer { daemon.child.stopBlocking() }
         let api = try Self.client(daemon.url)
         let metricsURL = try #require(URL(string: "http://127.0.0.1:\(port)/metrics"))
         func scrape() async throws -> String {

@@ -36,6 +36,38 @@ import Glibc
         }
     }
 
+    /// A descriptor handed over (a pseudo-terminal's slave, say) is the child's standard stream, and the child holds
+    /// nothing else: its reader sees end of file as soon as the child exits.
+    @Test func aDescriptorHandedOverIsTheChildsStreamAndNothingElseLeaks() async throws {
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        // No close-on-exec on purpose: the child must get the writing end only as its standard output.
+        let child = try Subprocess.spawn("/bin/sh", ["-c", "echo hi; ls /proc/$$/fd"], stdout: .descriptor(ends[1]))
+        close(ends[1])
+        let reading = ends[0]
+        let output = try await Subprocess.blocking {
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while case let count = read(reading, &buffer, buffer.count), count > 0 { bytes += buffer[0..<count] }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(await child.waitForExit(timeLimit: .seconds(600)) == .exited(0))
+        #expect(output == "hi\n0\n1\n2\n")
+    }
+
+    /// `stopBlocking` (the tests' `defer` blocks) asks with SIGTERM and does not wait past its grace for a child that
+    /// ignores it.
+    @Test func stopBlockingTerminatesAndKillsAChildThatIgnoresTheAsking() async throws {
+        let polite = try Subprocess.spawn("/bin/sh", ["-c", "echo ready; exec sleep 600"], stdout: .pipe)
+        _ = try await Subprocess.blocking { try polite.readLine { $0 == "ready" ? true : nil } }
+        #expect(try await Subprocess.blocking { polite.stopBlocking(grace: .seconds(600)) } == .signaled(SIGTERM))
+
+        let deaf = try Subprocess.spawn("/bin/sh", ["-c", "trap '' TERM; echo ready; exec sleep 600"], stdout: .pipe)
+        _ = try await Subprocess.blocking { try deaf.readLine { $0 == "ready" ? true : nil } }
+        #expect(try await Subprocess.blocking { deaf.stopBlocking(grace: .milliseconds(200)) } == .timedOut)
+    }
+
     @Test func reportsTheExitStatusAndKillsACommandPastItsLimit() async throws {
         func shell(_ command: String, _ limit: Duration = .seconds(600)) async throws -> Termination {
             try await Subprocess.spawn("/bin/sh", ["-c", command]).waitForExit(timeLimit: limit)

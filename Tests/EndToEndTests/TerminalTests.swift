@@ -74,12 +74,9 @@ final class TmuxSession: Sendable {
     /// when the terminal goes) ends with the test: no tmux server, editor or `notes` outlives it. (A pane waiting
     /// in `sleep` instead outlived its server and held `swift test`'s output pipe open until it ended.)
     deinit {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.tmux)
-        process.arguments = ["-S", socket, "kill-server"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        if (try? process.run()) != nil { process.waitUntilExit() }
+        if let child = try? Subprocess.spawn(Self.tmux, ["-S", socket, "kill-server"], stdout: .null, stderr: .null) {
+            _ = child.waitBlocking()
+        }
         unlink(socket)
     }
 }

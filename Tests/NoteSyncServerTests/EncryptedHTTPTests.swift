@@ -32,10 +32,8 @@ struct EncryptedHTTPTests {
     }
 
     static func exercise(_ configuration: ServerConfiguration) async throws {
-        let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { _ in })
         let user = EncryptedUser("alice", now: SystemFlakeClock.precise.unixMilliseconds())
-        try await app.test(.live) { client in
-            let api = APIClient(http: client)
+        try await LiveDaemon.serve(configuration) { port, _ in try await LiveDaemon.withHTTPClient(port: port) { api in
             let unknown = try api.decode(PreloginResponse.self, try await api.call(.prelogin, json: PreloginRequest(username: "alice")))
             #expect(unknown.encrypted && unknown.kdf?.opsLimit == Int64(KDFCost.production.opsLimit))
             let created = try api.decode(AccountResponse.self, try await api.call(.signUp, json: user.signUpRequest))
@@ -59,6 +57,6 @@ struct EncryptedHTTPTests {
             #expect(pulled.count == 1 && pulled[0].editID == id(11) && pulled[0].version == 2)
             let sessions = try api.decode(SessionListResponse.self, try await api.call(.sessions, token: phone.token))
             #expect(Set(sessions.sessions.compactMap(\.publicKey)) == [user.device.publicKey.text])
-        }
+        } }
     }
 }

@@ -29,6 +29,30 @@ extension APIClient {
     }
 }
 
+extension APIClient {
+    /// Sends requests over a live socket through HummingbirdTesting's `TestClient`, keeping the connection alive
+    /// between requests (as `.live`'s own client does). Response header names are lowercased.
+    init(live client: TestClient) {
+        self.init { request, contentType in
+            var uri = request.path
+            if !request.query.isEmpty {
+                uri += "?" + request.query.map { "\($0.0)=\(percentEncoded($0.1))" }.joined(separator: "&")
+            }
+            var headers = HTTPFields()
+            headers[.connection] = "keep-alive"
+            if let token = request.bearerToken { headers[.authorization] = "Bearer \(token)" }
+            if let contentType { headers[.contentType] = contentType }
+            let response = try await client.execute(
+                TestClient.Request(
+                    uri, method: HTTPRequest.Method(request.method.rawValue)!, authority: "localhost", headers: headers,
+                    body: request.body.map { ByteBuffer(bytes: $0) }))
+            return WireResponse(
+                status: response.status.code, headers: lowercasedHeaders(response.headers),
+                body: response.body.map { Data($0.readableBytesView) } ?? Data())
+        }
+    }
+}
+
 func lowercasedHeaders(_ fields: HTTPFields) -> [String: String] {
     var headers: [String: String] = [:]
     for field in fields { headers[field.name.canonicalName] = field.value }

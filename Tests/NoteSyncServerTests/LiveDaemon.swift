@@ -1,7 +1,9 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOCore
 import NoteSyncProtocol
 import ServiceLifecycle
 import Testing
@@ -36,39 +38,79 @@ enum LiveDaemon {
         _ body: @Sendable (_ port: Int, _ group: ServiceGroup) async throws -> Void
     ) async throws {
         try await withConfiguration(configure) { configuration in
-            let (lines, listening) = AsyncStream.makeStream(of: String.self)
-            let app = try await buildApplication(
-                configuration: configuration, logger: testLogger, changeFeed: feed, onListening: { listening.yield($0) })
-            let group = ServiceGroup(configuration: .init(services: [app], logger: testLogger))
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await group.run() }
-                var iterator = lines.makeAsyncIterator()
-                let line = try #require(await iterator.next(), "the daemon did not start")
-                let port = try #require(line.split(separator: ":").last.flatMap { Int($0) }, "\(line)")
-                do {
-                    try await body(port, group)
-                } catch {
-                    await group.triggerGracefulShutdown()
-                    throw error
-                }
-                await group.triggerGracefulShutdown()
-                try await tasks.waitForAll()
-            }
+            try await serve(configuration, feed: feed, body)
         }
     }
 
-    /// Runs the application through HummingbirdTesting's `.live` (a real socket on a free port); `body` gets the port
-    /// and a typed client. `.live` rebuilds the server's configuration from its address alone, dropping the connection
-    /// cap: test that with ``run(feed:_:_:)``.
+    /// Runs the application on a real socket (a free loopback port) with the test's configuration, its connection cap
+    /// included; `body` gets the port and a typed client over HTTP.
     static func test(
         _ configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: @Sendable (_ port: Int, _ api: APIClient) async throws -> Void
     ) async throws {
         try await withConfiguration(configure) { configuration in
-            let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { _ in })
-            try await app.test(.live) { client in
-                let port = try #require(client.port)
-                try await body(port, APIClient(http: client))
+            try await serve(configuration) { port, _ in
+                try await withHTTPClient(port: port) { api in try await body(port, api) }
             }
         }
     }
+
+    /// Runs the application built from `configuration` in a service group of the test's own until `body` returns,
+    /// then shuts it down gracefully and waits for it.
+    ///
+    /// A daemon that stops before it listens (a PostgreSQL start past its deadline on a loaded machine, say) fails the
+    /// test with its error. (HummingbirdTesting's `.live` waited forever for the port of such an application, and
+    /// so did this launcher's first version for its listening line: each hung a whole CI run.)
+    static func serve(
+        _ configuration: ServerConfiguration, feed: ChangeFeed? = nil,
+        _ body: @Sendable (_ port: Int, _ group: ServiceGroup) async throws -> Void
+    ) async throws {
+        let (lines, listening) = AsyncStream.makeStream(of: String.self)
+        let app = try await buildApplication(
+            configuration: configuration, logger: testLogger, changeFeed: feed, onListening: { listening.yield($0) })
+        let group = ServiceGroup(configuration: .init(services: [app], logger: testLogger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                // However the daemon ends, the wait for its listening line below ends too.
+                defer { listening.finish() }
+                try await group.run()
+            }
+            var iterator = lines.makeAsyncIterator()
+            guard let line = await iterator.next() else {
+                try await tasks.waitForAll()  // the daemon's own error, when it failed
+                throw LiveDaemonError("the daemon stopped before it listened")
+            }
+            guard let port = line.split(separator: ":").last.flatMap({ Int($0) }) else {
+                await group.triggerGracefulShutdown()
+                throw LiveDaemonError("no port in the listening line \(line)")
+            }
+            do {
+                try await body(port, group)
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// A typed client over HTTP to the loopback `port` (one kept-alive connection) for the duration of `body`.
+    static func withHTTPClient<T: Sendable>(port: Int, _ body: (APIClient) async throws -> T) async throws -> T {
+        let client = TestClient(host: "localhost", port: port, configuration: .init(timeout: .seconds(20)))
+        client.connect()
+        do {
+            let value = try await body(APIClient(live: client))
+            try await client.shutdown()
+            return value
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+}
+
+/// A live daemon that did not start or answer as a test expected.
+struct LiveDaemonError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -23,10 +23,7 @@ struct LiveServerTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
         configuration.signUp = .open
-        let app = try await buildApplication(configuration: configuration, logger: testLogger, onListening: { _ in })
-
-        try await app.test(.live) { client in
-            let api = APIClient(http: client)
+        try await LiveDaemon.serve(configuration) { port, _ in try await LiveDaemon.withHTTPClient(port: port) { api in
             let origin = id(4242)
             try await api.signUp("alice")
             let first = try await api.signIn("alice", device: "laptop", origin: origin)
@@ -77,6 +74,19 @@ struct LiveServerTests {
             // Requests carry a request id.
             let health = try await api.call(.health)
             #expect(health.headers["x-request-id"]?.isEmpty == false)
+        } }
+    }
+
+    /// A daemon that stops before it listens (here its metrics port is taken) fails the test with its error. The
+    /// tests' launcher waited forever for such a daemon's listening line (and HummingbirdTesting's `.live` for its
+    /// port), which hung whole CI runs when a loaded machine made a PostgreSQL start miss its deadline.
+    @Test func aDaemonThatStopsBeforeListeningFailsItsTestRatherThanHangingIt() async throws {
+        try await LiveDaemon.run { port, _ in
+            await #expect(throws: ListenerError.self) {
+                try await LiveDaemon.run({ $0.metricsAddress = MetricsAddress(host: "127.0.0.1", port: port) }) { _, _ in
+                    Issue.record("a daemon listened with its metrics port taken")
+                }
+            }
         }
     }
 
