@@ -39,6 +39,9 @@ PY
       fi
       echo "=== its children:" >&2
       ps -o pid,stat,etime,args --ppid "$tests" >&2 || true
+      # swift test starts it in a process group of its own: the group kill below does not reach it.
+      pkill -KILL -P "$tests" 2>/dev/null || true
+      kill -KILL "$tests" 2>/dev/null || true
     done
     kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
