@@ -85,10 +85,12 @@ enum NoteSealing {
         }
     }
 
-    /// Seals `entry`'s note (text, tags, flags, `baseSeq + 1`) for exactly its edit, under the ring's current key.
+    /// Seals `entry`'s note (text, tags, flags, `baseSeq + 1`) for exactly its edit, under the ring's current key. A
+    /// delete sends no text (the server keeps none for a tombstone).
     static func seal(_ entry: OutboxEntry, baseSeq: UInt64, keys: AccountKeyRing) throws(NotesError) -> SealedChange {
-        let state = entry.tagsAndFlags ?? TagsAndFlags()
         let seq = min(baseSeq, NotePayload.maximumSeq - 1) + 1
+        if entry.deleted { return SealedChange(text: "", seq: seq) }
+        let state = entry.tagsAndFlags ?? TagsAndFlags()
         let payload = NotePayload(text: entry.text, tags: state.tags, pinned: state.pinned, archived: state.archived, seq: seq)
         let context = NoteEnvelope.Context(account: keys.account, clientID: entry.clientID, origin: entry.origin, editID: entry.editID)
         do {
@@ -100,8 +102,9 @@ enum NoteSealing {
 
     /// What opening a pulled record gives.
     enum Opening: Sendable {
-        /// The record with its text, tags and flags from the envelope, and the payload's `seq`.
-        case opened(NoteRecord, seq: UInt64)
+        /// The record with its text, tags and flags from the envelope, and the payload's `seq` (nil for a tombstone,
+        /// which the server stores without text).
+        case opened(NoteRecord, seq: UInt64?)
         /// Why the device refuses it.
         case refused(TamperedNote)
     }
@@ -115,6 +118,9 @@ enum NoteSealing {
         func refused(_ reason: String) -> Opening {
             .refused(TamperedNote(serverID: record.serverID, clientID: record.clientID, origin: record.origin, reason: reason))
         }
+        // A delete's tombstone has no text on the server (a plaintext account's neither): nothing to open. A server
+        // can always withhold a note; it cannot make one say anything.
+        if record.deleted && record.text.isEmpty { return .opened(record, seq: nil) }
         guard let editID = record.editID else { return refused("the server did not say which edit wrote it") }
         let payload: NotePayload
         do {
