@@ -246,6 +246,25 @@ import TestSupport
         #expect(try a.texts() == ["alice's"])
     }
 
+    @Test func historyVersionsAreOpenedOnTheDeviceAndRestoreTheirText() async throws {
+        let files = try FileServer()
+        let (a, b, _) = try await Self.twoDevices(files)
+        let note = try a.add("canary first", tags: ["canarytag"])
+        try await a.syncOK()
+        _ = try a.edit(note.id, text: "canary second")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first)
+        let history = try await b.history(onB.id)
+        #expect(history.versions.map(\.text) == ["canary first", "canary second"])
+        #expect(history.versions.map(\.tags) == [["canarytag"], ["canarytag"]])
+        _ = try await b.restore(onB.id, version: 1)
+        try await b.syncOK()
+        try await a.syncOK()
+        #expect(try a.texts() == ["canary first"])
+        #expect(try files.occurrences(of: "canary") == 0)
+    }
+
     @Test func aSignInRefusesAServersDowngradedPasswordCost() async throws {
         let files = try FileServer()
         let a = try Self.device(files.server, seed: 1)

@@ -100,6 +100,39 @@ enum NoteSealing {
         }
     }
 
+    /// The payload of an envelope's text `text`, which must have been sealed for exactly the edit `editID` of the note
+    /// (`clientID`, `origin`) of `keys`' account.
+    static func payload(
+        of text: String, editID: FlakeID, clientID: FlakeID, origin: FlakeID, keys: AccountKeyRing
+    ) throws(NoteCryptoError) -> NotePayload {
+        let envelope = try NoteEnvelope(text: text)
+        let context = NoteEnvelope.Context(account: keys.account, clientID: clientID, origin: origin, editID: editID)
+        return try NotePayload(decoding: NoteEnvelope.open(envelope, expecting: context, keys: keys).plaintext)
+    }
+
+    /// A history version of an encrypted account's note, opened (a delete's, without text, as it is).
+    ///
+    /// - Throws: `encryption` when it does not open as that note's edit: the server altered or swapped it.
+    static func open(_ version: NoteVersion, clientID: FlakeID, origin: FlakeID, keys: AccountKeyRing) throws(NotesError) -> NoteVersion {
+        if version.deleted && version.text.isEmpty { return version }
+        guard let editID = version.editID else {
+            throw NotesError(.encryption, "Version \(version.version) of the note does not say which edit wrote it; its history was not kept (tampered).")
+        }
+        let payload: NotePayload
+        do {
+            payload = try Self.payload(of: version.text, editID: editID, clientID: clientID, origin: origin, keys: keys)
+        } catch {
+            throw NotesError(
+                .encryption, "Version \(version.version) of the note does not open as its edit \(editID): \(error.description) Its history was not kept (tampered).")
+        }
+        var opened = version
+        opened.text = payload.text
+        opened.tags = payload.tags
+        opened.pinned = payload.pinned
+        opened.archived = payload.archived
+        return opened
+    }
+
     /// What opening a pulled record gives.
     enum Opening: Sendable {
         /// The record with its text, tags and flags from the envelope, and the payload's `seq` (nil for a tombstone,
@@ -124,9 +157,7 @@ enum NoteSealing {
         guard let editID = record.editID else { return refused("the server did not say which edit wrote it") }
         let payload: NotePayload
         do {
-            let envelope = try NoteEnvelope(text: record.text)
-            let context = NoteEnvelope.Context(account: keys.account, clientID: record.clientID, origin: record.origin, editID: editID)
-            payload = try NotePayload(decoding: NoteEnvelope.open(envelope, expecting: context, keys: keys).plaintext)
+            payload = try Self.payload(of: record.text, editID: editID, clientID: record.clientID, origin: record.origin, keys: keys)
         } catch {
             return refused("it does not open as this note's edit \(editID): \(error.description)")
         }
