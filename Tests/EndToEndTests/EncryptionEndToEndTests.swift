@@ -61,6 +61,7 @@ struct EncryptionEndToEndTests {
         #expect(try await a.texts() == final)
         #expect(try await b.texts() == final)
 
+        #expect(ok(try await b.run(["status"])).stdout.contains("end-to-end encrypted"))
         #expect(try occurrences(of: "canary", in: server) == 0)
     }
 }

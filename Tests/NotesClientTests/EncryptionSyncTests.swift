@@ -80,17 +80,26 @@ import TestSupport
         _ = try report.sync.get()
         let recovery = try #require(report.recoveryKey)
         #expect(throws: Never.self) { try RecoveryKey(parsing: recovery) }
+        #expect(try a!.status().encrypted)
+        // A plaintext sign-up stores no key and is not encrypted.
+        let plain = try Self.device(files.server, seed: 5)
+        let plainReport = try await plain.signUp(server: TestServer.url, username: "bob", password: Self.password)
+        _ = try plainReport.sync.get()
+        #expect(plainReport.recoveryKey == nil)
+        #expect(try !plain.status().encrypted)
         let account = try #require(try a!.account()).accountID
         _ = try await a!.signOut()
         a = nil
         // Reopened and signed out, the device still holds the key ring and its key pair (the notes stay readable).
         let reopened = try Self.device(files.server, seed: 1, home: home)
+        #expect(try !reopened.status().encrypted, "signed out")
         let (ring, pair) = try reopened.store.read { tx in (try tx.keyRing(of: account), try tx.deviceKeyPair()) }
         #expect(ring?.generations == [1])
         let again = try reopened.store.read { tx in try tx.deviceKeyPair() }
         #expect(pair.publicKey == again.publicKey)
-        let plain = try reopened.store.read { tx in try Row.fetchAll(tx.db, sql: "SELECT * FROM account_keys") }
-        #expect(plain.count == 1)
+        // One ring, alice's.
+        let rows = try reopened.store.read { tx in try Row.fetchAll(tx.db, sql: "SELECT account_id FROM account_keys") }
+        #expect(rows.map { $0[0] as Int64 } == [account.rawValue])
     }
 
     @Test func twoDevicesConvergeAndTheServerHoldsNoCanary() async throws {
@@ -100,6 +109,7 @@ import TestSupport
         _ = try a.pin(first.id)
         try await a.syncOK()
         try await b.syncOK()
+        #expect(try a.status().encrypted && b.status().encrypted)
         let seen = try #require(try b.notes().first)
         #expect(seen.text == "canaryalpha canarybravo\nsecond line")
         #expect(seen.tags == ["canarytag"])
