@@ -528,6 +528,7 @@ enum JSONValue: Decodable, Sendable, CustomStringConvertible {
         switch (type, self) {
         case ("string", .string), ("integer", .integer), ("boolean", .bool): true
         case ("time", .string(let text)): WireTime.parse(text) != nil
+        case ("object", .object(let fields)): fields.values.allSatisfy { if case .integer = $0 { true } else { false } }
         default: false
         }
     }
