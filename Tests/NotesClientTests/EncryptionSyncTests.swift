@@ -5,6 +5,7 @@ import NoteCrypto
 import NoteSyncProtocol
 import NoteSyncServer
 @testable import NotesClient
+import Synchronization
 import SyncHarness
 import Testing
 import TestSupport
@@ -49,10 +50,13 @@ import TestSupport
     }
 
     /// A device whose encrypted accounts hash passwords at the testing cost, which it explicitly accepts.
-    static func device(_ server: InProcessServer, seed: UInt64, home: URL? = nil, policy: KDFPolicy = .allowInsecureForTesting) throws -> NotesClient {
+    static func device(
+        _ server: InProcessServer, seed: UInt64, home: URL? = nil, policy: KDFPolicy = .allowInsecureForTesting,
+        transport: (any SyncTransport)? = nil
+    ) throws -> NotesClient {
         var environment = NotesEnvironment(
             clock: ManualFlakeClock(unixMilliseconds: testEpoch + Int64(seed % 1000) * 7), random: SplitMix64(seed: seed),
-            transport: NotesEnvironment.fixed(server.transport), sleep: { _ in }, retry: RetryPolicy(maxAttempts: 3),
+            transport: NotesEnvironment.fixed(transport ?? server.transport), sleep: { _ in }, retry: RetryPolicy(maxAttempts: 3),
             deviceName: "device-\(seed)")
         environment.kdfCost = .insecureForTesting
         environment.kdfPolicy = policy
@@ -293,5 +297,126 @@ import TestSupport
         } catch {
             #expect(error.code == .invalidCredentials)
         }
+    }
+
+    /// Records the paths a device sends and the passwords its credential requests carry; when told, answers every
+    /// prelogin that the account is plaintext (a server that tries to make a device send the password itself).
+    final class WatchedTransport: SyncTransport {
+        private let base: any SyncTransport
+        private let state = Mutex<(paths: [String], passwords: [String], downgrade: Bool)>(([], [], false))
+
+        init(_ base: any SyncTransport) { self.base = base }
+
+        var paths: [String] { state.withLock { $0.paths } }
+        /// The `password` and `currentPassword` fields of sign-ins, password changes and account deletions.
+        var passwords: [String] { state.withLock { $0.passwords } }
+        func prelogins() -> Int { paths.filter { $0 == Endpoint.prelogin.path }.count }
+        func downgrade(_ on: Bool) { state.withLock { $0.downgrade = on } }
+        func forget() { state.withLock { $0.paths = []; $0.passwords = [] } }
+
+        func send(_ request: WireRequest) async throws -> WireResponse {
+            var fields: [String] = []
+            if [Endpoint.signIn, .changePassword, .deleteAccount].map(\.path).contains(request.path), let body = request.body,
+                let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+            {
+                fields = ["password", "currentPassword"].compactMap { object[$0] as? String }
+            }
+            let downgrade = state.withLock { state in
+                state.paths.append(request.path)
+                state.passwords += fields
+                return state.downgrade
+            }
+            if downgrade && request.path == Endpoint.prelogin.path {
+                return WireResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"encrypted":false}"#.utf8))
+            }
+            return try await base.send(request)
+        }
+    }
+
+    @Test func aPlaintextAccountSignedInOnceSkipsPreloginAndAnEncryptedOneAlwaysAsks() async throws {
+        let files = try FileServer()
+        let watch = WatchedTransport(files.server.transport)
+        let bob = try Self.device(files.server, seed: 5, transport: watch)
+        _ = try await bob.signUp(server: TestServer.url, username: "bob", password: Self.password).sync.get()
+        #expect(watch.prelogins() == 1, "the first sign-in asks: \(watch.paths)")
+        _ = try await bob.signOut()
+        watch.forget()
+        _ = try await bob.signIn(server: TestServer.url, username: "BOB", password: Self.password).sync.get()
+        _ = try await bob.changePassword(current: Self.password, new: "another password")
+        #expect(watch.prelogins() == 0, "\(watch.paths)")
+        #expect(watch.passwords == [Self.password, Self.password])
+
+        let alice = try Self.device(files.server, seed: 1, transport: watch)
+        _ = try await alice.signUp(server: TestServer.url, username: "alice", password: Self.password, encrypted: true).sync.get()
+        _ = try await alice.signOut()
+        watch.forget()
+        _ = try await alice.signIn(server: TestServer.url, username: "alice", password: Self.password).sync.get()
+        _ = try await alice.changePassword(current: Self.password, new: "another password")
+        #expect(watch.prelogins() == 2, "\(watch.paths)")
+        #expect(watch.passwords.count == 2 && watch.passwords.allSatisfy { $0.count == 64 && $0 != Self.password })
+        // The new password opens the account's key on another device; the old one no longer signs in.
+        let other = try Self.device(files.server, seed: 3)
+        await #expect(throws: NotesError.self) {
+            _ = try await other.signIn(server: TestServer.url, username: "alice", password: Self.password)
+        }
+        _ = try await other.signIn(server: TestServer.url, username: "alice", password: "another password").sync.get()
+        #expect(try other.status().encrypted)
+    }
+
+    @Test func aDeviceThatHoldsAnAccountsKeysRefusesAPreloginThatCallsItPlaintext() async throws {
+        let files = try FileServer()
+        let watch = WatchedTransport(files.server.transport)
+        let a = try Self.device(files.server, seed: 1, transport: watch)
+        _ = try await a.signUp(server: TestServer.url, username: "alice", password: Self.password, encrypted: true).sync.get()
+        watch.downgrade(true)
+        watch.forget()
+        // Signed in: the password change and the deletion refuse before sending anything that proves the password.
+        do {
+            _ = try await a.changePassword(current: Self.password, new: "another password")
+            Issue.record("changed the password after a downgraded prelogin")
+        } catch {
+            #expect(error.code == .encryption, "\(error)")
+        }
+        do {
+            _ = try await a.deleteAccount(password: Self.password)
+            Issue.record("deleted the account after a downgraded prelogin")
+        } catch {
+            #expect(error.code == .encryption, "\(error)")
+        }
+        // Signed out: the sign-in refuses too, and sends no sign-in.
+        _ = try await a.signOut()
+        do {
+            _ = try await a.signIn(server: TestServer.url, username: "alice", password: Self.password)
+            Issue.record("signed in after a downgraded prelogin")
+        } catch {
+            #expect(error.code == .encryption, "\(error)")
+        }
+        #expect(watch.passwords.isEmpty, "\(watch.passwords)")
+        #expect(!watch.paths.contains(Endpoint.signIn.path), "\(watch.paths)")
+        watch.downgrade(false)
+        _ = try await a.signIn(server: TestServer.url, username: "alice", password: Self.password).sync.get()
+        #expect(try a.status().encrypted)
+    }
+
+    @Test func aDeviceThatKnewAUsernamePlaintextSignsInToItsEncryptedSuccessor() async throws {
+        let files = try FileServer()
+        let p = try Self.device(files.server, seed: 5)
+        _ = try await p.signUp(server: TestServer.url, username: "bob", password: Self.password).sync.get()
+        let watch = WatchedTransport(files.server.transport)
+        let d = try Self.device(files.server, seed: 6, transport: watch)
+        _ = try await d.signIn(server: TestServer.url, username: "bob", password: Self.password).sync.get()
+        let plaintextID = try #require(try d.account()).accountID
+        _ = try await d.signOut()
+        // bob is deleted and signed up again, encrypted: the device's memory of a plaintext account is out of date.
+        _ = try await p.deleteAccount(password: Self.password)
+        let e = try Self.device(files.server, seed: 7)
+        _ = try await e.signUp(server: TestServer.url, username: "bob", password: Self.password, encrypted: true).sync.get()
+        watch.forget()
+        _ = try await d.signIn(server: TestServer.url, username: "bob", password: Self.password).sync.get()
+        #expect(try d.status().encrypted)
+        #expect(try d.account()?.accountID != plaintextID)
+        // The password went once, as at the plaintext sign-in, then the AuthKey after the prelogin.
+        #expect(watch.prelogins() == 1, "\(watch.paths)")
+        #expect(watch.passwords.count == 2 && watch.passwords[0] == Self.password && watch.passwords[1].count == 64)
     }
 }

@@ -2,9 +2,22 @@ import Foundation
 import GRDB
 import MiniFlake
 import NoteCrypto
+import NoteSyncProtocol
 
 // End-to-end encryption's keys on the device (migration "v-e2ee-keys"): this installation's key pair, each encrypted
-// account's key ring, and the newest payload `seq` seen per note.
+// account's key ring, the newest payload `seq` seen per note, and which accounts a sign-in found plaintext.
+
+/// What this device knows, from its earlier sign-ins, about how an account on a server proves its password.
+enum CredentialMemory: Sendable, Equatable {
+    /// Never signed in to here (or forgotten): ask the server's prelogin.
+    case unknown
+    /// A sign-in sent the password and the server answered that the account is plaintext; this device holds no key of
+    /// it. A sign-in may send the password again without asking (the server had it at that sign-in already).
+    case plaintext
+    /// This device holds the account's keys: it is end-to-end encrypted, whatever a server says later. Its password
+    /// never leaves the device; a prelogin answer that says otherwise is a downgrade and is refused.
+    case encrypted
+}
 
 extension LocalStore.Transaction {
     /// This installation's key pair, made and stored on first use.
@@ -63,5 +76,33 @@ extension LocalStore.Transaction {
                 ON CONFLICT (account_id, client_id, origin) DO UPDATE SET seq = excluded.seq, edit_id = excluded.edit_id
                 """
         ).execute(arguments: [account.rawValue, clientID.rawValue, origin.rawValue, Int64(seq), editID.rawValue])
+    }
+
+    /// What this device knows about `username`'s account on `server` (its normalized URL text; the username is
+    /// compared in its canonical form, as the server stores it).
+    func credentialMemory(server: String, username: String) throws -> CredentialMemory {
+        guard let canonical = CredentialRules.canonicalUsername(username) else { return .unknown }
+        let row = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT EXISTS (SELECT 1 FROM account_keys WHERE account_id = k.account_id), k.plaintext
+                FROM known_accounts k WHERE k.server_url = ? AND k.username = ?
+                ORDER BY 1 DESC, k.account_id DESC LIMIT 1
+                """,
+            arguments: [server, canonical])
+        guard let row else { return .unknown }
+        if row[0] as Bool { return .encrypted }
+        return row[1] as Bool ? .plaintext : .unknown
+    }
+
+    /// Remembers whether the known account `account` signed in as plaintext (``CredentialMemory/plaintext``); never
+    /// for an account whose keys this device holds.
+    func setPlaintext(_ account: FlakeID, _ plaintext: Bool) throws {
+        try db.execute(
+            sql: """
+                UPDATE known_accounts SET plaintext = ? AND NOT EXISTS (SELECT 1 FROM account_keys WHERE account_id = ?)
+                WHERE account_id = ?
+                """,
+            arguments: [plaintext, account.rawValue, account.rawValue])
     }
 }

@@ -267,8 +267,12 @@ extension LocalStore {
             // - `note_seqs`: per note of an encrypted account, the newest payload `seq` and the edit ID that wrote it
             //   that this device has seen (pushed and accepted, or pulled and opened): a record with a lower `seq`, or
             //   the same `seq` and another edit, is a rollback and is refused. A pushed edit's `seq` is this one + 1.
+            // - `known_accounts.plaintext`: 1 once a sign-in sent the password itself and the server answered that the
+            //   account is plaintext; a later sign-in to it skips prelogin (see `LocalStore+Keys.swift`). Never 1 for an
+            //   account this device holds keys of.
             try db.execute(
                 sql: """
+                    ALTER TABLE known_accounts ADD COLUMN plaintext INTEGER NOT NULL DEFAULT 0;
                     CREATE TABLE device_key (id INTEGER PRIMARY KEY CHECK (id = 1), secret BLOB NOT NULL);
                     CREATE TABLE account_keys (
                         account_id INTEGER NOT NULL,

@@ -528,33 +528,46 @@ final class SyncEngine: Sendable {
         url: URL, server: String, username: String, password: String, unowned: UnownedNotes, wipe: Bool,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) -> SignInReport {
-        // Prelogin: an encrypted account's credential is the password's AuthKey (the password never leaves the
-        // device); a server without the endpoint (older) has plaintext accounts only.
         let anonymous = connection(to: url, server: server, token: nil)
+        let memory = try store.read { tx in try tx.credentialMemory(server: server, username: username) }
+        // An encrypted account's credential is the password's AuthKey (the password never leaves the device); the
+        // server's prelogin says how to derive it. An account this device signed in to as plaintext skips it: the
+        // password goes as at that sign-in, to the server that had it then (and a server can answer any prelogin
+        // `encrypted: false` for an account a device never saw encrypted anyway). An account this device holds keys
+        // of never skips it, and a prelogin that calls it plaintext is refused (a downgrade).
         var derived: DerivedKeys?
-        do throws(NotesError) {
-            let prelogin = try await anonymous.call(.prelogin, PreloginResponse.self, body: encodeBody(PreloginRequest(username: username)))
-            if prelogin.encrypted {
-                guard let kdf = prelogin.kdf else { throw NotesError.badResponse("a prelogin answer of an encrypted account without kdf") }
-                derived = try NoteSealing.derive(
-                    password: password, parameters: try NoteSealing.parameters(kdf, server: server), policy: environment.kdfPolicy)
-            }
-        } catch where error.httpStatus == 404 {
-            derived = nil
+        if memory != .plaintext {
+            derived = try await credentialKeys(username: username, password: password, memory: memory, connection: anonymous, server: server)
         }
         let devicePublicKey = try store.write { tx in try tx.deviceKeyPair().publicKey.text }
-        let request = SignInRequest(
+        var request = SignInRequest(
             username: username, password: derived?.authKey.serverPassword ?? password,
             deviceName: String(
                 String.UnicodeScalarView(environment.deviceName.unicodeScalars.filter { $0.properties.generalCategory != .control })
                     .prefix(SignInRequest.maxDeviceNameLength)),
             origin: origin, devicePublicKey: devicePublicKey)
-        let session = try await anonymous.call(.signIn, SignInResponse.self, body: encodeBody(request))
+        let session: SignInResponse
+        do {
+            session = try await anonymous.call(.signIn, SignInResponse.self, body: encodeBody(request))
+        } catch where memory == .plaintext && error.code == .invalidCredentials {
+            // Set up as encrypted since (by another device), or just a wrong password: the prelogin tells.
+            guard let keys = try await credentialKeys(username: username, password: password, memory: .unknown, connection: anonymous, server: server)
+            else { throw error }
+            derived = keys
+            request.password = keys.authKey.serverPassword
+            session = try await anonymous.call(.signIn, SignInResponse.self, body: encodeBody(request))
+        }
         var accountKey: AccountKey?
         if let encryption = session.encryption {
             guard let derived else { throw NotesError.badResponse("an encrypted account's sign-in after a plaintext prelogin") }
             accountKey = try NoteSealing.accountKey(encryption, account: session.accountID, keys: derived)
+        } else if try store.read({ tx in try tx.keyRing(of: session.accountID) }) != nil {
+            throw NotesError(
+                .encryption,
+                "The server \(server) says \(session.username)'s account is not end-to-end encrypted, but this device holds its keys: refusing to sync it (a server cannot downgrade an account).")
         }
+        // Remembered only when the password itself went and the server took it as a plaintext account's.
+        let plaintext = derived == nil && session.encryption == nil
 
         let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: server)
         let (plan, owners) = try store.write { tx in
@@ -581,6 +594,7 @@ final class SyncEngine: Sendable {
             try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
             if let accountKey { try tx.storeKeys([accountKey]) }
             try tx.rememberAccount(account)
+            try tx.setPlaintext(session.accountID, plaintext)
             if let cursor = plan.resumeCursor {
                 try tx.setCursor(cursor)
             } else if plan.reconciling {
@@ -598,6 +612,33 @@ final class SyncEngine: Sendable {
             result = .failure(error)
         }
         return SignInReport(account: account, reconciling: plan.reconciling, owners: owners, sync: result)
+    }
+
+    /// The keys of `username`'s password when its server's prelogin says the account is encrypted (the cost held to
+    /// the environment's ``KDFPolicy``), nil when it says plaintext (or the server has no prelogin: an older one, with
+    /// plaintext accounts only).
+    ///
+    /// - Throws: `encryption` when `memory` says this device holds the account's keys and the server says plaintext
+    ///   (a downgrade: nothing is sent), or the cost is out of bounds; the connection's errors.
+    func credentialKeys(
+        username: String, password: String, memory: CredentialMemory, connection: ServerConnection, server: String
+    ) async throws(NotesError) -> DerivedKeys? {
+        let prelogin: PreloginResponse?
+        do {
+            prelogin = try await connection.call(.prelogin, PreloginResponse.self, body: encodeBody(PreloginRequest(username: username)))
+        } catch where error.httpStatus == 404 {
+            prelogin = nil
+        }
+        guard let prelogin, prelogin.encrypted else {
+            if memory == .encrypted {
+                throw NotesError(
+                    .encryption,
+                    "The server \(server) says \(username)'s account is not end-to-end encrypted, but this device holds its keys: refusing to send the password (a server cannot downgrade an account). Nothing was sent.")
+            }
+            return nil
+        }
+        guard let kdf = prelogin.kdf else { throw NotesError.badResponse("a prelogin answer of an encrypted account without kdf") }
+        return try NoteSealing.derive(password: password, parameters: try NoteSealing.parameters(kdf, server: server), policy: environment.kdfPolicy)
     }
 
     /// Signs out (see ``NotesClient/signOut(wipe:)``): revokes the token when the server is reachable, then
