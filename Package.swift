@@ -84,6 +84,8 @@ let package = Package(
             name: "NotesClient",
             dependencies: [
                 "MiniFlake", "NoteSyncProtocol", "SQLiteSupport",
+                // End-to-end encryption (issue 32): keys, envelopes, payloads; the device's merge of encrypted notes.
+                "NoteCrypto", "NoteMerge",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // SHA-256 of attachment chunks and files.
@@ -157,7 +159,7 @@ let package = Package(
         .testTarget(
             name: "NotesClientTests",
             dependencies: [
-                "NotesClient", "NotesCommand", "NoteMerge", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "SQLiteSupport", "TestSupport",
+                "NotesClient", "NotesCommand", "NoteMerge", "NoteCrypto", "SyncHarness", "NoteSyncServer", "NoteSyncProtocol", "MiniFlake", "SQLiteSupport", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

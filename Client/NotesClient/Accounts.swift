@@ -35,6 +35,9 @@ public struct SignInReport: Sendable {
     /// The sync that followed the sign-in; a failure here leaves the installation signed in with its notes
     /// queued, and the next `sync()` finishes the job.
     public var sync: Result<SyncReport, NotesError>
+    /// A new end-to-end encrypted account's recovery key (a sign-up with `encrypted`), in its human form: show it
+    /// once; nothing keeps it. Nil otherwise.
+    public var recoveryKey: String? = nil
 }
 
 /// What a sign-in does with the notes written while signed out and never synced (no owner, see ``OwnerPlanner``).

@@ -1,5 +1,6 @@
 import Foundation
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 
 // The account's devices, its password, its deletion and its storage usage (issue 18): calls to the signed-in
@@ -92,8 +93,13 @@ extension NotesClient {
     /// Changes the account's password; every other device is signed out (this one stays signed in). Returns how
     /// many devices were signed out.
     ///
+    /// An end-to-end encrypted account (this device holds its keys) proves the current password by its AuthKey and
+    /// sends the account key re-wrapped by the new password, with the new password's KDF parameters (a new salt, the
+    /// environment's cost) and public key: one Argon2id per password on the device, no note re-uploaded.
+    ///
     /// - Throws: `invalid_input` (the new password breaks ``CredentialRules``), `invalid_credentials` (the current
-    ///   password is wrong: nothing changed), `server_error` (`too_many_attempts` among others), `not_signed_in`,
+    ///   password is wrong: nothing changed), `encryption` (the server's KDF cost is out of bounds, or it calls the
+    ///   account plaintext), `server_error` (`too_many_attempts`, `stale_generation` among others), `not_signed_in`,
     ///   `signed_out_by_server`, the connection's errors.
     public func changePassword(current: String, new: String) async throws(NotesError) -> Int {
         guard CredentialRules.isAcceptablePassword(new) else {
@@ -101,12 +107,25 @@ extension NotesClient {
                 .invalidInput,
                 "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) bytes, without NUL characters.")
         }
+        let proof = try await engine.passwordProof(current)
+        var request = ChangePasswordRequest(currentPassword: proof.credential, newPassword: new)
+        if let keys = proof.keys {
+            let parameters = KDFParameters.generate(cost: environment.kdfCost)
+            let next = try NoteSealing.derive(password: new, parameters: parameters, policy: environment.kdfPolicy)
+            request.newPassword = next.authKey.serverPassword
+            request.encryption = PasswordChangeEncryption(
+                kdf: NoteSealing.info(parameters), wrappedKey: keys.current.wrapped(by: next.wrapKey).text,
+                passwordPublicKey: next.passwordKeyPair.publicKey.text)
+        }
         do {
-            return try await engine.accountCall(
-                .changePassword, RevokedSessionsResponse.self,
-                body: encodeBody(ChangePasswordRequest(currentPassword: current, newPassword: new)), attempts: 1
-            ).revokedSessions
+            return try await engine.accountCall(.changePassword, RevokedSessionsResponse.self, body: encodeBody(request), attempts: 1)
+                .revokedSessions
         } catch {
+            if error.api?.code == .staleGeneration {
+                throw NotesError(
+                    .serverError, "Another device changed the account's keys meanwhile; sync, then change the password again. Nothing changed.",
+                    api: error.api, httpStatus: error.httpStatus)
+            }
             throw Self.wrongPassword(error, "Wrong password; the password was not changed.")
         }
     }
@@ -114,16 +133,19 @@ extension NotesClient {
     /// Deletes the signed-in account on its server: its notes, edits and sessions there, for every device. This
     /// device keeps the account's notes, as notes of no account (as if written while signed out, never synced):
     /// signing in to an account later asks whether to add them to it (`UnownedNotes`), and they go there as new
-    /// notes. The account is forgotten here.
+    /// notes. The account is forgotten here (with its keys, for an encrypted one, whose password is proved by its
+    /// AuthKey as at sign-in).
     ///
-    /// - Throws: `invalid_credentials` (wrong password: nothing deleted), `server_error` (`too_many_attempts` among
-    ///   others), `not_signed_in`, `signed_out_by_server`, the connection's errors.
+    /// - Throws: `invalid_credentials` (wrong password: nothing deleted), `encryption` (see
+    ///   ``changePassword(current:new:)``), `server_error` (`too_many_attempts` among others), `not_signed_in`,
+    ///   `signed_out_by_server`, the connection's errors.
     public func deleteAccount(password: String) async throws(NotesError) -> AccountDeletionReport {
         guard let account = try self.account() else {
             throw NotesError(.notSignedIn, "Not signed in; sign in to the account to delete first.")
         }
+        let proof = try await engine.passwordProof(password)
         do {
-            _ = try await engine.accountExchange(.deleteAccount, body: encodeBody(DeleteAccountRequest(password: password)))
+            _ = try await engine.accountExchange(.deleteAccount, body: encodeBody(DeleteAccountRequest(password: proof.credential)))
         } catch {
             throw Self.wrongPassword(error, "Wrong password; nothing was deleted.")
         }
@@ -153,7 +175,39 @@ extension NotesClient {
     }
 }
 
+/// How the signed-in account proves a password to its server (a password change, an account deletion).
+struct PasswordProof: Sendable {
+    /// What the request's password field carries: the password itself (a plaintext account) or its AuthKey.
+    var credential: String
+    /// The encrypted account's key ring on this device; nil for a plaintext account.
+    var keys: AccountKeyRing?
+}
+
 extension SyncEngine {
+    /// How the signed-in account proves `password`, as its sign-in does. This device holds the keys of an encrypted
+    /// account (its sign-in stored them), so it knows which it is without asking: a plaintext account sends the
+    /// password, as before; an encrypted one sends the AuthKey derived with the KDF parameters its server's prelogin
+    /// names (held to the environment's ``KDFPolicy``), and a prelogin that calls it plaintext is refused (a downgrade:
+    /// nothing is sent).
+    ///
+    /// - Throws: `not_signed_in`, `encryption`, the connection's errors.
+    func passwordProof(_ password: String) async throws(NotesError) -> PasswordProof {
+        let signedIn = try store.read { tx throws -> (Settings, AccountKeyRing?)? in
+            guard let settings = try tx.settings(), settings.token != nil, let accountID = settings.accountID else { return nil }
+            return (settings, try tx.keyRing(of: accountID))
+        }
+        guard let (settings, ring) = signedIn, let server = settings.serverURL, let username = settings.username, let url = URL(string: server)
+        else {
+            throw NotesError(.notSignedIn, "Not signed in; sign in with `notes login` first.")
+        }
+        guard let ring else { return PasswordProof(credential: password, keys: nil) }
+        let derived = try await credentialKeys(
+            username: username, password: password, memory: .encrypted, connection: connection(to: url, server: server, token: nil),
+            server: server)
+        guard let derived else { throw NotesError.badResponse("a prelogin answer that the encrypted account is plaintext") }
+        return PasswordProof(credential: derived.authKey.serverPassword, keys: ring)
+    }
+
     /// Sends a request of the signed-in session and returns its 2xx answer. On 401 the session is forgotten (notes
     /// kept), as a sync does.
     ///

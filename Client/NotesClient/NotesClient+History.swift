@@ -1,5 +1,6 @@
 import Foundation
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 
 // A note's history: every version the server kept of it (`GET /v1/notes/{serverID}/versions`), fetched when asked
@@ -92,13 +93,20 @@ extension NotesClient {
             throw NotesError(.notSignedIn, "Not signed in; sign in with `notes login` to fetch the note's history.")
         }
         let connection = engine.connection(to: url, server: server, token: token)
+        // An encrypted account's versions are envelopes: opened here, kept here in the clear as the notes are.
+        let keys = try store.read { tx in try settings.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
         var fetched: [NoteHistory.Version] = []
         var after = last
         do throws(NotesError) {
             while true {
                 let page = try await connection.call(NoteVersionsRequest(serverID: serverID, after: after))
                 let now = now
-                fetched += page.versions.map { NoteHistory.Version($0, now: now) }
+                for version in page.versions {
+                    let opened = try keys.map { keys throws(NotesError) in
+                        try NoteSealing.open(version, clientID: note.clientID, origin: note.origin, keys: keys)
+                    } ?? version
+                    fetched.append(NoteHistory.Version(opened, now: now))
+                }
                 guard page.hasMore else { break }
                 guard let next = page.versions.last?.version, next > after else {
                     throw NotesError.badResponse("a history page announced more versions without moving past version \(after)")

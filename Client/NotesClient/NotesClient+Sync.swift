@@ -1,5 +1,6 @@
 import Foundation
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 
 extension NotesClient {
@@ -21,13 +22,17 @@ extension NotesClient {
 
     /// Creates an account, then signs in to it (see ``signIn(server:username:password:progress:)``).
     ///
+    /// With `encrypted`, the account is end-to-end encrypted (Docs/SECURITY.md): the server never holds a readable
+    /// note, and the password itself is never sent. The report's ``SignInReport/recoveryKey`` is then the account's
+    /// recovery key, to show once: with it the notes come back after an operator's password reset.
+    ///
     /// - Parameter invite: An invite code from the server's operator (``InviteCode``; sent in canonical form), for a
     ///   server whose sign-up policy is `invite`.
     /// - Throws: `invalid_input` (username or password break ``CredentialRules``, an invite that is not of the form,
     ///   bad URL); `server_error` with `api.code` `username_taken`, `sign_up_closed`, `invite_required` or
     ///   `invalid_invite`; the transport errors of ``sync(progress:)``.
     public func signUp(
-        server: String, username: String, password: String, invite: String? = nil, unowned: UnownedNotes = .keepAside,
+        server: String, username: String, password: String, invite: String? = nil, encrypted: Bool = false, unowned: UnownedNotes = .keepAside,
         wipe: Bool = false, progress: (@Sendable (SyncProgress) -> Void)? = nil
     ) async throws(NotesError) -> SignInReport {
         let (url, serverText) = try Self.parseServer(server)
@@ -50,8 +55,10 @@ extension NotesClient {
             }
             code = canonicalCode
         }
+        let recoveryKey: String?
         do {
-            try await engine.signUp(url: url, server: serverText, username: canonical, password: password, invite: code)
+            recoveryKey = try await engine.signUp(
+                url: url, server: serverText, username: canonical, password: password, invite: code, encrypted: encrypted)?.humanForm
         } catch let error where error.api?.code == .inviteRequired {
             throw NotesError(
                 error.code, "The server \(serverText) takes sign-ups only with an invite code: ask its operator for one (`notes signup --invite CODE`).",
@@ -61,8 +68,10 @@ extension NotesClient {
                 error.code, "The invite code is not valid on \(serverText) (unknown, used up, expired or revoked): ask its operator for a new one.",
                 api: error.api, httpStatus: error.httpStatus)
         }
-        return try await signIn(
+        var report = try await signIn(
             server: server, username: canonical, password: password, unowned: unowned, wipe: wipe, progress: progress)
+        report.recoveryKey = recoveryKey
+        return report
     }
 
     /// Signs in to an account on `server` (this or another account), then syncs.

@@ -1,4 +1,5 @@
 import Foundation
+import NoteCrypto
 import MiniFlake
 
 /// Everything the client takes from the outside world, injected so tests and the simulation control it.
@@ -31,6 +32,11 @@ public struct NotesEnvironment: Sendable {
     /// The most bytes of attachment chunks the device keeps in its chunk cache (`chunks/` in the data directory) after
     /// a transfer: the chunks used least recently go first. 1 GiB by default.
     public var chunkCacheLimit: Int64 = ChunkCache.defaultLimit
+    /// The Argon2id cost a new encrypted account's password is hashed with (sign-up): ``KDFCost/production``.
+    public var kdfCost: KDFCost = .production
+    /// Which costs a sign-in accepts from a server's prelogin answer: ``KDFPolicy/enforceMinimum`` (a server cannot
+    /// downgrade or exhaust them); tests and the simulation allow ``KDFCost/insecureForTesting`` explicitly.
+    public var kdfPolicy: KDFPolicy = .enforceMinimum
 
     public init(
         clock: any FlakeClock = SystemFlakeClock.precise,

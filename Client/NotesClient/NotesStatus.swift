@@ -39,6 +39,8 @@ public struct NotesStatus: Sendable, Equatable {
     public var pullUnfinished: Bool = false
     /// The remembered server's largest note, in bytes (from the last sync), if known.
     public var maxNoteBytes: Int? = nil
+    /// The signed-in account is end-to-end encrypted (this device holds its keys); false signed out or plaintext.
+    public var encrypted = false
 
     /// Notes the next sync sends: those with changes (``pending``) but the ones refused until edited (a note refused
     /// for the quota is sent again).

@@ -75,6 +75,19 @@ public struct SyncReport: Sendable, Equatable {
     public var pending = 0
     /// How many push requests and pull pages were exchanged.
     public var requests = 0
+    /// Encrypted accounts: changes the server answered `stale` (the note changed there since the change's base); the
+    /// sync pulled, merged on this device and pushed again.
+    public var stale = 0
+    /// Encrypted accounts: notes merged on this device because another device's version came in while they had
+    /// changes waiting (the server cannot merge what it cannot read). A text that did not merge is in
+    /// ``deviceConflicts``.
+    public var deviceMerged = 0
+    /// Encrypted accounts: local IDs of notes whose text did not merge with another device's version: the note took
+    /// that version and this device's text went into a new conflict copy made here.
+    public var deviceConflicts: [Int64] = []
+    /// Encrypted accounts: pulled records this device refused (they do not open, or are older than what it has seen
+    /// of the note); each note keeps this device's copy.
+    public var tampered: [TamperedNote] = []
 
     public init() {}
 

@@ -8,6 +8,10 @@ struct SignUp: AsyncParsableCommand {
             The password is asked twice on the terminal, or read from standard input with --password-stdin. Without \
             --server, the server this device last used. A server that takes sign-ups only by invitation needs \
             --invite with the code its operator gave you.
+
+            The account is end-to-end encrypted: the server never holds a readable note, and the password never \
+            leaves this device. Its recovery key is shown once: keep it somewhere safe; with it your notes come back \
+            if the server's operator resets your password. --no-encryption creates a plaintext account instead.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -15,6 +19,10 @@ struct SignUp: AsyncParsableCommand {
     @OptionGroup var owners: OwnerOptions
     @Option(help: ArgumentHelp("The invite code from the server's operator (for a server that takes sign-ups by invitation).", valueName: "code"))
     var invite: String?
+    @Flag(
+        name: .customLong("no-encryption"),
+        help: "Create a plaintext account: the server's operator, and anyone with a copy of its database, can read the notes.")
+    var noEncryption = false
 
     func validate() throws {
         if credentials.username == nil { throw ValidationError("Missing --username.") }
@@ -36,9 +44,24 @@ struct SignUp: AsyncParsableCommand {
         }
         let report = try await ProgressLine.around { progress in
             try await client.signUp(
-                server: server, username: credentials.username!, password: password, invite: invite, unowned: unowned,
+                server: server, username: credentials.username!, password: password, invite: invite, encrypted: !noEncryption,
+                unowned: unowned,
                 wipe: owners.wipe, progress: progress)
         }
+        if noEncryption {
+            Console.warn("This account is not end-to-end encrypted: the server's operator can read its notes.")
+        }
         try printSignIn(report, verb: "Created the account", client: client, json: options.json)
+        if let recoveryKey = report.recoveryKey {
+            // Shown once, on the terminal only (standard error, so `--json` output stays the report): nothing keeps it.
+            Console.warn(
+                """
+                Your notes are end-to-end encrypted. Your recovery key (shown only now; write it down and keep it safe):
+
+                    \(recoveryKey)
+
+                Without your password and this key, nobody can read your notes on the server, not even its operator.
+                """)
+        }
     }
 }

@@ -31,6 +31,8 @@ struct Status: AsyncParsableCommand {
         var origin: String
         /// The account's storage on its server (signed in and the server answered).
         var storage: Storage?
+        /// Signed in: whether the account is end-to-end encrypted.
+        var encrypted: Bool?
 
         struct Storage: Encodable {
             var notes: Int64
@@ -67,11 +69,15 @@ struct Status: AsyncParsableCommand {
                         Output.Storage(
                             notes: $0.notes, textBytes: $0.textBytes, replayTextBytes: $0.replayTextBytes, maxNotes: $0.maxNotes,
                             maxTextBytes: $0.maxTextBytes)
-                    }))
+                    }, encrypted: status.account == nil ? nil : status.encrypted))
             return
         }
         if let account = status.account {
             Console.out("Account:    \(account.username) on \(account.serverURL)")
+            Console.out(
+                status.encrypted
+                    ? "Encryption: end-to-end encrypted (the server holds no readable note)"
+                    : "Encryption: none (plaintext: the server's operator can read the notes)")
         } else if let server = status.serverURL {
             Console.out("Account:    not signed in (last server: \(server)); sign in with `notes login`")
         } else {

@@ -35,6 +35,9 @@ struct SyncOutput: Encodable {
     var pulledConflictCopies: Int
     /// Notes deleted here that came back because another device edited them.
     var undeleted: [String]
+    /// Encrypted accounts: notes whose server version this device refused (it does not open, or is older than the
+    /// version this device has seen); each keeps this device's copy.
+    var tampered: [Failure]
 
     init(_ report: SyncReport, ids: [Int64: String]) {
         pushed = report.pushed
@@ -56,16 +59,17 @@ struct SyncOutput: Encodable {
         }
         failures = report.failures.map(failure)
         refused = report.refused.map(failure)
-        conflictNotes = report.conflictNotes.map { ids[$0] ?? String($0) }
+        conflictNotes = (report.conflictNotes + report.deviceConflicts).map { ids[$0] ?? String($0) }
         pulledConflictCopies = report.pulledConflictCopies
         undeleted = report.undeleted.map { ids[$0] ?? String($0) }
+        tampered = report.tampered.map { Failure(id: $0.clientID.base32, code: "tampered", message: $0.reason) }
     }
 }
 
 /// The display IDs a report names, looked up one by one (a sync may touch few of many notes).
 func reportIDs(_ report: SyncReport, client: NotesClient) throws -> [Int64: String] {
     var ids: [Int64: String] = [:]
-    let named = report.failures.map(\.noteID) + report.refused.map(\.noteID) + report.conflictNotes + report.undeleted
+    let named = report.failures.map(\.noteID) + report.refused.map(\.noteID) + report.conflictNotes + report.deviceConflicts + report.undeleted
     for noteID in Set(named) {
         if let note = try? client.note(noteID) { ids[noteID] = try client.displayID(of: note) }
     }
@@ -112,7 +116,7 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
         let found = report.matched == 0 ? "" : "; " + plural(report.matched, "note") + " of this device already on the server"
         Console.out("Synced: \(pushSummary(report)); \(received)\(found).")
         func id(_ noteID: Int64) -> String { ids[noteID] ?? "a note" }
-        for noteID in report.conflictNotes {
+        for noteID in report.conflictNotes + report.deviceConflicts {
             Console.warn(
                 "\(id(noteID)): your edit overlapped another device's: the note keeps the other device's text, and this device's text is in a conflict copy; see `notes conflicts --diff`, then `notes resolve`.")
         }
@@ -130,6 +134,14 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
         if report.pending > 0 {
             Console.warn("\(plural(report.pending, "note")) changed during the sync; run `notes sync` again to send them.")
         }
+        for tampered in report.tampered {
+            Console.warn(
+                "\(tampered.clientID.base32): the server's version was refused: \(tampered.reason). This device keeps its copy (tampered).")
+        }
+    }
+    if !report.tampered.isEmpty {
+        throw CommandFailure(
+            message: "\(plural(report.tampered.count, "note")) from the server did not pass the encryption checks (tampered); this device kept its own copies")
     }
     if !report.refused.isEmpty {
         throw CommandFailure(

@@ -90,6 +90,10 @@ public struct DerivedKeys: Sendable {
     public let authKey: AuthKey
     /// What wraps the account key; never leaves the device, never stored.
     public let wrapKey: WrapKey
+    /// The password's X25519 key pair: its public half goes to the server (`passwordPublicKey`), and key hand-overs
+    /// of later generations are sealed to it, so a device that later signs in with the password opens them. Never
+    /// stored.
+    public let passwordKeyPair: DeviceKeyPair
 }
 
 /// The password's stand-in at the server: the client sends ``serverPassword`` where it sent the password, and the
@@ -124,13 +128,15 @@ public struct WrapKey: Sendable, Equatable, RedactedSecret {
 /// Password → Argon2id → two independent keys.
 ///
 /// `master = Argon2id(NFC(password), salt, ops, mem)` (32 bytes, `crypto_pwhash`, parallelism 1), then with
-/// libsodium's BLAKE2b KDF (`crypto_kdf_derive_from_key`, subkey 1): ``AuthKey`` under context `FN-auth1` and
-/// ``WrapKey`` under `FN-wrap1`. The master is wiped at once. The password is normalised to Unicode NFC first, so
+/// libsodium's BLAKE2b KDF (`crypto_kdf_derive_from_key`, subkey 1): ``AuthKey`` under context `FN-auth1`,
+/// ``WrapKey`` under `FN-wrap1`, and the seed of the password's X25519 key pair (``DerivedKeys/passwordKeyPair``)
+/// under `FN-pkey1`. The master is wiped at once. The password is normalised to Unicode NFC first, so
 /// the same password typed on systems that compose accents differently gives the same keys.
 public enum PasswordKDF {
     /// The KDF contexts (exactly 8 bytes each, libsodium's `crypto_kdf_CONTEXTBYTES`).
     static let authContext = "FN-auth1"
     static let wrapContext = "FN-wrap1"
+    static let passwordKeyContext = "FN-pkey1"
 
     /// Derives both keys from `password`. Deterministic: the same password and parameters give the same keys.
     ///
@@ -174,7 +180,9 @@ public enum PasswordKDF {
         }
         return DerivedKeys(
             authKey: AuthKey(secret: deriveSubkey(of: master, id: 1, context: authContext, count: AuthKey.byteCount)),
-            wrapKey: WrapKey(secret: deriveSubkey(of: master, id: 1, context: wrapContext, count: WrapKey.byteCount)))
+            wrapKey: WrapKey(secret: deriveSubkey(of: master, id: 1, context: wrapContext, count: WrapKey.byteCount)),
+            passwordKeyPair: DeviceKeyPair(
+                seed: deriveSubkey(of: master, id: 1, context: passwordKeyContext, count: DeviceKeyPair.seedByteCount)))
     }
 }
 

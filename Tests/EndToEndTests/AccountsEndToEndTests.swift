@@ -25,7 +25,8 @@ struct AccountsEndToEndTests {
 
     func account(_ device: NotesDevice, _ verb: String, _ server: NotesE2EServer, _ username: String, _ extra: [String] = []) async throws -> NotesRun {
         try await device.run(
-            [verb, "--server", server.url, "--username", username, "--password-stdin"] + extra, stdin: NotesE2E.password + "\n")
+            [verb] + (verb == "signup" ? ["--no-encryption"] : []) + ["--server", server.url, "--username", username, "--password-stdin"]
+                + extra, stdin: NotesE2E.password + "\n")
     }
 
     /// What the server holds for `username`, seen by a brand-new device.
@@ -172,12 +173,12 @@ struct AccountsEndToEndTests {
             _ = ok(try await laptop.run(["add", "demo unsynced again"]))
 
             let question = "Delete demo's 3 notes from this device (1 with changes no server has: they will be lost)? Type 'yes' to confirm: "
-            let no = try await runInTerminal(laptop, ["signup", "--username", "bob", "--wipe"], answers: [(question, "no")])
+            let no = try await runInTerminal(laptop, ["signup", "--no-encryption", "--username", "bob", "--wipe"], answers: [(question, "no")])
             #expect(no.status == 1 && no.output.contains("nothing deleted"), "\(no)")
             #expect(try await laptop.texts() == ["demo synced", "demo unsynced", "demo unsynced again"])
 
             let yes = try await runInTerminal(
-                laptop, ["signup", "--username", "bob", "--wipe"],
+                laptop, ["signup", "--no-encryption", "--username", "bob", "--wipe"],
                 answers: [(question, "yes"), ("Choose a password: ", NotesE2E.password), ("Repeat the password: ", NotesE2E.password)])
             #expect(yes.status == 0, "\(yes)")
             #expect(yes.output.contains("demo's 3 notes deleted from this device"), "\(yes)")

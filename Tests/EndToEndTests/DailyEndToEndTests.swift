@@ -33,7 +33,7 @@ struct DailyEndToEndTests {
 
     func signUp(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws {
         expectSuccess(
-            try await device.run(["signup", "--server", server.url, "--username", username, "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n"))
+            try await device.run(["signup", "--no-encryption", "--server", server.url, "--username", username, "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n"))
     }
 
     func logIn(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws {
@@ -87,7 +87,7 @@ struct DailyEndToEndTests {
             defer { a.remove() }
             let big = String(repeating: "b", count: 1500)
             expectSuccess(try await a.run(["add", big]))  // offline, before the limit is known
-            let signup = try await a.run(["signup", "--server", server.url, "--username", "alice", "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n")
+            let signup = try await a.run(["signup", "--no-encryption", "--server", server.url, "--username", "alice", "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n")
             #expect(signup.status == 1 && signup.stderr.contains("note_too_large"), "\(signup)")
             for _ in 0..<2 {
                 let sync = try await a.run(["sync"])
@@ -169,7 +169,7 @@ struct DailyEndToEndTests {
                 try await a.run(["login", "--server", "htp://127.0.0.1:1", "--username", "alice", "--password-stdin"], stdin: "password123\n"),
                 status: 2, containing: "is not a server URL")
             expectFailure(
-                try await a.run(["signup", "--server", "http//localhost", "--username", "alice", "--password-stdin"], stdin: "password123\n"),
+                try await a.run(["signup", "--no-encryption", "--server", "http//localhost", "--username", "alice", "--password-stdin"], stdin: "password123\n"),
                 status: 2, containing: "is not a server URL")
             // https against the plain-HTTP daemon.
             let https = server.url.replacingOccurrences(of: "http://", with: "https://")
@@ -186,7 +186,7 @@ struct DailyEndToEndTests {
             // signup remembers the server like login: a second account needs no --server.
             try await signUp(a, server)
             expectSuccess(try await a.run(["logout"]))
-            expectSuccess(try await a.run(["signup", "--username", "bob", "--password-stdin"], stdin: NotesE2E.password + "\n"))
+            expectSuccess(try await a.run(["signup", "--no-encryption", "--username", "bob", "--password-stdin"], stdin: NotesE2E.password + "\n"))
             #expect(try await a.status().username == "bob")
 
             // A lockout after failed sign-ins is an authentication failure (4).

@@ -25,7 +25,9 @@ struct DevicesEndToEndTests {
         _ device: NotesDevice, _ verb: String, _ server: NotesE2EServer, _ username: String, _ extra: [String] = [],
         password: String = NotesE2E.password
     ) async throws -> NotesRun {
-        try await device.run([verb, "--server", server.url, "--username", username, "--password-stdin"] + extra, stdin: password + "\n")
+        try await device.run(
+            [verb] + (verb == "signup" ? ["--no-encryption"] : []) + ["--server", server.url, "--username", username, "--password-stdin"]
+                + extra, stdin: password + "\n")
     }
 
     func serverTexts(_ server: NotesE2EServer, _ username: String, password: String = NotesE2E.password) async throws -> [String] {

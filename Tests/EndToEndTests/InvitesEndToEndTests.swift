@@ -16,7 +16,7 @@ struct InvitesEndToEndTests {
         defer { try? FileManager.default.removeItem(at: device.home.deletingLastPathComponent()) }
         let invite = invite.map { ["--invite", $0] } ?? []
         return try await device.run(
-            ["signup", "--server", server, "--username", username, "--password-stdin"] + invite, stdin: NotesE2E.password + "\n")
+            ["signup", "--no-encryption", "--server", server, "--username", username, "--password-stdin"] + invite, stdin: NotesE2E.password + "\n")
     }
 
     static func lines(_ text: String) -> [Substring] { text.split(separator: "\n") }

@@ -19,7 +19,7 @@ struct NotesEndToEndTests {
     func signUp(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String) async throws {
         expectSuccess(
             try await device.run(
-                ["signup", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n"))
+                ["signup", "--no-encryption", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n"))
     }
 
     func logIn(_ device: NotesDevice, _ server: NotesE2EServer? = nil, _ username: String, _ extra: [String] = []) async throws -> NotesRun {
@@ -106,7 +106,7 @@ struct NotesEndToEndTests {
             expectSuccess(try await a.run(["add", "after alice"]))
             expectSuccess(
                 try await a.run(
-                    ["signup", "--server", server.url, "--username", "bob", "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n"))
+                    ["signup", "--no-encryption", "--server", server.url, "--username", "bob", "--password-stdin", "--carry"], stdin: NotesE2E.password + "\n"))
             let status = try await a.status()
             #expect(status.username == "bob" && status.pending == 0)
 

@@ -57,7 +57,7 @@ struct TagsEndToEndTests {
     func signIn(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String, signUp: Bool = false) async throws {
         ok(
             try await device.run(
-                [signUp ? "signup" : "login", "--server", server.url, "--username", username, "--password-stdin"],
+                (signUp ? ["signup", "--no-encryption"] : ["login"]) + ["--server", server.url, "--username", username, "--password-stdin"],
                 stdin: NotesE2E.password + "\n"))
     }
 

@@ -19,7 +19,10 @@ struct WatchEndToEndTests {
     }
 
     func account(_ device: NotesDevice, _ verb: String, _ url: String, _ username: String) async throws -> NotesRun {
-        try await device.run([verb, "--server", url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n")
+        // Plaintext accounts: these tests are about sync, not encryption (EncryptionEndToEndTests).
+        try await device.run(
+            [verb] + (verb == "signup" ? ["--no-encryption"] : []) + ["--server", url, "--username", username, "--password-stdin"],
+            stdin: NotesE2E.password + "\n")
     }
 
     static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }

@@ -54,6 +54,20 @@ import Testing
         #expect(costlier.authKey != keys.authKey)
     }
 
+    @Test("The password key pair is deterministic, the password's own, and apart from the other keys")
+    func passwordKeyPair() throws {
+        let keys = try derive(password, cheap())
+        let again = try derive(password, cheap())
+        #expect(keys.passwordKeyPair.publicKey == again.passwordKeyPair.publicKey)
+        #expect(try derive("another password", cheap()).passwordKeyPair.publicKey != keys.passwordKeyPair.publicKey)
+        let secret = keys.passwordKeyPair.withSecretKeyBytes { Hex.encode($0) }
+        #expect(secret != wrapKeyHex(keys))
+        #expect(secret != keys.authKey.serverPassword)
+        // Restored from its secret half, it is the same pair (what a hand-over sealed to it is opened with).
+        let restored = try DeviceKeyPair(restoringSecretKey: keys.passwordKeyPair.withSecretKeyBytes { Array($0) })
+        #expect(restored.publicKey == keys.passwordKeyPair.publicKey)
+    }
+
     @Test("The password is read as Unicode NFC: a composed and a decomposed 'é' give the same keys")
     func normalisation() throws {
         let composed = "caf\u{E9} au lait"

@@ -224,12 +224,14 @@ extension LocalStore.Transaction {
                 """)!
         let inFlight = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox")) ?? 0
         let clientIDMark = try Int64.fetchOne(db.cachedStatement(sql: "SELECT client_id_high_water FROM settings WHERE id = 1"))
-        return NotesStatus(
+        var status = NotesStatus(
             origin: settings.origin, flakeInstance: settings.flakeInstance, highWaterMark: settings.highWaterMark,
             clientIDHighWaterMark: try FlakeID(storedIfPresent: clientIDMark),
             serverURL: settings.serverURL, account: settings.account, cursor: settings.cursor,
             lastSyncAt: settings.lastSyncAt, notes: counts[0], deletedNotes: counts[1], pending: counts[2],
             failed: counts[3], overQuota: counts[5], conflicts: counts[4], inFlight: inFlight, pullUnfinished: settings.pullUnfinished,
             maxNoteBytes: settings.maxNoteBytes)
+        status.encrypted = try settings.account.map { account in try keyRing(of: account.accountID) != nil } ?? false
+        return status
     }
 }

@@ -94,7 +94,7 @@ extension LocalStore.Transaction {
 
     /// After the account was deleted on its server: its notes become notes of no account, as if written while
     /// signed out and never synced (no server ID, no base text, no snapshot in flight; live ones dirty), on show; the
-    /// account is forgotten. Returns how many live notes were kept.
+    /// account is forgotten (with its keys, for an encrypted one). Returns how many live notes were kept.
     ///
     /// A note the unowned ones already hold under the same (client ID, origin) (a note of an account deleted before,
     /// which another device carried into the account signed up again, and pulled from it here) is resolved first
@@ -114,6 +114,7 @@ extension LocalStore.Transaction {
             arguments: [id])
         try db.execute(sql: "DELETE FROM known_accounts WHERE account_id = ?", arguments: [id])
         try db.execute(sql: "UPDATE settings SET last_account_id = NULL WHERE id = 1 AND last_account_id = ?", arguments: [id])
+        try forgetKeys(of: account)  // an encrypted account's: it is gone, and its notes here are no account's now
         return (kept, rekeyed)
     }
 

@@ -258,6 +258,38 @@ extension LocalStore {
                     CREATE UNIQUE INDEX note_versions_by_note ON note_versions(note_id, server_id, version);
                     """)
         }
+        migrator.registerMigration("v-e2ee-keys") { db in
+            // Issue 32: end-to-end encryption (see `LocalStore+Keys.swift`).
+            // - `device_key`: this installation's X25519 key pair (the secret half; the public one is recomputed),
+            //   made at its first sign-in; what a rotation seals new account-key generations to.
+            // - `account_keys`: each encrypted account's key ring, one row per generation, the unwrapped key. Never
+            //   the password or the WrapKey. A sign-out keeps them (the notes stay readable on the device).
+            // - `note_seqs`: per note of an encrypted account, the newest payload `seq` and the edit ID that wrote it
+            //   that this device has seen (pushed and accepted, or pulled and opened): a record with a lower `seq`, or
+            //   the same `seq` and another edit, is a rollback and is refused. A pushed edit's `seq` is this one + 1.
+            // - `known_accounts.plaintext`: 1 once a sign-in sent the password itself and the server answered that the
+            //   account is plaintext; a later sign-in to it skips prelogin (see `LocalStore+Keys.swift`). Never 1 for an
+            //   account this device holds keys of.
+            try db.execute(
+                sql: """
+                    ALTER TABLE known_accounts ADD COLUMN plaintext INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE device_key (id INTEGER PRIMARY KEY CHECK (id = 1), secret BLOB NOT NULL);
+                    CREATE TABLE account_keys (
+                        account_id INTEGER NOT NULL,
+                        generation INTEGER NOT NULL CHECK (generation >= 1),
+                        secret BLOB NOT NULL,
+                        PRIMARY KEY (account_id, generation)
+                    ) WITHOUT ROWID;
+                    CREATE TABLE note_seqs (
+                        account_id INTEGER NOT NULL,
+                        client_id INTEGER NOT NULL,
+                        origin INTEGER NOT NULL,
+                        seq INTEGER NOT NULL,
+                        edit_id INTEGER NOT NULL,
+                        PRIMARY KEY (account_id, client_id, origin)
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

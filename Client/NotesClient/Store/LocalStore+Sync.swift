@@ -489,3 +489,11 @@ extension LocalStore.Transaction {
         return live
     }
 }
+
+extension LocalStore.Transaction {
+    /// Marks a note clean: it holds the server's version and nothing of it waits to be pushed (a device merge that
+    /// took the other device's version, ``DeviceMerge``).
+    func markClean(noteID: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE notes SET dirty = 0 WHERE id = ?").execute(arguments: [noteID])
+    }
+}

@@ -13,6 +13,8 @@ struct OutboxEntry: Sendable, Equatable {
     var origin: FlakeID
     /// Whether the note is a conflict copy (see ``OutboxPlanner/pushOrder(_:)``).
     var isConflict: Bool
+    /// The change sealed for an encrypted account (``NoteSealing``), set just before it is planned; nil: plaintext.
+    var sealed: SealedChange? = nil
 
     subscript<T>(dynamicMember field: WritableKeyPath<OutboxPlanner.Snapshot, T>) -> T {
         get { snapshot[keyPath: field] }
@@ -22,7 +24,16 @@ struct OutboxEntry: Sendable, Equatable {
     /// The change as the server reads it: the note's whole state (text, tags and flags) with what was last synced of
     /// it, so the server merges each part three-way; a snapshot taken before tags existed sends none (the server
     /// leaves them as they are).
+    ///
+    /// Sealed (an encrypted account): the envelope as the text, `deleted` and `baseVersion` in the clear, nothing
+    /// else of the note (the server refuses plaintext fields for an encrypted account).
     var change: NoteChange {
+        if let sealed {
+            return NoteChange(
+                clientID: clientID, origin: origin, serverID: snapshot.serverID, editID: snapshot.editID, text: sealed.text,
+                deleted: snapshot.deleted, baseVersion: snapshot.baseVersion,
+                editedAt: snapshot.editedAt.map { WireTime.format(unixMilliseconds: $0) })
+        }
         let state = snapshot.tagsAndFlags
         let base = snapshot.baseTagsAndFlags
         return NoteChange(

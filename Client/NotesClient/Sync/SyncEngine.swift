@@ -1,5 +1,7 @@
 import Foundation
 import MiniFlake
+import NoteCrypto
+import NoteMerge
 import NoteSyncProtocol
 import Synchronization
 
@@ -84,8 +86,9 @@ final class SyncEngine: Sendable {
             throw NotesError(.notSignedIn, "Not signed in; sign in with `notes login` first.")
         }
         let connection = connection(to: url, server: server, token: token)
+        let keys = try store.read { tx in try settings.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
         do {
-            return try await run(connection, pullFirst: pullFirst, progress: progress)
+            return try await run(connection, keys: keys, pullFirst: pullFirst, progress: progress)
         } catch {
             if error.code == .signedOutByServer { forgetRevokedSession(token: token) }
             throw error
@@ -103,8 +106,9 @@ final class SyncEngine: Sendable {
         }
     }
 
+    /// One sync over `connection`; `keys`: the account is encrypted (its notes are sealed and opened with them).
     private func run(
-        _ connection: ServerConnection, pullFirst: Bool, progress: (@Sendable (SyncProgress) -> Void)?
+        _ connection: ServerConnection, keys: AccountKeyRing?, pullFirst: Bool, progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) -> SyncReport {
         var report = SyncReport()
         let info = try await connection.call(.info, ServerInfo.self)
@@ -114,9 +118,9 @@ final class SyncEngine: Sendable {
             try tx.applyRetriesAtEverySync()
         }
         let cursorBeforePull = pullFirst ? try store.read { tx in try tx.cursor() } : nil
-        if pullFirst { try await pull(connection, limits: limits, report: &report, progress: progress) }
+        if pullFirst { try await pull(connection, keys: keys, limits: limits, report: &report, progress: progress) }
         let replayedBeforePush = report.replayed
-        try await push(connection, limits: limits, report: &report, progress: progress)
+        try await push(connection, keys: keys, limits: limits, report: &report, progress: progress)
         if pullFirst, report.replayed > replayedBeforePush {
             // A replay answers the outcome stored when the edit was first applied, not the note's state now, and
             // the pull that came first may already have passed a later change to that note (it left the dirty
@@ -125,7 +129,7 @@ final class SyncEngine: Sendable {
                 if let cursorBeforePull { try tx.setCursor(cursorBeforePull) } else { try tx.clearCursor() }
             }
         }
-        try await pull(connection, limits: limits, report: &report, progress: progress)
+        try await pull(connection, keys: keys, limits: limits, report: &report, progress: progress)
         let now = now
         (report.pending, report.refused) = try store.write { tx in
             try tx.recordSync(at: now)
@@ -147,12 +151,14 @@ final class SyncEngine: Sendable {
     // MARK: - Push
 
     private func push(
-        _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
+        _ connection: ServerConnection, keys: AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
         for _ in 0..<Self.maxPushRounds {
-            let entries = try store.write { tx in try prepareOutbox(tx) }
+            var entries = try store.write { tx in try prepareOutbox(tx) }
             if entries.isEmpty { return }
+            if let keys { entries = try store.read { tx in try Self.seal(entries, keys: keys, in: tx) } }
+            let staleBeforeRound = report.stale
 
             let plan = OutboxPlanner.plan(entries, limits: limits)
             if !plan.refused.isEmpty {
@@ -181,13 +187,28 @@ final class SyncEngine: Sendable {
                 }
                 report.requests += 1
                 let now = now
-                try store.write { tx in try apply(response, to: batch, in: tx, now: now, report: &report) }
+                try store.write { tx in try apply(response, to: batch, keys: keys, in: tx, now: now, report: &report) }
                 done += batch.count
                 progress?(SyncProgress(phase: .pushing, done: done, total: plan.total))
+            }
+            if report.stale > staleBeforeRound {
+                // The server cannot merge what it cannot read: bring the notes' current versions, merge them on this
+                // device (the pull does), and push the merges in the next round, based on those versions.
+                try await pull(connection, keys: keys, limits: limits, report: &report, progress: progress)
             }
 
             let waiting = try store.read { tx in try tx.pendingCount() }
             if waiting == 0 { return }
+        }
+    }
+
+    /// `entries` sealed with `keys`: each payload's `seq` is 1 + the newest this device has seen of the note.
+    private static func seal(_ entries: [OutboxEntry], keys: AccountKeyRing, in tx: LocalStore.Transaction) throws -> [OutboxEntry] {
+        try entries.map { entry throws in
+            var entry = entry
+            let base = try tx.noteSeq(account: keys.account, clientID: entry.clientID, origin: entry.origin)?.seq ?? 0
+            entry.sealed = try NoteSealing.seal(entry, baseSeq: base, keys: keys)
+            return entry
         }
     }
 
@@ -214,14 +235,26 @@ final class SyncEngine: Sendable {
     }
 
     /// Applies one push answer (``PushResultPlanner``).
+    /// `stale` (encrypted accounts): the snapshot is dropped, the note stays dirty; the pull that follows merges it.
     private func apply(
-        _ response: PushResponse, to batch: [OutboxPlanner.Prepared], in tx: LocalStore.Transaction, now: Int64,
-        report: inout SyncReport
+        _ response: PushResponse, to batch: [OutboxPlanner.Prepared], keys: AccountKeyRing?, in tx: LocalStore.Transaction,
+        now: Int64, report: inout SyncReport
     ) throws {
         let writer = try tx.pushResultWriter()
         for (item, result) in zip(batch, response.results) {
             let entry = item.entry
             guard let revision = try writer.takeSnapshot(of: entry) else { continue }
+            if result.status == .stale {
+                report.stale += 1
+                continue
+            }
+            if let keys, let sealed = entry.sealed, [.created, .reconciled, .updated, .deleted].contains(result.status) {
+                // The server now holds this edit: its `seq` is the note's newest (unless a pull already brought a newer one).
+                let seen = try tx.noteSeq(account: keys.account, clientID: entry.clientID, origin: entry.origin)
+                if seen.map({ sealed.seq > $0.seq }) ?? true {
+                    try tx.setNoteSeq(account: keys.account, clientID: entry.clientID, origin: entry.origin, seq: sealed.seq, editID: entry.editID)
+                }
+            }
             switch PushResultPlanner.apply(result, to: entry, localRevision: revision, now: now) {
             case .accept(let acceptance):
                 report.countAccepted(result)
@@ -259,16 +292,16 @@ final class SyncEngine: Sendable {
     // MARK: - Pull
 
     private func pull(
-        _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
+        _ connection: ServerConnection, keys: AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
         try await store.withBulkWrites { () async throws(NotesError) in
-            try await pullPages(connection, limits: limits, report: &report, progress: progress)
+            try await pullPages(connection, keys: keys, limits: limits, report: &report, progress: progress)
         }
     }
 
     private func pullPages(
-        _ connection: ServerConnection, limits: SyncLimits, report: inout SyncReport,
+        _ connection: ServerConnection, keys: AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
         var since = try store.read { tx in try tx.cursor() } ?? SyncCursor.start.text
@@ -309,11 +342,14 @@ final class SyncEngine: Sendable {
             let counts = try store.write { tx in
                 var total = PageCounts()
                 for page in pages {
-                    let counts = try apply(page, in: tx, now: now)
+                    let counts = try apply(page, keys: keys, in: tx, now: now)
                     total.applied += counts.applied
                     total.matched += counts.matched
                     total.conflictCopies += counts.conflictCopies
                     total.undeleted += counts.undeleted
+                    total.deviceMerged += counts.deviceMerged
+                    total.deviceConflicts += counts.deviceConflicts
+                    total.tampered += counts.tampered
                 }
                 return total
             }
@@ -321,6 +357,9 @@ final class SyncEngine: Sendable {
             report.matched += counts.matched
             report.pulledConflictCopies += counts.conflictCopies
             report.undeleted += counts.undeleted
+            report.deviceMerged += counts.deviceMerged
+            report.deviceConflicts += counts.deviceConflicts
+            report.tampered += counts.tampered
             let pulled = pages.reduce(0) { $0 + $1.changes.count }
             report.pulled += pulled
             done += pulled
@@ -392,19 +431,61 @@ final class SyncEngine: Sendable {
         var matched = 0
         var conflictCopies = 0
         var undeleted: [Int64] = []
+        var deviceMerged = 0
+        var deviceConflicts: [Int64] = []
+        var tampered: [TamperedNote] = []
     }
 
     /// Applies one pull page (``PullPlanner``) and stores its cursor (and whether more pages wait).
-    private func apply(_ page: PullResponse, in tx: LocalStore.Transaction, now: Int64) throws -> PageCounts {
+    ///
+    /// With `keys` (an encrypted account) each record is opened first (``NoteSealing/open(_:keys:seen:)``): one that
+    /// does not open or is a rollback is refused and reported, and the note here stays as it is. A note with changes
+    /// waiting whose server version is not the record's is merged here (``DeviceMerge``), since the server cannot.
+    private func apply(_ page: PullResponse, keys: AccountKeyRing?, in tx: LocalStore.Transaction, now: Int64) throws -> PageCounts {
         let writer = try tx.pullPageWriter()
         var counts = PageCounts()
-        for record in page.changes {
-            let outcome = try writer.withLocalNote(matching: record) { local in PullPlanner.apply(record, local: local, now: now) }
+        for pulled in page.changes {
+            var record = pulled
+            var seq: UInt64?
+            if let keys {
+                let seen = try tx.noteSeq(account: keys.account, clientID: record.clientID, origin: record.origin)
+                switch NoteSealing.open(record, keys: keys, seen: seen) {
+                case .refused(let tampered):
+                    counts.tampered.append(tampered)
+                    continue
+                case .opened(let opened, let payloadSeq):
+                    record = opened
+                    seq = payloadSeq
+                }
+            }
+            let (plain, merging) = try writer.withLocalNote(matching: record) {
+                local -> (PullPlanner.Outcome, (DeviceMerge, PullPlanner.Outcome)?) in
+                let plain = PullPlanner.apply(record, local: local, now: now)
+                guard keys != nil, let local, local.isDirty, local.serverVersion != record.version else { return (plain, nil) }
+                let merge = DeviceMerge(local: local)
+                return (plain, (merge, PullPlanner.apply(record, local: merge.asClean, now: now)))
+            }
+            var outcome = plain
+            var merge: DeviceMerge?
+            if let merging, try !tx.hasSnapshot(noteID: merging.0.noteID) {
+                merge = merging.0
+                outcome = merging.1
+            }
             if outcome.applied { counts.applied += 1 }
             if outcome.matched { counts.matched += 1 }
             if outcome.newConflictCopy { counts.conflictCopies += 1 }
             if outcome.undeleted, case .take(let noteID, _, _, _) = outcome.action { counts.undeleted.append(noteID) }
             try writer.perform(outcome.action)
+            if let merge {
+                switch try merge.apply(theirs: record, in: tx, minter: minter, origin: origin, now: now) {
+                case .merged: counts.deviceMerged += 1
+                case .conflict: counts.deviceConflicts.append(merge.noteID)
+                case .tookTheirs: break
+                }
+            }
+            if let keys, let seq, let editID = record.editID {
+                try tx.setNoteSeq(account: keys.account, clientID: record.clientID, origin: record.origin, seq: seq, editID: editID)
+            }
         }
         try tx.setCursor(page.cursor.text)
         try tx.setPullUnfinished(page.hasMore)
@@ -413,10 +494,32 @@ final class SyncEngine: Sendable {
 
     // MARK: - Accounts
 
-    /// Creates an account on the server (no local change).
-    func signUp(url: URL, server: String, username: String, password: String, invite: String? = nil) async throws(NotesError) {
-        _ = try await connection(to: url, server: server, token: nil)
-            .call(.signUp, AccountResponse.self, body: encodeBody(SignUpRequest(username: username, password: password, invite: invite)))
+    /// Creates an account on the server; `encrypted`: an end-to-end encrypted one (its key stored here, and its
+    /// recovery key returned, to be shown once), else a plaintext one (nil returned).
+    ///
+    /// An encrypted account's ID is minted here (its keys are bound to it); the password itself is never sent, its
+    /// AuthKey is.
+    func signUp(
+        url: URL, server: String, username: String, password: String, invite: String? = nil, encrypted: Bool = false
+    ) async throws(NotesError) -> RecoveryKey? {
+        var request = SignUpRequest(username: username, password: password, invite: invite)
+        var made: NoteSealing.NewAccount?
+        if encrypted {
+            let accountID = try store.write { tx in try tx.mintIDs(1, with: minter)[0] }
+            let account = try NoteSealing.newAccount(
+                accountID: accountID, password: password, cost: environment.kdfCost, policy: environment.kdfPolicy)
+            request.password = account.authKey.serverPassword
+            request.encryption = account.setup
+            made = account
+        }
+        let response = try await connection(to: url, server: server, token: nil)
+            .call(.signUp, AccountResponse.self, body: encodeBody(request))
+        guard let made else { return nil }
+        guard response.accountID == made.accountKey.account else {
+            throw NotesError.badResponse("the new account is \(response.accountID), not the ID its keys are bound to")
+        }
+        try store.write { tx in try tx.storeKeys([made.accountKey]) }
+        return made.recoveryKey
     }
 
     /// Signs in to `username`'s account on `server` (its normalized URL text), stores the session, then syncs (see
@@ -425,14 +528,46 @@ final class SyncEngine: Sendable {
         url: URL, server: String, username: String, password: String, unowned: UnownedNotes, wipe: Bool,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) -> SignInReport {
-        let request = SignInRequest(
-            username: username, password: password,
+        let anonymous = connection(to: url, server: server, token: nil)
+        let memory = try store.read { tx in try tx.credentialMemory(server: server, username: username) }
+        // An encrypted account's credential is the password's AuthKey (the password never leaves the device); the
+        // server's prelogin says how to derive it. An account this device signed in to as plaintext skips it: the
+        // password goes as at that sign-in, to the server that had it then (and a server can answer any prelogin
+        // `encrypted: false` for an account a device never saw encrypted anyway). An account this device holds keys
+        // of never skips it, and a prelogin that calls it plaintext is refused (a downgrade).
+        var derived: DerivedKeys?
+        if memory != .plaintext {
+            derived = try await credentialKeys(username: username, password: password, memory: memory, connection: anonymous, server: server)
+        }
+        let devicePublicKey = try store.write { tx in try tx.deviceKeyPair().publicKey.text }
+        var request = SignInRequest(
+            username: username, password: derived?.authKey.serverPassword ?? password,
             deviceName: String(
                 String.UnicodeScalarView(environment.deviceName.unicodeScalars.filter { $0.properties.generalCategory != .control })
                     .prefix(SignInRequest.maxDeviceNameLength)),
-            origin: origin)
-        let session = try await connection(to: url, server: server, token: nil)
-            .call(.signIn, SignInResponse.self, body: encodeBody(request))
+            origin: origin, devicePublicKey: devicePublicKey)
+        let session: SignInResponse
+        do {
+            session = try await anonymous.call(.signIn, SignInResponse.self, body: encodeBody(request))
+        } catch where memory == .plaintext && error.code == .invalidCredentials {
+            // Set up as encrypted since (by another device), or just a wrong password: the prelogin tells.
+            guard let keys = try await credentialKeys(username: username, password: password, memory: .unknown, connection: anonymous, server: server)
+            else { throw error }
+            derived = keys
+            request.password = keys.authKey.serverPassword
+            session = try await anonymous.call(.signIn, SignInResponse.self, body: encodeBody(request))
+        }
+        var accountKey: AccountKey?
+        if let encryption = session.encryption {
+            guard let derived else { throw NotesError.badResponse("an encrypted account's sign-in after a plaintext prelogin") }
+            accountKey = try NoteSealing.accountKey(encryption, account: session.accountID, keys: derived)
+        } else if try store.read({ tx in try tx.keyRing(of: session.accountID) }) != nil {
+            throw NotesError(
+                .encryption,
+                "The server \(server) says \(session.username)'s account is not end-to-end encrypted, but this device holds its keys: refusing to sync it (a server cannot downgrade an account).")
+        }
+        // Remembered only when the password itself went and the server took it as a plaintext account's.
+        let plaintext = derived == nil && session.encryption == nil
 
         let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: server)
         let (plan, owners) = try store.write { tx in
@@ -457,7 +592,9 @@ final class SyncEngine: Sendable {
             var owners = try tx.applyOwners(plan.owners)
             owners.rekeyed = rekeyed
             try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
+            if let accountKey { try tx.storeKeys([accountKey]) }
             try tx.rememberAccount(account)
+            try tx.setPlaintext(session.accountID, plaintext)
             if let cursor = plan.resumeCursor {
                 try tx.setCursor(cursor)
             } else if plan.reconciling {
@@ -475,6 +612,33 @@ final class SyncEngine: Sendable {
             result = .failure(error)
         }
         return SignInReport(account: account, reconciling: plan.reconciling, owners: owners, sync: result)
+    }
+
+    /// The keys of `username`'s password when its server's prelogin says the account is encrypted (the cost held to
+    /// the environment's ``KDFPolicy``), nil when it says plaintext (or the server has no prelogin: an older one, with
+    /// plaintext accounts only).
+    ///
+    /// - Throws: `encryption` when `memory` says this device holds the account's keys and the server says plaintext
+    ///   (a downgrade: nothing is sent), or the cost is out of bounds; the connection's errors.
+    func credentialKeys(
+        username: String, password: String, memory: CredentialMemory, connection: ServerConnection, server: String
+    ) async throws(NotesError) -> DerivedKeys? {
+        let prelogin: PreloginResponse?
+        do {
+            prelogin = try await connection.call(.prelogin, PreloginResponse.self, body: encodeBody(PreloginRequest(username: username)))
+        } catch where error.httpStatus == 404 {
+            prelogin = nil
+        }
+        guard let prelogin, prelogin.encrypted else {
+            if memory == .encrypted {
+                throw NotesError(
+                    .encryption,
+                    "The server \(server) says \(username)'s account is not end-to-end encrypted, but this device holds its keys: refusing to send the password (a server cannot downgrade an account). Nothing was sent.")
+            }
+            return nil
+        }
+        guard let kdf = prelogin.kdf else { throw NotesError.badResponse("a prelogin answer of an encrypted account without kdf") }
+        return try NoteSealing.derive(password: password, parameters: try NoteSealing.parameters(kdf, server: server), policy: environment.kdfPolicy)
     }
 
     /// Signs out (see ``NotesClient/signOut(wipe:)``): revokes the token when the server is reachable, then
