@@ -20,7 +20,7 @@ struct ChunkRouteTests {
     static func put(_ connection: RawConnection, _ bytes: [UInt8], as hash: ContentHash, token: String) async throws -> RawResponse {
         try connection.send(
             head("PUT", hash, token: token, ["Content-Type: application/octet-stream", "Content-Length: \(bytes.count)"]))
-        try connection.send(bytes: bytes)
+        try await connection.sendOffPool(bytes: bytes)
         return try #require(await connection.readResponse(timeout: .seconds(30)))
     }
 
@@ -95,7 +95,7 @@ struct ChunkRouteTests {
                     let interim = await connection.readResponse(timeout: .seconds(10))
                     #expect(interim?.status == 100, "no 100 Continue before the body")
                     #expect(interim?.body.isEmpty == true)
-                    try connection.send(bytes: chunk)
+                    try await connection.sendOffPool(bytes: chunk)
                     let stored = try #require(await connection.readResponse(timeout: .seconds(30)))
                     #expect(stored.status == expected, "\(String(decoding: stored.body, as: UTF8.self))")
                 }
@@ -128,7 +128,7 @@ struct ChunkRouteTests {
                     // The daemon may answer and stop reading before the end: later sends may fail.
                     do {
                         try streamed.send(String(piece.count, radix: 16) + "\r\n")
-                        try streamed.send(bytes: Array(piece))
+                        try await streamed.sendOffPool(bytes: Array(piece))
                         try streamed.send("\r\n")
                     } catch { break }
                 }
@@ -143,7 +143,7 @@ struct ChunkRouteTests {
                 let overQuotaStreamed = try RawConnection(port: port)
                 try overQuotaStreamed.send(
                     Self.head("PUT", bigHash, token: token, [octets, "Transfer-Encoding: chunked"]) + String(big.count, radix: 16) + "\r\n")
-                try overQuotaStreamed.send(bytes: big)
+                try await overQuotaStreamed.sendOffPool(bytes: big)
                 try overQuotaStreamed.send("\r\n0\r\n\r\n")
                 Self.expectRefusal(await overQuotaStreamed.readResponse(timeout: .seconds(30)), 413, .quotaExceeded, "streamed over the quota")
 

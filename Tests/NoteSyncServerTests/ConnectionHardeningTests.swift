@@ -190,6 +190,15 @@ final class RawConnection: @unchecked Sendable {
         }
     }
 
+    /// ``send(bytes:)`` on a thread of its own: a body larger than the socket's buffers blocks until the daemon reads
+    /// it, and a blocked thread of the cooperative pool (two on two cores) starves the daemon that must read it (under
+    /// the full suite's load the daemon's body timeout then closed the connection: `readResponse` saw no answer).
+    func sendOffPool(bytes: [UInt8]) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread.detachNewThread { continuation.resume(with: Result { try self.send(bytes: bytes) }) }
+        }
+    }
+
     /// Reads what is available within `timeout` (nil: wait until data or EOF); returns false on EOF or error.
     private func readSome(timeoutMilliseconds: Int32) -> Bool {
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

@@ -94,9 +94,11 @@ enum LiveDaemon {
         }
     }
 
-    /// A typed client over HTTP to the loopback `port` (one kept-alive connection) for the duration of `body`.
+    /// A typed client over HTTP to the loopback `port` (one kept-alive connection) for the duration of `body`. A
+    /// request waits a minute for its answer (`.live` gave 20 s, which a daemon on a machine running the whole
+    /// suite missed).
     static func withHTTPClient<T: Sendable>(port: Int, _ body: (APIClient) async throws -> T) async throws -> T {
-        let client = TestClient(host: "localhost", port: port, configuration: .init(timeout: .seconds(20)))
+        let client = TestClient(host: "localhost", port: port, configuration: .init(timeout: .seconds(60)))
         client.connect()
         do {
             let value = try await body(APIClient(live: client))
