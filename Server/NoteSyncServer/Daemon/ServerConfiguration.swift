@@ -54,6 +54,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var instanceLeaseSeconds: Int
     /// The most PostgreSQL connections this daemon opens.
     public var databaseConnections: Int
+    /// How long the start may take to reach PostgreSQL, migrate and lease an instance number before the daemon
+    /// gives up with an error naming the database (a database that cannot be reached is an operator's error, not a
+    /// hang). 30 seconds; the tests that start many daemons at once on a loaded machine give more.
+    public var postgresStartupDeadline: Duration = .seconds(30)
     /// How many days an applied edit is kept for replay detection (0 keeps them forever).
     public var editRetentionDays: Int
     /// The note history: its retention in days (`--history-days`, 0 keeps every version) and page limits, served by

@@ -101,8 +101,9 @@ public func buildApplication(
         // The pool first (it stops last), then the lease (released after the server has drained).
         services = [database.client, InstanceLeaseService(lease: lease, logger: logger)]
         let shown = configuration.database.description
+        let startupDeadline = configuration.postgresStartupDeadline
         prelude = {
-            try await withStartupDeadline(.seconds(30), what: "connecting to PostgreSQL at \(shown)") {
+            try await withStartupDeadline(startupDeadline, what: "connecting to PostgreSQL at \(shown)") {
                 try await database.migrate()
                 try await lease.acquire()
             }
