@@ -36,6 +36,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // Shared libraries.
@@ -90,6 +93,12 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 // SHA-256 of attachment chunks and files.
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The waiting pull (WaitingPullTransport.swift): URLSession on Linux spins while a request waits.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Client/NotesClient",
             swiftSettings: swiftSettings

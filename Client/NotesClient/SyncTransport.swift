@@ -45,7 +45,8 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// The real transport: HTTP through URLSession.
+/// The real transport: HTTP through URLSession, except the waiting pull, which goes through AsyncHTTPClient
+/// (``WaitingPull``: URLSession on Linux burns CPU while a request waits).
 ///
 /// Sets `Authorization: Bearer <token>` when the request carries one and `Content-Type: application/json` when it
 /// has a body; builds the query from ``WireRequest/query``. `baseURL` may carry a path prefix
@@ -79,7 +80,13 @@ public struct URLSessionTransport: SyncTransport {
         return components.url
     }
 
+    /// A waiting pull (a pull with ``PullQuery/wait``) goes through AsyncHTTPClient instead (``WaitingPull``):
+    /// URLSession on Linux spins on the CPU for as long as a request waits for its answer.
     public func send(_ request: WireRequest) async throws -> WireResponse {
+        if WaitingPull.isWaitingPull(request) {
+            guard let url = url(for: request) else { throw TransportError("cannot build a URL from \(baseURL)") }
+            return try await WaitingPull.send(request, to: url, timeout: timeout)
+        }
         let (urlRequest, url) = try self.urlRequest(for: request)
         let (data, response) = try await perform(url) { try await session.data(for: urlRequest) }
         return try Self.wireResponse(response, body: data, url: url)

@@ -1,0 +1,100 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NoteSyncProtocol
+
+/// Sends the waiting pull (`GET /v1/notes/changes?…&wait=N`, ``URLSessionTransport/send(_:)`` hands it here) through
+/// AsyncHTTPClient's shared client.
+///
+/// Why: URLSession on Linux (swift-corelibs-foundation over libcurl) burns CPU while a request waits for its answer:
+/// libdispatch's write source on the socket fires in a loop (about 2,700 wake-ups a second), so a `notes watch`
+/// waiting on an idle daemon used 8.9 s of CPU in 30 s (Docs/PERFORMANCE.md, "notes watch while it waits").
+/// AsyncHTTPClient waits in epoll without waking. Only the waiting pull, the one request that waits by design and
+/// is sent again and again for as long as a watch runs, goes this way; every other request stays on URLSession.
+///
+/// The request is the one URLSession would send: the same URL (``URLSessionTransport/url(for:)``), the same headers
+/// (`Accept`, `Authorization`, `Content-Type` with a body), the transport's timeout as its deadline; https uses
+/// NIOSSL with the system's trust roots. Failures are ``TransportError``s in the words of
+/// ``URLSessionTransport/describe(_:)``.
+enum WaitingPull {
+    /// The largest answer collected: 16 MiB. The protocol bounds a pull page in notes (`limits.maxPageSize`), not in
+    /// bytes; a waiting pull asks for one change (`limit=1`: one note of at most `limits.maxNoteBytes`, 256 KiB,
+    /// in JSON), so 16 MiB leaves room for any page a server may send while still bounding the memory.
+    static let maxResponseBytes = 16 << 20
+
+    /// Whether `request` is a waiting pull (a pull whose query has ``PullQuery/wait``).
+    static func isWaitingPull(_ request: WireRequest) -> Bool {
+        request.method == Endpoint.pull.method && request.path == Endpoint.pull.path
+            && request.query.contains { $0.0 == PullQuery.wait }
+    }
+
+    /// Sends `request` to `url` and collects its answer (at most ``maxResponseBytes``) within `timeout` seconds.
+    static func send(_ request: WireRequest, to url: URL, timeout: TimeInterval) async throws -> WireResponse {
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
+        outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
+        outgoing.headers.add(name: "Accept", value: "application/json")
+        if let token = request.bearerToken { outgoing.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let body = request.body {
+            outgoing.headers.add(name: "Content-Type", value: "application/json")
+            outgoing.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9))
+        let place = url.host ?? url.absoluteString
+        do {
+            let response = try await HTTPClient.shared.execute(outgoing, deadline: deadline)
+            let body = try await response.body.collect(upTo: maxResponseBytes)
+            var headers: [String: String] = [:]
+            for (name, value) in response.headers {
+                headers[name] = headers[name].map { "\($0), \(value)" } ?? value
+            }
+            return WireResponse(status: Int(response.status.code), headers: headers, body: Data(body.readableBytesView))
+        } catch {
+            throw TransportError("\(place): \(describe(error))")
+        }
+    }
+
+    /// One human reason for a failed exchange, in ``URLSessionTransport/describe(_:)``'s words.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout, .readTimeout, .writeTimeout, .deadlineExceeded, .getConnectionFromPoolTimeout:
+                return URLSessionTransport.describe(URLError(.timedOut))
+            case .tlsHandshakeTimeout:
+                return URLSessionTransport.describe(URLError(.secureConnectionFailed))
+            case .remoteConnectionClosed:
+                return URLSessionTransport.describe(URLError(.networkConnectionLost))
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return URLSessionTransport.describe(URLError(.badURL))
+            default:
+                return URLSessionTransport.describe(URLError(.badServerResponse))
+            }
+        }
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+                return URLSessionTransport.describe(URLError(.cannotFindHost))
+            }
+            if let first = error.connectionErrors.first { return describe(first.error) }
+            return URLSessionTransport.describe(URLError(.cannotConnectToHost))
+        }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case ECONNREFUSED: return URLSessionTransport.describe(URLError(.cannotConnectToHost))
+            case ETIMEDOUT: return URLSessionTransport.describe(URLError(.timedOut))
+            case ECONNRESET, EPIPE: return URLSessionTransport.describe(URLError(.networkConnectionLost))
+            case ENETUNREACH, EHOSTUNREACH: return URLSessionTransport.describe(URLError(.notConnectedToInternet))
+            default: return "\(error)"
+            }
+        }
+        if case .connectTimeout = error as? ChannelError {
+            return URLSessionTransport.describe(URLError(.timedOut))
+        }
+        if error is SocketAddressError { return URLSessionTransport.describe(URLError(.cannotFindHost)) }
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            return URLSessionTransport.describe(URLError(.secureConnectionFailed))
+        }
+        return "\(error)"
+    }
+}
