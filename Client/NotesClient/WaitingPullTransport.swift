@@ -7,7 +7,7 @@ import NIOSSL
 import NoteSyncProtocol
 
 /// Sends the waiting pull (`GET /v1/notes/changes?…&wait=N`, ``URLSessionTransport/send(_:)`` hands it here) through
-/// AsyncHTTPClient's shared client.
+/// AsyncHTTPClient.
 ///
 /// Why: URLSession on Linux (swift-corelibs-foundation over libcurl) burns CPU while a request waits for its answer:
 /// libdispatch's write source on the socket fires in a loop (about 2,700 wake-ups a second), so a `notes watch`
@@ -24,6 +24,16 @@ enum WaitingPull {
     /// bytes; a waiting pull asks for one change (`limit=1`: one note of at most `limits.maxNoteBytes`, 256 KiB,
     /// in JSON), so 16 MiB leaves room for any page a server may send while still bounding the memory.
     static let maxResponseBytes = 16 << 20
+
+    /// One client for the process (never shut down): `HTTPClient.shared`'s configuration, except that a connection
+    /// that cannot be made fails the request at once. The shared client retries it until the request's deadline,
+    /// so a watch whose daemon had stopped noticed only after the transport's 30-s timeout, where URLSession
+    /// reports `connection refused` at once.
+    static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// Whether `request` is a waiting pull (a pull whose query has ``PullQuery/wait``).
     static func isWaitingPull(_ request: WireRequest) -> Bool {
@@ -44,7 +54,7 @@ enum WaitingPull {
         let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9))
         let place = url.host ?? url.absoluteString
         do {
-            let response = try await HTTPClient.shared.execute(outgoing, deadline: deadline)
+            let response = try await client.execute(outgoing, deadline: deadline)
             let body = try await response.body.collect(upTo: maxResponseBytes)
             var headers: [String: String] = [:]
             for (name, value) in response.headers {

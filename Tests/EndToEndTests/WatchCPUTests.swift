@@ -75,7 +75,8 @@ struct WatchCPUTests {
 
     /// The waiting pull through AsyncHTTPClient answers and fails as URLSession's requests do: an HTTP answer (a
     /// 401 without a token) comes back whole; https to the plain daemon, and a port where nothing listens, fail with
-    /// URLSessionTransport's words.
+    /// URLSessionTransport's words, at once (not after the 30-s timeout: AsyncHTTPClient's shared client retries a
+    /// connection it cannot make until the deadline, and a watch whose daemon had stopped went 30 s without noticing).
     @Test func aWaitingPullAnswersAndFailsInURLSessionsWords() async throws {
         let directory = try NotesE2E.temporaryDirectory("waiting-pull")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -87,13 +88,17 @@ struct WatchCPUTests {
         #expect(answer.status == 401)
         #expect(String(decoding: answer.body, as: UTF8.self).contains("\"code\""), "\(answer)")
 
-        let secure = URLSessionTransport(baseURL: URL(string: "https://127.0.0.1:\(daemon.port)")!, timeout: 5)
+        var started = ContinuousClock.now
+        let secure = URLSessionTransport(baseURL: URL(string: "https://127.0.0.1:\(daemon.port)")!)
         let tls = await #expect(throws: TransportError.self) { try await secure.send(pull) }
         #expect(tls?.message.contains("the secure (https) connection could not be set up") == true, "\(String(describing: tls))")
+        #expect(ContinuousClock.now - started < .seconds(10))
 
         await daemon.terminate()
-        let gone = URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:\(daemon.port)")!, timeout: 2)
+        started = ContinuousClock.now
+        let gone = URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:\(daemon.port)")!)
         let refused = await #expect(throws: TransportError.self) { try await gone.send(pull) }
         #expect(refused?.message == "127.0.0.1: connection refused", "\(String(describing: refused))")
+        #expect(ContinuousClock.now - started < .seconds(10))
     }
 }
