@@ -11,7 +11,7 @@ import NoteSyncProtocol
 ///
 /// Why: URLSession on Linux (swift-corelibs-foundation over libcurl) burns CPU while a request waits for its answer:
 /// libdispatch's write source on the socket fires in a loop (about 2,700 wake-ups a second), so a `notes watch`
-/// waiting on an idle daemon used 8.9 s of CPU in 30 s (Docs/PERFORMANCE.md, "notes watch while it waits").
+/// waiting on an idle daemon used 9.7 s of CPU in 30 s (Docs/PERFORMANCE.md, "notes watch while it waits").
 /// AsyncHTTPClient waits in epoll without waking. Only the waiting pull, the one request that waits by design and
 /// is sent again and again for as long as a watch runs, goes this way; every other request stays on URLSession.
 ///
@@ -21,8 +21,8 @@ import NoteSyncProtocol
 /// ``URLSessionTransport/describe(_:)``.
 enum WaitingPull {
     /// The largest answer collected: 16 MiB. The protocol bounds a pull page in notes (`limits.maxPageSize`), not in
-    /// bytes; a waiting pull asks for one change (`limit=1`: one note of at most `limits.maxNoteBytes`, 256 KiB,
-    /// in JSON), so 16 MiB leaves room for any page a server may send while still bounding the memory.
+    /// bytes, so it names no largest answer; the watch's waiting pull asks for one change (`limit=1`: one note of at
+    /// most `limits.maxNoteBytes`, 256 KiB, in JSON), far below it. A larger answer fails the request.
     static let maxResponseBytes = 16 << 20
 
     /// One client for the process (never shut down): `HTTPClient.shared`'s configuration, except that a connection
@@ -82,6 +82,7 @@ enum WaitingPull {
                 return URLSessionTransport.describe(URLError(.badServerResponse))
             }
         }
+        if error is NIOTooManyBytesError { return "the answer is larger than \(maxResponseBytes >> 20) MiB" }
         if let error = error as? NIOConnectionError {
             if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
                 return URLSessionTransport.describe(URLError(.cannotFindHost))
