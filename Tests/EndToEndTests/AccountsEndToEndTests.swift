@@ -202,23 +202,13 @@ struct AccountsEndToEndTests {
         return try await NotesE2E.blocking {
             let master = try NotesE2E.openPseudoTerminal()
             defer { close(master) }
-            let slave = try NotesE2E.openSlave(of: master)
             let scratch = try NotesE2E.temporaryDirectory("pty")
             defer { try? FileManager.default.removeItem(at: scratch) }
-            var environment = ProcessInfo.processInfo.environment
-            for key in ["NOTES_HOME", "EDITOR", "VISUAL", "XDG_DATA_HOME"] { environment.removeValue(forKey: key) }
-            environment["HOME"] = scratch.path
-            environment["TERM"] = "dumb"
-            let process: ChildProcess
-            do {
-                process = try Subprocess.spawn(
-                    NotesE2E.notesBinary.path, arguments + ["--home", home.path], environment: environment,
+            let process = try NotesE2E.spawnOnTerminal(master) { slave in
+                try Subprocess.spawn(
+                    NotesE2E.notesBinary.path, arguments + ["--home", home.path], environment: NotesDevice.environment(home: scratch),
                     stdin: .descriptor(slave), stdout: .descriptor(slave), stderr: .descriptor(slave))
-            } catch {
-                close(slave)
-                throw error
             }
-            close(slave)  // only the child holds the terminal now: reading ends (EIO) when it exits
 
             var seen: [UInt8] = []
             var pending = answers[...]

@@ -39,6 +39,15 @@ enum NotesE2E {
         return master
     }
 
+    /// Opens the slave of the pseudo-terminal `master`, starts a child on it with `spawn` (which gets the slave's
+    /// descriptor) and closes it here: only the child holds the terminal open, so reading `master` ends (EIO) when
+    /// the child exits.
+    static func spawnOnTerminal(_ master: Int32, _ spawn: (Int32) throws -> ChildProcess) throws -> ChildProcess {
+        let slave = try openSlave(of: master)
+        defer { close(slave) }
+        return try spawn(slave)
+    }
+
     /// Opens the slave of a pseudo-terminal `master` (close-on-exec: a child gets it only by a duplication).
     static func openSlave(of master: Int32) throws -> Int32 {
         var number: CInt = 0
@@ -167,18 +176,11 @@ struct NotesDevice: Sendable {
         try Data(stdin.utf8).write(to: URL(fileURLWithPath: input))
         let master = try NotesE2E.openPseudoTerminal()
         defer { close(master) }
-        let slave = try NotesE2E.openSlave(of: master)
-        let child: ChildProcess
-        do {
-            child = try Subprocess.spawn(
+        let child = try NotesE2E.spawnOnTerminal(master) { slave in
+            try Subprocess.spawn(
                 NotesE2E.notesBinary.path, arguments + ["--home", home.path], environment: Self.environment(home: scratch),
                 stdin: .file(input), stdout: .file(output), stderr: .descriptor(slave))
-        } catch {
-            close(slave)
-            throw error
         }
-        // Only the child may hold the terminal open, so that reading it ends when the child exits.
-        close(slave)
         var killed = false
         var buffer = [UInt8](repeating: 0, count: 4096)
         var seen: [UInt8] = []

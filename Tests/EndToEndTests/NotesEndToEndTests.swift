@@ -201,10 +201,7 @@ struct NotesEndToEndTests {
         // A home that is a file.
         let file = device.home.deletingLastPathComponent().appendingPathComponent("a-file")
         try Data("x".utf8).write(to: file)
-        let errors = device.home.deletingLastPathComponent().appendingPathComponent("errors").path
-        let child = try Subprocess.spawn(NotesE2E.notesBinary.path, ["list", "--home", file.path], stdout: .null, stderr: .file(errors))
-        let status = await child.waitForExit(timeLimit: .seconds(120))
-        let unreadable = NotesRun(status: status.code, stdout: "", stderr: (try? String(contentsOfFile: errors, encoding: .utf8)) ?? "")
+        let unreadable = try await device.run(["list", "--home", file.path], withHome: false)
         expectFailure(unreadable, status: 1, containing: "is not a directory")
 
         // A server that is not a FlakeNotes server, and one that is not there at all.
