@@ -139,6 +139,13 @@ def push(conn, batch, token):
 
 def rss_of_last_child(argv, env, stdin=None):
     """Runs a command and returns (wall seconds, its own peak RSS in KiB, stdout) through wait4."""
+    elapsed, usage, out = run_child(argv, env, stdin)
+    return elapsed, usage.ru_maxrss, out
+
+
+def run_child(argv, env, stdin=None):
+    """Runs a command to its end and returns (wall seconds, its own resource usage from wait4, stdout); exits the
+    benchmark if the command fails."""
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -152,7 +159,7 @@ def rss_of_last_child(argv, env, stdin=None):
     elapsed = time.perf_counter() - started
     if process.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {process.returncode}: {err.decode(errors='replace').strip()}")
-    return elapsed, usage.ru_maxrss, out.decode(errors="replace")
+    return elapsed, usage, out.decode(errors="replace")
 
 
 def floor(directory, count):
