@@ -78,6 +78,11 @@ extension NoteStoreConformance {
             #expect(first[0].status == .updated && first[0].version == 3)
             #expect(try await keys.plaintextNoteCount(accountID: account) == 1)
             #expect(try await store.account(byID: account)?.encryption == .converting)
+            // What the operator sees: the state, the notes left, no fault.
+            let operators = try operatorStore(store)
+            let statistics = try await operators.statistics()
+            #expect(statistics.encryption?["converting"] == 1 && statistics.plaintextNotes == 1)
+            #expect(try await operators.checkInvariants() == [])
             // The converted note keeps no tag in the clear; the history before the conversion is still there.
             #expect(try await everything(store, account).first { $0.serverID == note }?.tags == [])
             let before = try #require(try await store.versions(accountID: account, query: .init(serverID: note, pageSize: 100, maxBytes: 1 << 20)))
@@ -91,6 +96,12 @@ extension NoteStoreConformance {
             #expect(last[0].status == .updated)
             #expect(try await keys.plaintextNoteCount(accountID: account) == 0)
             #expect(try await store.account(byID: account)?.encryption == .encrypted)
+            #expect(try await operators.statistics().plaintextNotes == 0)
+            #expect(try await operators.checkInvariants() == [])
+            // A plaintext mark left in an encrypted account is a fault the check reports.
+            try await corrupt(store, "UPDATE notes SET plaintext = (1 = 1) WHERE server_id = \(note.rawValue)")
+            #expect(try await operators.checkInvariants().contains { $0.contains("conversion state") && $0.contains("encrypted with 1 notes") })
+            try await corrupt(store, "UPDATE notes SET plaintext = (1 = 0) WHERE server_id = \(note.rawValue)")
             // Nothing in the clear is left: every note and kept version is an envelope or a tombstone's "", no tag.
             for stored in try await everything(store, account) {
                 #expect(stored.deleted ? stored.text.isEmpty : (try? NoteEnvelope(text: stored.text)) != nil)
