@@ -90,6 +90,27 @@ struct ConversionEndToEndTests {
         #expect(try encryption.occurrences(of: "canaryseed", in: server) == 0)
     }
 
+    @Test func enableAsksThePasswordOnATerminalAndAWrongOneChangesNothing() async throws {
+        let server = try await NotesE2EServer.start()
+        defer { server.stop() }
+        let a = try NotesDevice("cv-pty")
+        defer { a.remove() }
+        _ = ok(
+            try await a.run(
+                ["signup", "--server", server.url, "--username", "alice", "--password-stdin", "--no-encryption"],
+                stdin: NotesE2E.password + "\n"))
+        _ = ok(try await a.run(["add", "canarypty note"]))
+        _ = ok(try await a.run(["sync"]))
+        let wrong = try await a.run(["encryption", "enable", "--password-stdin"], stdin: "not the password\n")
+        #expect(wrong.status == 4 && wrong.stderr.contains("Wrong password"), "\(wrong)")
+        #expect(ok(try await a.run(["status"])).stdout.contains("Encryption: none"))
+        let typed = try await AccountsEndToEndTests().runInTerminal(
+            a, ["encryption", "enable"], answers: [("Password for alice: ", NotesE2E.password)])
+        #expect(typed.status == 0 && typed.output.contains("Encrypted 1 note; alice's account is end-to-end encrypted"), "\(typed)")
+        #expect(typed.output.contains("recovery key") && !typed.output.contains(NotesE2E.password), "\(typed)")
+        #expect(try encryption.occurrences(of: "canarypty", in: server) == 0)
+    }
+
     @Test func anAccountTheOperatorMadeIsEncryptedAtItsFirstSignIn() async throws {
         let server = try await NotesE2EServer.start()
         defer { server.stop() }

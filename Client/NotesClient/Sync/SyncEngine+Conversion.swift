@@ -113,8 +113,9 @@ extension SyncEngine {
         }
     }
 
-    /// Sets up the plaintext account of a sign-in that holds no note (tombstones included) as end-to-end encrypted
-    /// (`POST /v1/account/encryption`): an account its server's operator made. Returns its key and recovery key, or
+    /// Sets up the plaintext account of a sign-in that holds no note (tombstones included) and has no other session as
+    /// end-to-end encrypted (`POST /v1/account/encryption`): an account its server's operator made, at the first
+    /// sign-in of this device to it (the caller checks that). Returns its key and recovery key, or
     /// nil when it holds notes or the server has no such endpoint (an older one): it stays plaintext. (Should a note
     /// arrive between the two requests, the account starts converting and the sign-in's sync converts it.)
     func setUpEmptyAccount(_ session: SignInResponse, password: String, url: URL, server: String) async throws(NotesError)
@@ -123,6 +124,9 @@ extension SyncEngine {
         let connection = connection(to: url, server: server, token: session.token)
         let state = try await connection.call(.account, AccountResponse.self)
         guard state.encryption == .plaintext, let usage = state.usage, usage.notes == 0 else { return nil }
+        // Its first device: an account `notes signup --no-encryption` made is still signed in on the device that made
+        // it (and chose plaintext), an operator's has no session but this one.
+        guard try await connection.call(.sessions, SessionListResponse.self).sessions.count == 1 else { return nil }
         let made = try NoteSealing.newAccount(
             accountID: session.accountID, password: password, cost: environment.kdfCost, policy: environment.kdfPolicy)
         let request = AccountEncryptionRequest(currentPassword: password, newPassword: made.authKey.serverPassword, encryption: made.setup)

@@ -559,7 +559,8 @@ final class SyncEngine: Sendable {
         }
         var accountKey: AccountKey?
         var setUp: RecoveryKey?
-        if session.encryption == nil, derived == nil, setUpEmpty, try store.read({ tx in try tx.keyRing(of: session.accountID) }) == nil,
+        if session.encryption == nil, derived == nil, setUpEmpty, memory == .unknown,
+            try store.read({ tx in try tx.keyRing(of: session.accountID) }) == nil,
             let made = try await setUpEmptyAccount(session, password: password, url: url, server: server)
         {
             // An empty plaintext account (its operator made it): encrypted from its first sign-in here on.
