@@ -19,16 +19,21 @@ struct ConversionEndToEndTests {
         try await device.run(["login", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n")
     }
 
+    /// `notes signup --no-encryption` of alice on `device`.
+    func signUpPlaintext(_ device: NotesDevice, _ server: NotesE2EServer) async throws {
+        _ = ok(
+            try await device.run(
+                ["signup", "--server", server.url, "--username", "alice", "--password-stdin", "--no-encryption"],
+                stdin: NotesE2E.password + "\n"))
+    }
+
     @Test func aPlaintextAccountWithHistoryAndAConflictCopyIsConvertedAndTheServerKeepsNoCanary() async throws {
         let server = try await NotesE2EServer.start()
         defer { server.stop() }
         let a = try NotesDevice("cv-a")
         let b = try NotesDevice("cv-b")
         defer { a.remove(); b.remove() }
-        _ = ok(
-            try await a.run(
-                ["signup", "--server", server.url, "--username", "alice", "--password-stdin", "--no-encryption"],
-                stdin: NotesE2E.password + "\n"))
+        try await signUpPlaintext(a, server)
         _ = ok(try await a.run(["add", "canaryone first line\nmiddle\nlast", "--tag", "canarytag"]))
         _ = ok(try await a.run(["add", "canarygone soon deleted"]))
         _ = ok(try await a.run(["sync"]))
@@ -73,10 +78,7 @@ struct ConversionEndToEndTests {
         defer { server.stop() }
         let a = try NotesDevice("cv-kill")
         defer { a.remove() }
-        _ = ok(
-            try await a.run(
-                ["signup", "--server", server.url, "--username", "alice", "--password-stdin", "--no-encryption"],
-                stdin: NotesE2E.password + "\n"))
+        try await signUpPlaintext(a, server)
         try await NotesE2EHTTP.signIn(server.url, username: "alice").seed(5000, prefix: "canaryseed")
         _ = ok(try await a.run(["sync"]))
         let killed = try await a.runKilling(
@@ -95,10 +97,7 @@ struct ConversionEndToEndTests {
         defer { server.stop() }
         let a = try NotesDevice("cv-pty")
         defer { a.remove() }
-        _ = ok(
-            try await a.run(
-                ["signup", "--server", server.url, "--username", "alice", "--password-stdin", "--no-encryption"],
-                stdin: NotesE2E.password + "\n"))
+        try await signUpPlaintext(a, server)
         _ = ok(try await a.run(["add", "canarypty note"]))
         _ = ok(try await a.run(["sync"]))
         let wrong = try await a.run(["encryption", "enable", "--password-stdin"], stdin: "not the password\n")

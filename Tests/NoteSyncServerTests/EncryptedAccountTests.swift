@@ -591,18 +591,7 @@ struct EncryptedAccountTests {
         _ = try await fixture.api.push(plain.token, [change(1, edit: 1, text: "koalacontrol is readable")])
 
         let path = try #require(store.databasePath)
-        func hits(_ word: String) -> Int {
-            [path, path + "-wal"].reduce(0) { total, file in
-                guard let data = FileManager.default.contents(atPath: file) else { return total }
-                var count = 0
-                var range = data.startIndex..<data.endIndex
-                while let found = data.range(of: Data(word.utf8), in: range) {
-                    count += 1
-                    range = found.upperBound..<data.endIndex
-                }
-                return total + count
-            }
-        }
+        func hits(_ word: String) -> Int { ConversionTests.hits(word, in: [path, path + "-wal"]) }
         #expect(hits(canary) == 0)
         #expect(hits("koalacontrol") > 0)
         try await store.close()
