@@ -38,6 +38,9 @@ public struct SignInReport: Sendable {
     /// A new end-to-end encrypted account's recovery key (a sign-up with `encrypted`), in its human form: show it
     /// once; nothing keeps it. Nil otherwise.
     public var recoveryKey: String? = nil
+    /// The sign-in set an empty plaintext account (one its server's operator made) up as end-to-end encrypted; its
+    /// recovery key is ``recoveryKey``.
+    public var setUpEncryption = false
 }
 
 /// What a sign-in does with the notes written while signed out and never synced (no owner, see ``OwnerPlanner``).

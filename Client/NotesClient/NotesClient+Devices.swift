@@ -34,6 +34,10 @@ public struct StorageReport: Sendable, Equatable {
     public var replayTextBytes: Int64 = 0
     public var maxNotes: Int64
     public var maxTextBytes: Int64
+    /// The account's encryption state as its server says it (nil from a server that does not say).
+    public var encryption: EncryptionState? = nil
+    /// While it is converting: the notes the server still holds in the clear.
+    public var plaintextNotes: Int64? = nil
 }
 
 /// What deleting the account did on this device.
@@ -164,7 +168,7 @@ extension NotesClient {
         return account.usage.map {
             StorageReport(
                 notes: $0.notes, textBytes: $0.textBytes, replayTextBytes: $0.replayTextBytes ?? 0, maxNotes: $0.maxNotes,
-                maxTextBytes: $0.maxTextBytes)
+                maxTextBytes: $0.maxTextBytes, encryption: account.encryption, plaintextNotes: account.plaintextNotes)
         }
     }
 

@@ -68,8 +68,10 @@ extension NotesClient {
                 error.code, "The invite code is not valid on \(serverText) (unknown, used up, expired or revoked): ask its operator for a new one.",
                 api: error.api, httpStatus: error.httpStatus)
         }
-        var report = try await signIn(
-            server: server, username: canonical, password: password, unowned: unowned, wipe: wipe, progress: progress)
+        // A plaintext account asked for stays plaintext (no set-up at this first sign-in).
+        var report = try await engine.signIn(
+            url: url, server: serverText, username: canonical, password: password, unowned: unowned, wipe: wipe, setUpEmpty: false,
+            progress: progress)
         report.recoveryKey = recoveryKey
         return report
     }
@@ -84,6 +86,9 @@ extension NotesClient {
     /// are queued to push by client ID: the server reconciles the notes it already has (no duplicates, no conflict
     /// copies for notes nobody else edited) and creates the others. The sync's outcome is in the report: a failed
     /// sync leaves the installation signed in, notes queued.
+    ///
+    /// A plaintext account that holds no note (one its server's operator made) is set up as end-to-end encrypted at
+    /// this sign-in (``SignInReport/setUpEncryption``; its recovery key in ``SignInReport/recoveryKey``).
     ///
     /// - Throws: `invalid_input`, `invalid_credentials`, `server_unreachable`, `server_error`, `bad_response`,
     ///   `storage`. Nothing changes locally when the sign-in fails.

@@ -201,6 +201,10 @@ struct Login: AsyncParsableCommand {
             try await client.signIn(
                 server: server, username: username, password: password, unowned: unowned, wipe: owners.wipe, progress: progress)
         }
+        if report.setUpEncryption {
+            Console.warn("This account had no note yet: it is now end-to-end encrypted (the server will hold no readable note).")
+            if let recoveryKey = report.recoveryKey { showRecoveryKey(recoveryKey) }
+        }
         try printSignIn(report, verb: "Signed in as", client: client, json: options.json)
     }
 }

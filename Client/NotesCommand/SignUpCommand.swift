@@ -52,16 +52,6 @@ struct SignUp: AsyncParsableCommand {
             Console.warn("This account is not end-to-end encrypted: the server's operator can read its notes.")
         }
         try printSignIn(report, verb: "Created the account", client: client, json: options.json)
-        if let recoveryKey = report.recoveryKey {
-            // Shown once, on the terminal only (standard error, so `--json` output stays the report): nothing keeps it.
-            Console.warn(
-                """
-                Your notes are end-to-end encrypted. Your recovery key (shown only now; write it down and keep it safe):
-
-                    \(recoveryKey)
-
-                Without your password and this key, nobody can read your notes on the server, not even its operator.
-                """)
-        }
+        if let recoveryKey = report.recoveryKey { showRecoveryKey(recoveryKey) }
     }
 }

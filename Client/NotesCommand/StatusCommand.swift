@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MiniFlake
+import NoteSyncProtocol
 import NotesClient
 
 struct Status: AsyncParsableCommand {
@@ -33,6 +34,10 @@ struct Status: AsyncParsableCommand {
         var storage: Storage?
         /// Signed in: whether the account is end-to-end encrypted.
         var encrypted: Bool?
+        /// Signed in and the server answered: its state (`plaintext`, `converting`, `encrypted`, `reset`).
+        var encryption: String?
+        /// While converting: the notes the server still holds in the clear.
+        var plaintextNotes: Int64?
 
         struct Storage: Encodable {
             var notes: Int64
@@ -69,15 +74,22 @@ struct Status: AsyncParsableCommand {
                         Output.Storage(
                             notes: $0.notes, textBytes: $0.textBytes, replayTextBytes: $0.replayTextBytes, maxNotes: $0.maxNotes,
                             maxTextBytes: $0.maxTextBytes)
-                    }, encrypted: status.account == nil ? nil : status.encrypted))
+                    }, encrypted: status.account == nil ? nil : status.encrypted,
+                    encryption: (try? storage?.get())??.encryption?.rawValue, plaintextNotes: (try? storage?.get())??.plaintextNotes))
             return
         }
         if let account = status.account {
             Console.out("Account:    \(account.username) on \(account.serverURL)")
-            Console.out(
-                status.encrypted
-                    ? "Encryption: end-to-end encrypted (the server holds no readable note)"
-                    : "Encryption: none (plaintext: the server's operator can read the notes)")
+            if case .success(let report?) = storage, report.encryption == .converting {
+                Console.out(
+                    "Encryption: converting (\(plural(Int(report.plaintextNotes ?? 0), "note")) still in the clear on the server; "
+                        + "`notes encryption enable` or `notes sync` finishes it)")
+            } else {
+                Console.out(
+                    status.encrypted
+                        ? "Encryption: end-to-end encrypted (the server holds no readable note)"
+                        : "Encryption: none (plaintext: the server's operator can read the notes)")
+            }
         } else if let server = status.serverURL {
             Console.out("Account:    not signed in (last server: \(server)); sign in with `notes login`")
         } else {

@@ -367,3 +367,20 @@ public struct AccountEncryptionRequest: Codable, Sendable, Equatable {
         encryption = try c.decode(EncryptionSetup.self, forKey: .encryption)
     }
 }
+
+/// `POST /v1/account/encryption` answer: how many other sessions it signed out, and where the account stands (an
+/// account that held notes is `converting` with `plaintextNotes` left to replace; one that held none is `encrypted`).
+public struct AccountEncryptionResponse: Codable, Sendable, Equatable {
+    public var revokedSessions: Int
+    public var encryption: EncryptionState
+    /// The account's notes the server still holds in the clear (tombstones are converted by the set-up itself).
+    public var plaintextNotes: Int64
+
+    public enum CodingKeys: String, WireKey { case revokedSessions, encryption, plaintextNotes }
+
+    public init(revokedSessions: Int, encryption: EncryptionState, plaintextNotes: Int64) {
+        self.revokedSessions = revokedSessions
+        self.encryption = encryption
+        self.plaintextNotes = plaintextNotes
+    }
+}

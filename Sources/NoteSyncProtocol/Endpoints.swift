@@ -60,8 +60,9 @@ public enum Endpoint: String, Sendable, CaseIterable {
     /// `POST /v1/account/keys/rotate`: a new generation of the account key ([`RotateKeysRequest`] →
     /// [`RotateKeysResponse`]); 409 `stale_generation` when it is not the current one plus one.
     case rotateKeys
-    /// `POST /v1/account/encryption`: set up a plaintext account that holds no note as encrypted
-    /// ([`AccountEncryptionRequest`] → [`RevokedSessionsResponse`]); signs every other device out.
+    /// `POST /v1/account/encryption`: set up a plaintext account as encrypted
+    /// ([`AccountEncryptionRequest`] → [`AccountEncryptionResponse`]); signs every other device out; an account that
+    /// holds notes starts converting.
     case setUpEncryption
 
     public var method: HTTPMethodName {

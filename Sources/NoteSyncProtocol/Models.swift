@@ -46,14 +46,20 @@ public struct AccountResponse: Codable, Sendable, Equatable {
     /// The account's encryption state: in `GET /v1/account` and sign-up answers (absent from older servers, which
     /// have plaintext accounts only).
     public var encryption: EncryptionState?
+    /// While the account is `converting`: how many of its notes the server still holds in the clear (in
+    /// `GET /v1/account` answers; absent otherwise).
+    public var plaintextNotes: Int64?
 
-    public enum CodingKeys: String, WireKey { case accountID, username, usage, encryption }
+    public enum CodingKeys: String, WireKey { case accountID, username, usage, encryption, plaintextNotes }
 
-    public init(accountID: FlakeID, username: String, usage: StorageUsage? = nil, encryption: EncryptionState? = nil) {
+    public init(
+        accountID: FlakeID, username: String, usage: StorageUsage? = nil, encryption: EncryptionState? = nil, plaintextNotes: Int64? = nil
+    ) {
         self.accountID = accountID
         self.username = username
         self.usage = usage
         self.encryption = encryption
+        self.plaintextNotes = plaintextNotes
     }
 }
 

@@ -496,16 +496,7 @@ struct EncryptedAccountTests {
         let twice = try await fixture.api.call(.setUpEncryption, token: first.token, json: again)
         #expect(twice.status == 409 && twice.errorCode == .alreadyEncrypted)
 
-        // An account with a note (even deleted) is converted, not set up.
-        try await fixture.api.signUp("ned", "operator's pw")
-        let ned = try await fixture.api.signIn("ned", "operator's pw")
-        let note = try #require(try await fixture.api.push(ned.token, [change(1, edit: 1, text: "x")])[0].serverID)
-        _ = try await fixture.api.push(ned.token, [change(1, server: note, edit: 2, text: "", deleted: true, baseVersion: 1)])
-        var nedRequest = request
-        nedRequest.encryption.accountID = ned.accountID
-        let full = try await fixture.api.call(.setUpEncryption, token: ned.token, json: nedRequest)
-        #expect(full.status == 409 && full.errorCode == .accountNotEmpty)
-        #expect(try await fixture.store.account(byUsername: "ned")?.encryption == .plaintext)
+        // An account with notes starts converting instead: ConversionTests.swift.
     }
 
     // MARK: - Password change
@@ -600,18 +591,7 @@ struct EncryptedAccountTests {
         _ = try await fixture.api.push(plain.token, [change(1, edit: 1, text: "koalacontrol is readable")])
 
         let path = try #require(store.databasePath)
-        func hits(_ word: String) -> Int {
-            [path, path + "-wal"].reduce(0) { total, file in
-                guard let data = FileManager.default.contents(atPath: file) else { return total }
-                var count = 0
-                var range = data.startIndex..<data.endIndex
-                while let found = data.range(of: Data(word.utf8), in: range) {
-                    count += 1
-                    range = found.upperBound..<data.endIndex
-                }
-                return total + count
-            }
-        }
+        func hits(_ word: String) -> Int { ConversionTests.hits(word, in: [path, path + "-wal"]) }
         #expect(hits(canary) == 0)
         #expect(hits("koalacontrol") > 0)
         try await store.close()

@@ -33,7 +33,7 @@ enum NoteStoreConformance {
         try await store.pull(accountID: account, after: 0, limit: Int.max / 2).notes
     }
 
-    static let checks: [Check] = operatorChecks + inviteChecks + replayQuotaChecks + historyChecks + encryptionChecks + [
+    static let checks: [Check] = operatorChecks + inviteChecks + replayQuotaChecks + historyChecks + encryptionChecks + conversionChecks + [
         Check(name: "accounts") { store in
             let account = AccountRecord(id: minter.mint(), username: "alice", passwordHash: "h1", createdAt: 5)
             try await store.createAccount(account)

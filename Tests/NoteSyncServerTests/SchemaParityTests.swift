@@ -41,7 +41,7 @@ struct SchemaParityTests {
         }
         // The comparison saw what matters (a catalog query that read nothing would compare equal).
         #expect(sqlite["applied_edits"]?.primaryKey == ["account_id", "edit_id", "client_id", "origin", "pusher"])
-        #expect(sqlite["notes"]?.indexes.count == 2)
+        #expect(sqlite["notes"]?.indexes.count == 3)
         #expect(sqlite["sessions"]?.foreignKeys == [ForeignKey(column: "account_id", table: "accounts", referenced: "id", onDelete: "CASCADE")])
     }
 
@@ -63,7 +63,11 @@ struct SchemaParityTests {
         var name: String?
         var unique: Bool
         var columns: [String]
-        var description: String { "\(unique ? "UNIQUE " : "")\(name ?? "<constraint>")(\(columns.joined(separator: ", ")))" }
+        /// A partial index (`WHERE ...`; the two backends spell the predicate each their own way).
+        var partial = false
+        var description: String {
+            "\(unique ? "UNIQUE " : "")\(name ?? "<constraint>")(\(columns.joined(separator: ", ")))\(partial ? " WHERE ..." : "")"
+        }
     }
 
     struct ForeignKey: Hashable {
@@ -112,12 +116,15 @@ struct SchemaParityTests {
                 }
                 let primaryKey = columnRows.filter { ($0[3] as Int) > 0 }.sorted { ($0[3] as Int) < ($1[3] as Int) }.map { $0[0] as String }
                 var indexes = Set<Index>()
-                for index in try Row.fetchAll(db, sql: #"SELECT name, "unique", origin FROM pragma_index_list(?)"#, arguments: [name]) {
+                for index in try Row.fetchAll(db, sql: #"SELECT name, "unique", origin, partial FROM pragma_index_list(?)"#, arguments: [name]) {
                     let origin: String = index[2]
                     if origin == "pk" { continue }
                     let indexName: String = index[0]
                     let indexColumns = try String.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?) ORDER BY seqno", arguments: [indexName])
-                    indexes.insert(Index(name: origin == "c" ? indexName : nil, unique: (index[1] as Int) != 0, columns: indexColumns))
+                    indexes.insert(
+                        Index(
+                            name: origin == "c" ? indexName : nil, unique: (index[1] as Int) != 0, columns: indexColumns,
+                            partial: (index[3] as Int) != 0))
                 }
                 let foreignKeys = try Row.fetchAll(db, sql: #"SELECT "from", "table", "to", on_delete FROM pragma_foreign_key_list(?)"#, arguments: [name])
                     .map { ForeignKey(column: $0[0], table: $0[1], referenced: $0[2], onDelete: $0[3]) }
@@ -176,12 +183,16 @@ struct SchemaParityTests {
             logger: logger
         ).decode((String, String, String, String?).self) {
             if constraint == "p" { continue }
-            let open = try #require(definition.lastIndex(of: "("))
-            let columns = definition[definition.index(after: open)...].dropLast().split(separator: ",").map {
+            // A partial index ends `... (a) WHERE predicate`.
+            let keyPart = definition.range(of: " WHERE ").map { String(definition[..<$0.lowerBound]) } ?? definition
+            let open = try #require(keyPart.lastIndex(of: "("))
+            let columns = keyPart[keyPart.index(after: open)...].dropLast().split(separator: ",").map {
                 $0.trimmingCharacters(in: .whitespaces)
             }
             tables[table]?.indexes.insert(
-                Index(name: constraint == nil ? name : nil, unique: definition.hasPrefix("CREATE UNIQUE"), columns: columns)
+                Index(
+                    name: constraint == nil ? name : nil, unique: definition.hasPrefix("CREATE UNIQUE"), columns: columns,
+                    partial: keyPart != definition)
             )
         }
         for try await (table, column, referencedTable, referenced, onDelete) in try await client.query(

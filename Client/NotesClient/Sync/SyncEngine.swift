@@ -525,7 +525,7 @@ final class SyncEngine: Sendable {
     /// Signs in to `username`'s account on `server` (its normalized URL text), stores the session, then syncs (see
     /// ``NotesClient/signIn(server:username:password:progress:)``).
     func signIn(
-        url: URL, server: String, username: String, password: String, unowned: UnownedNotes, wipe: Bool,
+        url: URL, server: String, username: String, password: String, unowned: UnownedNotes, wipe: Bool, setUpEmpty: Bool = true,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) -> SignInReport {
         let anonymous = connection(to: url, server: server, token: nil)
@@ -558,16 +558,24 @@ final class SyncEngine: Sendable {
             session = try await anonymous.call(.signIn, SignInResponse.self, body: encodeBody(request))
         }
         var accountKey: AccountKey?
+        var setUp: RecoveryKey?
+        if session.encryption == nil, derived == nil, setUpEmpty, memory == .unknown,
+            try store.read({ tx in try tx.keyRing(of: session.accountID) }) == nil,
+            let made = try await setUpEmptyAccount(session, password: password, url: url, server: server)
+        {
+            // An empty plaintext account (its operator made it): encrypted from its first sign-in here on.
+            (accountKey, setUp) = (made.key, made.recoveryKey)
+        }
         if let encryption = session.encryption {
             guard let derived else { throw NotesError.badResponse("an encrypted account's sign-in after a plaintext prelogin") }
             accountKey = try NoteSealing.accountKey(encryption, account: session.accountID, keys: derived)
-        } else if try store.read({ tx in try tx.keyRing(of: session.accountID) }) != nil {
+        } else if setUp == nil, try store.read({ tx in try tx.keyRing(of: session.accountID) }) != nil {
             throw NotesError(
                 .encryption,
                 "The server \(server) says \(session.username)'s account is not end-to-end encrypted, but this device holds its keys: refusing to sync it (a server cannot downgrade an account).")
         }
         // Remembered only when the password itself went and the server took it as a plaintext account's.
-        let plaintext = derived == nil && session.encryption == nil
+        let plaintext = derived == nil && session.encryption == nil && setUp == nil
 
         let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: server)
         let (plan, owners) = try store.write { tx in
@@ -611,7 +619,8 @@ final class SyncEngine: Sendable {
         } catch {
             result = .failure(error)
         }
-        return SignInReport(account: account, reconciling: plan.reconciling, owners: owners, sync: result)
+        return SignInReport(
+            account: account, reconciling: plan.reconciling, owners: owners, sync: result, recoveryKey: setUp?.humanForm, setUpEncryption: setUp != nil)
     }
 
     /// The keys of `username`'s password when its server's prelogin says the account is encrypted (the cost held to

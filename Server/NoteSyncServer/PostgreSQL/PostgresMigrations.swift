@@ -263,6 +263,17 @@ extension PostgresDatabase {
                 """,
             ]
         ),
+        (
+            // Converting a plaintext account to end-to-end encryption (SQLite's "v12: conversion to end-to-end
+            // encryption"; renumber freely at a merge, nothing has shipped it): which notes and history versions of a
+            // converting account are still in the clear.
+            13,
+            [
+                "ALTER TABLE notes ADD COLUMN plaintext BOOLEAN NOT NULL DEFAULT false",
+                "ALTER TABLE note_versions ADD COLUMN plaintext BOOLEAN NOT NULL DEFAULT false",
+                "CREATE INDEX notes_still_plaintext ON notes(account_id) WHERE plaintext",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

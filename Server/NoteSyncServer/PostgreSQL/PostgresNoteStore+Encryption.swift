@@ -224,10 +224,11 @@ extension PostgresNoteStore: EncryptionStore {
                 state = row
             }
             guard let state, state.0 == EncryptionState.plaintext.rawValue else { return .notPlaintext }
-            guard state.1 == 0 else { return .hasNotes }
+            let converting = state.1 > 0
             try await connection.execute(
                 """
-                UPDATE accounts SET password_hash = \(passwordHash), encryption = \(EncryptionState.encrypted.rawValue), key_generation = 1
+                UPDATE accounts SET password_hash = \(passwordHash),
+                                    encryption = \((converting ? EncryptionState.converting : .encrypted).rawValue), key_generation = 1
                 WHERE id = \(account)
                 """,
                 logger: self.logger)
@@ -235,7 +236,14 @@ extension PostgresNoteStore: EncryptionStore {
             let revoked = try await self.count(
                 "DELETE FROM sessions WHERE account_id = \(account) AND id <> \(keepingSession.rawValue) \(unescaped: Self.wakeWaiters)",
                 on: connection)
-            return .done(revokedSessions: revoked)
+            let left = converting ? try await Self.startConversion(accountID: accountID, on: connection, logger: self.logger) : 0
+            return .done(revokedSessions: revoked, plaintextNotes: left)
+        }
+    }
+
+    public func plaintextNoteCount(accountID: FlakeID) async throws -> Int64 {
+        try await transaction { connection in
+            try await Self.plaintextNoteCount(accountID: accountID, on: connection, logger: self.logger)
         }
     }
 

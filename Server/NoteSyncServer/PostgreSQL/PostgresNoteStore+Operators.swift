@@ -113,6 +113,11 @@ extension PostgresNoteStore: OperatorStore {
                 encryption[state] = Int(count)
             }
             statistics.encryption = encryption
+            for try await count in try await client.query(PostgresQuery(unsafeSQL: InvariantQueries.plaintextNotesLeft), logger: self.logger)
+                .decode(Int64.self)
+            {
+                statistics.plaintextNotes = Int(count)
+            }
             return statistics
         }
     }

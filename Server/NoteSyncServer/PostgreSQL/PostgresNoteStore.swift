@@ -285,7 +285,7 @@ public final class PostgresNoteStore: NoteStore {
             try await PushDriver.push(
                 PostgresPushTransaction(connection: connection, logger: logger), accountID: accountID, changes: changes,
                 context: context
-            )
+            ).results
         }
     }
 

@@ -23,7 +23,8 @@ struct PostgresPushTransaction: AsyncPushTransaction {
                 sequence: sequence,
                 usage: AccountUsage(
                     noteCount: notes, textBytes: bytes, replayTextBytes: replayBytes, historyBytes: historyBytes, chunkBytes: chunkBytes),
-                encryption: try LockedAccount.encryption(state: state, generation: generation))
+                encryption: try LockedAccount.encryption(state: state, generation: generation),
+                converting: state == EncryptionState.converting.rawValue)
         }
         return locked
     }

@@ -223,9 +223,26 @@ extension SQLiteNoteStore {
                     """
             )
         }
+        // Registered after the encryption migration under a name of its own, for the same reason (renumber at a merge).
+        migrator.registerMigration(Self.conversionMigration) { db in
+            // Converting a plaintext account to end-to-end encryption (`POST /v1/account/encryption` on an account
+            // that holds notes): the notes and history versions of a converting account still in the clear (set for
+            // every note and version of the account when the conversion starts; a note's is cleared when an
+            // encrypted push replaces its text), and the index that counts what is left.
+            try db.execute(
+                sql: """
+                    ALTER TABLE notes ADD COLUMN plaintext INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE note_versions ADD COLUMN plaintext INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX notes_still_plaintext ON notes(account_id) WHERE plaintext = 1;
+                    """
+            )
+        }
         return migrator
     }
 
     /// The end-to-end encryption migration's name (after "v10: chunks", which landed first).
     static let encryptionMigration = "v11: end-to-end encryption"
+
+    /// The conversion migration's name (after the encryption migration; renumber it at a merge).
+    static let conversionMigration = "v12: conversion to end-to-end encryption"
 }

@@ -167,19 +167,31 @@ extension SQLiteNoteStore: EncryptionStore {
     public func setUpEncryption(accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID) async throws
         -> SetUpOutcome
     {
+        let outcome = try await setUp(accountID: accountID, passwordHash: passwordHash, keys: keys, keepingSession: keepingSession)
+        // A conversion with nothing live to convert finished at once: its old texts leave the WAL too.
+        if case .done(_, 0) = outcome { await truncateWriteAheadLog() }
+        return outcome
+    }
+
+    private func setUp(accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID) async throws -> SetUpOutcome {
         try await write { db in
             let account = accountID.rawValue
             guard let row = try Row.fetchOne(db, sql: "SELECT encryption, note_count FROM accounts WHERE id = ?", arguments: [account]),
                 (row[0] as String) == EncryptionState.plaintext.rawValue
             else { return .notPlaintext }
-            guard (row[1] as Int64) == 0 else { return .hasNotes }
+            let converting = (row[1] as Int64) > 0
             try db.execute(
                 sql: "UPDATE accounts SET password_hash = ?, encryption = ?, key_generation = 1 WHERE id = ?",
-                arguments: [passwordHash, EncryptionState.encrypted.rawValue, account])
+                arguments: [passwordHash, (converting ? EncryptionState.converting : .encrypted).rawValue, account])
             try Self.insertKeys(keys, accountID: accountID, db)
             try db.execute(sql: "DELETE FROM sessions WHERE account_id = ? AND id <> ?", arguments: [account, keepingSession.rawValue])
-            return .done(revokedSessions: db.changesCount)
+            let revoked = db.changesCount
+            return .done(revokedSessions: revoked, plaintextNotes: converting ? try Self.startConversion(accountID: accountID, db) : 0)
         }
+    }
+
+    public func plaintextNoteCount(accountID: FlakeID) async throws -> Int64 {
+        try await read { db in try Self.plaintextNoteCount(accountID: accountID, db) }
     }
 
     public func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool {

@@ -89,7 +89,8 @@ extension SQLiteNoteStore: OperatorStore {
                 databaseBytes: row[7],
                 encryption: try Dictionary(
                     Row.fetchAll(db, sql: "SELECT encryption, COUNT(*) FROM accounts GROUP BY encryption").map { ($0[0], $0[1]) },
-                    uniquingKeysWith: +))
+                    uniquingKeysWith: +),
+                plaintextNotes: try Int.fetchOne(db, sql: InvariantQueries.plaintextNotesLeft) ?? 0)
         }
         var statistics = counts
         // The WAL holds committed pages not yet checkpointed into the file: count it too.

@@ -23,7 +23,7 @@ import Synchronization
 public final class SQLiteNoteStore: NoteStore {
     public let backendName = "sqlite"
 
-    private let writer: any DatabaseWriter
+    let writer: any DatabaseWriter
     /// Whether this is the in-memory `DatabaseQueue` (tests, the simulation), which differs in two ways:
     /// - Reads run as deferred transactions on the writer (see SQLiteSupport's `deferredTransaction` for why not
     ///   GRDB's `read`). A pool reads on its own read-only connections.
@@ -95,6 +95,9 @@ public final class SQLiteNoteStore: NoteStore {
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Deleted and overwritten content is zeroed in the file, not left in free space: a converted account's
+            // old plaintext (and a deleted account's notes) must not stay readable in the database file.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         return configuration
     }
@@ -342,9 +345,11 @@ public final class SQLiteNoteStore: NoteStore {
     // MARK: - Push
 
     public func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult] {
-        try await write { db in
+        let pushed = try await write { db in
             try PushDriver.push(SQLitePushTransaction(db: db), accountID: accountID, changes: changes, context: context)
         }
+        if pushed.convertedAccount { await truncateWriteAheadLog() }
+        return pushed.results
     }
 
     // MARK: - Pull

@@ -22,7 +22,8 @@ struct SQLitePushTransaction: PushTransaction {
             sequence: row[0],
             usage: AccountUsage(
                 noteCount: row[1], textBytes: row[2], replayTextBytes: row[3], historyBytes: row[4], chunkBytes: row[5]),
-            encryption: try LockedAccount.encryption(state: row[6], generation: row[7]))
+            encryption: try LockedAccount.encryption(state: row[6], generation: row[7]),
+            converting: (row[6] as String) == EncryptionState.converting.rawValue)
     }
 
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch {

@@ -196,6 +196,7 @@ public final class AccountService: Sendable {
                 notes: usage.noteCount, textBytes: usage.textBytes, replayTextBytes: usage.replayTextBytes,
                 historyBytes: usage.historyBytes, chunkBytes: usage.chunkBytes, maxNotes: quota.maxNotes,
                 maxTextBytes: quota.maxTextBytes),
-            encryption: account.encryption)
+            encryption: account.encryption,
+            plaintextNotes: account.encryption == .converting ? try await (store as? any EncryptionStore)?.plaintextNoteCount(accountID: account.id) : nil)
     }
 }

@@ -307,15 +307,16 @@ public final class SessionService: Sendable {
         return RevokedSessionsResponse(revokedSessions: count)
     }
 
-    /// Sets up a plaintext account that holds no note as end-to-end encrypted (`POST /v1/account/encryption`): an
-    /// account the operator made, at its first sign-in by a client that supports encryption. The current password
-    /// proves the request; the AuthKey becomes the credential; every other device is signed out.
+    /// Sets up a plaintext account as end-to-end encrypted (`POST /v1/account/encryption`): an account the operator
+    /// made, at its first sign-in by a client that supports encryption (it holds no note: encrypted at once), or an
+    /// account that holds notes (`notes encryption enable`: it starts `converting`, see
+    /// ``EncryptionStore/setUpEncryption(accountID:passwordHash:keys:keepingSession:)``). The current password proves
+    /// the request; the AuthKey becomes the credential; every other device is signed out.
     ///
     /// - Throws: `invalid_field` (the new password not an AuthKey, key material not of its form, an `accountID` that
-    ///   is not the account's), `too_many_attempts`, `wrong_password` (403), `already_encrypted` (409),
-    ///   `account_not_empty` (409: convert it instead).
+    ///   is not the account's), `too_many_attempts`, `wrong_password` (403), `already_encrypted` (409).
     public func setUpEncryption(_ request: AccountEncryptionRequest, session: SessionRecord, peer: Peer = Peer()) async throws
-        -> RevokedSessionsResponse
+        -> AccountEncryptionResponse
     {
         typealias Key = AccountEncryptionRequest.CodingKeys
         let prefix = Key.encryption.stringValue + "."
@@ -333,14 +334,14 @@ public final class SessionService: Sendable {
         let password = request.newPassword
         let hash = try await passwords.run { $0.hash(password) }
         switch try await keyStore.setUpEncryption(accountID: account.id, passwordHash: hash, keys: keys, keepingSession: session.id) {
-        case .done(let count):
+        case .done(let count, let left):
             if count > 0 { sessionsEnded(accountID: account.id) }
-            logger.info("account set up as encrypted", metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)"])
-            return RevokedSessionsResponse(revokedSessions: count)
+            logger.info(
+                left > 0 ? "account converting to encrypted" : "account set up as encrypted",
+                metadata: ["account_id": "\(account.id)", "revoked_sessions": "\(count)", "plaintext_notes": "\(left)"])
+            return AccountEncryptionResponse(revokedSessions: count, encryption: left > 0 ? .converting : .encrypted, plaintextNotes: left)
         case .notPlaintext:
             throw SyncError(.alreadyEncrypted, "This account is already end-to-end encrypted.")
-        case .hasNotes:
-            throw SyncError(.accountNotEmpty, "This account holds notes: convert it (notes encryption enable) instead.")
         }
     }
 

@@ -37,9 +37,16 @@ public protocol EncryptionStore: Sendable {
         rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
     ) async throws -> (RotationOutcome, revokedSessions: Int)
 
-    /// Sets up a plaintext account that holds no note (tombstones included) as encrypted at generation 1, in one
-    /// transaction: its keys, its new password hash, its state; its sessions but `keepingSession` deleted.
+    /// Sets up a plaintext account as encrypted at generation 1, in one transaction: its keys, its new password hash,
+    /// its state; its sessions but `keepingSession` deleted. An account that holds notes starts converting
+    /// (``EncryptionState/converting``): its live notes and history versions are marked plaintext, its tombstones
+    /// drop their tags and flags; an encrypted push that writes a note marks it converted, and the one that converts
+    /// the last finishes the conversion (the history from before it deleted, the applied edits' texts, tags and
+    /// flags taken out, the account marked encrypted). An account with nothing live to convert is encrypted at once.
     func setUpEncryption(accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID) async throws -> SetUpOutcome
+
+    /// How many of the account's notes are still in the clear: 0 unless it is converting.
+    func plaintextNoteCount(accountID: FlakeID) async throws -> Int64
 
     /// The operator's reset of an encrypted account's password (`notesyncd users reset-password`): replaces the
     /// password hash (the bcrypt of the new password's AuthKey), marks the account ``EncryptionState/reset`` and
@@ -60,10 +67,9 @@ public enum RotationOutcome: Sendable, Equatable {
 
 /// What ``EncryptionStore/setUpEncryption(accountID:passwordHash:keys:keepingSession:)`` did.
 public enum SetUpOutcome: Sendable, Equatable {
-    /// Set up; this many other sessions were deleted.
-    case done(revokedSessions: Int)
+    /// Set up; this many other sessions were deleted; `plaintextNotes` notes are left to convert (0: the account is
+    /// encrypted, else converting).
+    case done(revokedSessions: Int, plaintextNotes: Int64)
     /// Nothing stored: the account is not plaintext (or is gone).
     case notPlaintext
-    /// Nothing stored: the account holds notes.
-    case hasNotes
 }

@@ -83,13 +83,17 @@ public struct StoreStatistics: Sendable, Equatable, Codable {
     /// Accounts by encryption state (``EncryptionState``'s raw values), the plaintext ones included; absent from
     /// the JSON of older releases.
     public var encryption: [String: Int]?
+    /// Notes the converting accounts still hold in the clear (``EncryptionState/converting``); absent from the JSON
+    /// of older releases.
+    public var plaintextNotes: Int?
 
     public init(
         accounts: Int, disabledAccounts: Int, sessions: Int, notes: Int, tombstones: Int, textBytes: Int64,
         replayTextBytes: Int64 = 0, appliedEdits: Int, noteVersions: Int = 0, historyBytes: Int64 = 0, databaseBytes: Int64,
-        encryption: [String: Int]? = nil
+        encryption: [String: Int]? = nil, plaintextNotes: Int? = nil
     ) {
         self.encryption = encryption
+        self.plaintextNotes = plaintextNotes
         self.noteVersions = noteVersions
         self.historyBytes = historyBytes
         self.replayTextBytes = replayTextBytes
@@ -118,6 +122,23 @@ enum InvariantQueries {
             WHERE a.encryption NOT IN ('plaintext', 'converting', 'encrypted', 'reset')
                OR (a.encryption = 'plaintext') <> (k.account_id IS NULL)
                OR (a.encryption = 'plaintext') <> (a.key_generation = 0)
+            LIMIT 20
+            """
+        ),
+        (
+            // A conversion (``EncryptionState/converting``) marks notes and versions plaintext and finishes when none
+            // is left: a mark outside a converting account, or a converting account with nothing left, is a fault.
+            "conversion state",
+            """
+            SELECT 'account ' || a.id || ' (' || a.username || '): ' || a.encryption || ' with '
+                   || (SELECT COUNT(*) FROM notes n WHERE n.account_id = a.id AND n.plaintext = \(plaintextTrue)) || ' notes and '
+                   || (SELECT COUNT(*) FROM note_versions v WHERE v.account_id = a.id AND v.plaintext = \(plaintextTrue))
+                   || ' history versions marked plaintext'
+            FROM accounts a
+            WHERE (a.encryption = 'converting')
+                  <> EXISTS (SELECT 1 FROM notes n WHERE n.account_id = a.id AND n.plaintext = \(plaintextTrue))
+               OR (a.encryption <> 'converting'
+                   AND EXISTS (SELECT 1 FROM note_versions v WHERE v.account_id = a.id AND v.plaintext = \(plaintextTrue)))
             LIMIT 20
             """
         ),
@@ -209,6 +230,13 @@ enum InvariantQueries {
             """
         ),
     ]
+
+    /// How many notes the converting accounts still hold in the clear (one integer).
+    static let plaintextNotesLeft = "SELECT COUNT(*) FROM notes WHERE plaintext = \(plaintextTrue)"
+
+    /// True as both backends compare the `plaintext` columns with it: SQLite keeps 1 in an INTEGER column, PostgreSQL
+    /// a BOOLEAN (where `= 1` is an error); `(1 = 1)` is 1 in one and true in the other.
+    static let plaintextTrue = "(1 = 1)"
 
     /// The quota's running totals (`accounts.note_count`, `text_bytes`) against the notes they count; `bytes` is the
     /// backend's UTF-8 byte length of the text column `n.text` (SQLite: `LENGTH(CAST(n.text AS BLOB))`, PostgreSQL:

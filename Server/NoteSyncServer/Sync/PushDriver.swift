@@ -3,7 +3,10 @@ import NoteSyncProtocol
 
 /// Runs a push, the same way for every store: lock the account and read its change sequence, load what the batch
 /// names, plan with ``PushPlanner``, write the plan. Every step goes through one transaction handle, so the whole push
-/// is one transaction: when it returns the accepted changes are durable, and when it throws none are.
+/// is one transaction: when it returns the accepted changes are durable, and when it throws none are. In a converting
+/// account (``LockedAccount/converting``) the notes a push wrote are no longer plaintext, and the push that converts the
+/// last one finishes the conversion in the same transaction (``PushTransaction/converted(_:accountID:)``): the driver
+/// then answers `convertedAccount: true`.
 ///
 /// The driver is written twice, with identical bodies: once over ``PushTransaction`` (synchronous) and once over
 /// ``AsyncPushTransaction``. Swift has no `reasync`, and the two stores' transactions differ in kind: the SQLite store's
@@ -16,12 +19,13 @@ enum PushDriver {
     /// - Throws: ``NoteStoreError/accountNotFound``, what `context.mintID` throws, or a store error.
     static func push(
         _ transaction: some PushTransaction, accountID: FlakeID, changes: [NoteChange], context: PushContext
-    ) throws -> [ChangeResult] {
+    ) throws -> (results: [ChangeResult], convertedAccount: Bool) {
         guard let locked = try transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
         let loaded = try transaction.load(PushPlanner.loadKeys(of: changes), accountID: accountID)
         let plan = try PushPlanner.plan(.init(accountID, changes, loaded, locked, context), mintID: context.mintID)
         try transaction.write(plan, accountID: accountID)
-        return plan.results
+        guard locked.converting, !plan.writes.isEmpty else { return (plan.results, false) }
+        return (plan.results, try transaction.converted(plan.writes.map(\.note.serverID), accountID: accountID))
     }
 
     /// Runs a push through an asynchronous transaction (PostgreSQL). The body is the synchronous one's, with `await`.
@@ -29,12 +33,13 @@ enum PushDriver {
     /// - Throws: ``NoteStoreError/accountNotFound``, what `context.mintID` throws, or a store error.
     static func push(
         _ transaction: some AsyncPushTransaction, accountID: FlakeID, changes: [NoteChange], context: PushContext
-    ) async throws -> [ChangeResult] {
+    ) async throws -> (results: [ChangeResult], convertedAccount: Bool) {
         guard let locked = try await transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
         let loaded = try await transaction.load(PushPlanner.loadKeys(of: changes), accountID: accountID)
         let plan = try PushPlanner.plan(.init(accountID, changes, loaded, locked, context), mintID: context.mintID)
         try await transaction.write(plan, accountID: accountID)
-        return plan.results
+        guard locked.converting, !plan.writes.isEmpty else { return (plan.results, false) }
+        return (plan.results, try await transaction.converted(plan.writes.map(\.note.serverID), accountID: accountID))
     }
 }
 
@@ -50,6 +55,11 @@ protocol PushTransaction {
     /// new applied edits and, when it wrote a note, the account's new change sequence and usage. Writes nothing for a
     /// plan that changes nothing.
     func write(_ plan: PushPlanner.Plan, accountID: FlakeID) throws
+    /// A converting account's push wrote `serverIDs` (each now an envelope or a tombstone): marks them converted and,
+    /// when no plaintext note is left, deletes what the account still holds in the clear (its history versions from
+    /// before the conversion, its applied edits' texts, tags and flags) and marks it encrypted. Returns whether it
+    /// finished the conversion.
+    func converted(_ serverIDs: [FlakeID], accountID: FlakeID) throws -> Bool
 }
 
 /// ``PushTransaction`` for a store whose statements are awaited (PostgreSQL).
@@ -60,6 +70,8 @@ protocol AsyncPushTransaction {
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) async throws -> LoadedBatch
     /// See ``PushTransaction/write(_:accountID:)``.
     func write(_ plan: PushPlanner.Plan, accountID: FlakeID) async throws
+    /// See ``PushTransaction/converted(_:accountID:)``.
+    func converted(_ serverIDs: [FlakeID], accountID: FlakeID) async throws -> Bool
 }
 
 /// The account row a push locked: its change sequence and running totals.
@@ -68,6 +80,8 @@ struct LockedAccount {
     var usage: AccountUsage
     /// The account's encryption as its pushes see it (``PushPlanner/Input/encryption``).
     var encryption: PushPlanner.Encryption = .none
+    /// The account is converting to end-to-end encryption (``EncryptionState/converting``).
+    var converting = false
 
     /// The planner's view of a stored state and generation.
     ///

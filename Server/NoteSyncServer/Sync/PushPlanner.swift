@@ -54,7 +54,8 @@ import NoteSyncProtocol
 ///    step 5, a change whose `baseVersion` is not the note's current version is `stale` (nothing written or
 ///    recorded, the note's version in the answer) unless it is a replay of the note's text or a delete of a
 ///    tombstone (`unchanged`, or `reconciled`); the base current, it is a fast-forward or a tombstone as above. No
-///    merge, no conflict copy: the device makes them.
+///    merge, no conflict copy: the device makes them. Every write of such an account's note stores no tags and no
+///    flags (they are in the envelope): a converting account's note that had them in the clear loses them there.
 /// 9. Every write of a note keeps the change's edit ID as the note's and the version's (``StoredNote/editID``).
 public enum PushPlanner {
     /// Whether an account's pushes must be encrypted (``EncryptionState/requiresEncryptedPushes``).
@@ -508,6 +509,10 @@ public enum PushPlanner {
             usage.noteCount += isNew ? 1 : 0
             usage.textBytes += Int64(note.text.utf8.count) - Int64(old?.text.utf8.count ?? 0)
             var note = note
+            if encryption != .none {
+                // Rule 8: the tags and flags are in the envelope; what a converting account's note held in the clear goes.
+                (note.tags, note.pinned, note.archived) = ([], false, false)
+            }
             sequence += 1
             note.changeSeq = sequence
             note.updatedAt = now

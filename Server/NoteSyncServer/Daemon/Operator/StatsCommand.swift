@@ -25,7 +25,7 @@ public struct StatsCommand: AsyncParsableCommand {
         try OperatorOutput.print(statistics, json: json) {
             [
                 ["accounts", "\(statistics.accounts) (\(statistics.disabledAccounts) disabled)"],
-                ["encryption", Self.encryptionLine(statistics.encryption ?? [:])],
+                ["encryption", Self.encryptionLine(statistics.encryption ?? [:], plaintextNotes: statistics.plaintextNotes ?? 0)],
                 ["devices", "\(statistics.sessions)"],
                 ["notes", "\(statistics.notes) (+ \(statistics.tombstones) deleted)"],
                 ["text", "\(statistics.textBytes) bytes"],
@@ -37,10 +37,13 @@ public struct StatsCommand: AsyncParsableCommand {
         }
     }
 
-    /// `3 plaintext, 2 encrypted, 1 reset`: accounts by encryption state, in ``EncryptionState`` order, states with
-    /// none left out (`0 accounts` when there are none).
-    static func encryptionLine(_ counts: [String: Int]) -> String {
-        let parts = EncryptionState.allCases.compactMap { state in counts[state.rawValue].map { "\($0) \(state.rawValue)" } }
+    /// `3 plaintext, 1 converting (12 notes left), 2 encrypted, 1 reset`: accounts by encryption state, in
+    /// ``EncryptionState`` order, states with none left out (`0 accounts` when there are none); the converting ones
+    /// with the notes they still hold in the clear.
+    static func encryptionLine(_ counts: [String: Int], plaintextNotes: Int = 0) -> String {
+        let parts = EncryptionState.allCases.compactMap { state in
+            counts[state.rawValue].map { "\($0) \(state.rawValue)" + (state == .converting ? " (\(plaintextNotes) notes left)" : "") }
+        }
         return parts.isEmpty ? "0 accounts" : parts.joined(separator: ", ")
     }
 }
