@@ -223,17 +223,26 @@ public struct AccountKeysResponse: Codable, Sendable, Equatable {
     /// Hand-overs sealed to the recovery key's public key, for generations in `(after, through]`, ascending: with
     /// them the recovery key reaches every later generation.
     public var recoveryHandovers: [KeyHandoverEntry]?
+    /// The recovery key's X25519 public key now: what a rotation seals its `recoveryHandover` to.
+    public var recoveryPublicKey: String?
+    /// The password's X25519 public key now (the last password change's): what a rotation seals its
+    /// `passwordHandover` to, so a device signing in with the password later reaches the new generation.
+    public var passwordPublicKey: String?
 
     public enum CodingKeys: String, WireKey {
         case state, generation, through, wrappedKey, older, handovers, passwordHandovers, recoveryWrappedKey, recoveryHandovers
+        case recoveryPublicKey, passwordPublicKey
     }
 
     public init(
         state: EncryptionState, generation: Int64, through: Int64, wrappedKey: String, older: [String], handovers: [KeyHandoverEntry],
-        passwordHandovers: [KeyHandoverEntry], recoveryWrappedKey: String? = nil, recoveryHandovers: [KeyHandoverEntry]? = nil
+        passwordHandovers: [KeyHandoverEntry], recoveryWrappedKey: String? = nil, recoveryHandovers: [KeyHandoverEntry]? = nil,
+        recoveryPublicKey: String? = nil, passwordPublicKey: String? = nil
     ) {
         self.recoveryWrappedKey = recoveryWrappedKey
         self.recoveryHandovers = recoveryHandovers
+        self.recoveryPublicKey = recoveryPublicKey
+        self.passwordPublicKey = passwordPublicKey
         self.state = state
         self.generation = generation
         self.through = through

@@ -198,7 +198,8 @@ struct EncryptedAccountTests {
             keys
                 == AccountKeysResponse(
                     state: .encrypted, generation: 1, through: 1, wrappedKey: user.setup.wrappedKey, older: [], handovers: [],
-                    passwordHandovers: [], recoveryWrappedKey: user.setup.recoveryWrappedKey, recoveryHandovers: []))
+                    passwordHandovers: [], recoveryWrappedKey: user.setup.recoveryWrappedKey, recoveryHandovers: [],
+                    recoveryPublicKey: user.setup.recoveryPublicKey, passwordPublicKey: user.setup.passwordPublicKey))
         let after = try fixture.api.decode(
             AccountKeysResponse.self,
             try await fixture.api.call(.accountKeys, token: session.token, query: [(AccountKeysQuery.after, "1")]))

@@ -115,7 +115,8 @@ public final class EncryptionService: Sendable {
             handovers: chain.handovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) },
             passwordHandovers: chain.passwordHandovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) },
             recoveryWrappedKey: keys.recoveryWrappedKey.text,
-            recoveryHandovers: chain.recoveryHandovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) })
+            recoveryHandovers: chain.recoveryHandovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) },
+            recoveryPublicKey: keys.recoveryPublicKey.text, passwordPublicKey: keys.passwordPublicKey.text)
     }
 
     /// Stores a new generation of the account key (`POST /v1/account/keys/rotate`), in one transaction.
