@@ -197,9 +197,24 @@ struct Login: AsyncParsableCommand {
         }
         let unowned = try owners.ask(client: client, username: username, server: server)
         let password = try credentials.passwordStdin ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Password for \(username): ")
-        let report = try await ProgressLine.around { progress in
-            try await client.signIn(
-                server: server, username: username, password: password, unowned: unowned, wipe: owners.wipe, progress: progress)
+        let report: SignInReport
+        do {
+            report = try await ProgressLine.around { progress in
+                try await client.signIn(
+                    server: server, username: username, password: password, unowned: unowned, wipe: owners.wipe, progress: progress)
+            }
+        } catch let error as NotesError where error.code == .accountReset && Console.stdinIsTerminal && !credentials.passwordStdin {
+            // The operator reset the password: what was typed is the temporary one. Ask for the recovery key here.
+            Console.warn(resetExplanation)
+            Console.warn("Type the recovery key to get the notes back (or just Enter if you do not have it).")
+            let recoveryKey = try EncryptionRecover.recoveryKey(file: nil)
+            let new = try newPassword(stdin: false)
+            report = try await ProgressLine.around { progress in
+                try await client.recoverAccount(
+                    server: server, username: username, temporaryPassword: password, recoveryKey: recoveryKey, newPassword: new,
+                    unowned: unowned, wipe: owners.wipe, progress: progress)
+            }
+            Console.out("Recovered \(username): the recovery key opened the account's notes; the new password wraps their key.")
         }
         try printSignIn(report, verb: "Signed in as", client: client, json: options.json)
     }

@@ -221,4 +221,86 @@ import TestSupport
         #expect(failure?.message.contains("hand-over of generation 2 sealed to this device") == true, "\(String(describing: failure))")
         #expect(try Self.generations(b, of: account) == [1])
     }
+
+    // MARK: - Recovery
+
+    /// What `notesyncd users reset-password alice` does: the temporary password's AuthKey under the account's salt
+    /// becomes the credential, the account `reset`, every session ended.
+    static func operatorReset(_ files: Files, to temporary: String) async throws {
+        let store = files.server.store
+        let account = try #require(try await store.account(byUsername: "alice"))
+        let keys = try #require(try await (store as? any EncryptionStore)?.encryptionKeys(accountID: account.id))
+        let authKey = try PasswordKDF.deriveKeys(password: temporary, parameters: keys.kdf, policy: .allowInsecureForTesting).authKey
+        let hash = PasswordHashing.bcrypt(cost: 4).hash(authKey.serverPassword)
+        #expect(try await (store as? any EncryptionStore)?.resetEncryptedPassword(accountID: account.id, passwordHash: hash) == true)
+    }
+
+    @Test func afterAResetTheRecoveryKeyOpensEveryGenerationAndANewPasswordWrapsThem() async throws {
+        let files = try Files()
+        let (a, b, recoveryKey) = try await EncryptionSyncTests.twoDevices(files)
+        let account = try #require(try a.account()).accountID
+        _ = try a.add("canaryone, generation 1")
+        try await a.syncOK()
+        _ = try await a.revokeDevice(try await Self.sessionID(of: b))
+        _ = try a.add("canarytwo, generation 2")
+        try await a.syncOK()
+        try await Self.operatorReset(files, to: "temporary 123")
+
+        // Signing in with the temporary password says what happened; nothing is stored.
+        let c = try Self.device(files, seed: 3)
+        let refused = await #expect(throws: NotesError.self) {
+            _ = try await c.signIn(server: TestServer.url, username: "alice", password: "temporary 123")
+        }
+        #expect(refused?.code == .accountReset && refused?.message.contains("recovery key") == true)
+        #expect(try c.account() == nil && Self.generations(c, of: account).isEmpty)
+        // A wrong recovery key opens nothing and changes nothing.
+        let wrong = await #expect(throws: NotesError.self) {
+            _ = try await c.recoverAccount(
+                server: TestServer.url, username: "alice", temporaryPassword: "temporary 123",
+                recoveryKey: RecoveryKey.generate().humanForm, newPassword: "recovered 456")
+        }
+        #expect(wrong?.code == .encryption, "\(String(describing: wrong))")
+        #expect(try await files.server.store.account(byUsername: "alice")?.encryption == .reset)
+        // The right one: generation 1 from the recovery-wrapped key, 2 through the hand-over sealed to it.
+        let report = try await c.recoverAccount(
+            server: TestServer.url, username: "alice", temporaryPassword: "temporary 123", recoveryKey: try #require(recoveryKey),
+            newPassword: "recovered 456")
+        _ = try report.sync.get()
+        #expect(try Self.generations(c, of: account) == [1, 2])
+        #expect(Set(try c.notes().map(\.text)) == ["canaryone, generation 1", "canarytwo, generation 2"])
+        #expect(try await files.server.store.account(byUsername: "alice")?.encryption == .encrypted)
+        // The other devices sign in with the new password; the temporary one no longer works.
+        try await Self.signIn(b, password: "recovered 456")
+        #expect(Set(try b.notes().map(\.text)) == ["canaryone, generation 1", "canarytwo, generation 2"])
+        let d = try Self.device(files, seed: 4)
+        await #expect(throws: NotesError.self) { _ = try await d.signIn(server: TestServer.url, username: "alice", password: "temporary 123") }
+        #expect(try await c.devices().count == 2, "the temporary session was signed out")
+        #expect(try files.occurrences(of: "canary") == 0)
+    }
+
+    @Test func aNewRecoveryKeyReplacesTheOldOneWhichNoLongerRecovers() async throws {
+        let files = try Files()
+        let (a, _, old) = try await EncryptionSyncTests.twoDevices(files)
+        let account = try #require(try a.account()).accountID
+        _ = try a.add("before the new key")
+        try await a.syncOK()
+        let renewed = try await a.renewRecoveryKey()
+        #expect(renewed.keyGeneration == 2 && renewed.recoveryKey != old)
+        _ = try a.add("after the new key")
+        try await a.syncOK()
+        try await Self.operatorReset(files, to: "temporary 123")
+        let c = try Self.device(files, seed: 3)
+        let refused = await #expect(throws: NotesError.self) {
+            _ = try await c.recoverAccount(
+                server: TestServer.url, username: "alice", temporaryPassword: "temporary 123", recoveryKey: try #require(old),
+                newPassword: "recovered 456")
+        }
+        #expect(refused?.code == .encryption)
+        _ = try await c.recoverAccount(
+            server: TestServer.url, username: "alice", temporaryPassword: "temporary 123", recoveryKey: renewed.recoveryKey,
+            newPassword: "recovered 456"
+        ).sync.get()
+        #expect(try Self.generations(c, of: account) == [1, 2])
+        #expect(Set(try c.notes().map(\.text)) == ["before the new key", "after the new key"])
+    }
 }

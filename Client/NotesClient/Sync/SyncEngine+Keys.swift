@@ -50,10 +50,13 @@ extension SyncEngine {
     /// Generation `ring.current + 1`, handed over to every session in `sessions` that has a public key (this one too:
     /// if the answer is lost, this device reads its own hand-over back at its next sync), to the recovery key and to
     /// `passwordPublicKey` (the account's, or a password change's new one).
+    /// With `renewing`, the rotation replaces the recovery key by that one (its material is of the new generation, and
+    /// the recovery hand-over is sealed to it).
     static func rotation(
-        of ring: AccountKeyRing, sessions: [SessionInfo], recoveryPublicKey: String?, passwordPublicKey: String?
+        of ring: AccountKeyRing, sessions: [SessionInfo], recoveryPublicKey: String?, passwordPublicKey: String?,
+        renewing renewed: RecoveryKey? = nil
     ) throws(NotesError) -> Rotation {
-        guard let recoveryText = recoveryPublicKey, let passwordText = passwordPublicKey,
+        guard let recoveryText = renewed?.publicKey.text ?? recoveryPublicKey, let passwordText = passwordPublicKey,
             let recovery = try? DevicePublicKey(text: recoveryText), let password = try? DevicePublicKey(text: passwordText)
         else {
             throw NotesError(
@@ -73,7 +76,8 @@ extension SyncEngine {
             let request = RotateKeysRequest(
                 generation: Int64(key.generation), older: try previous.wrapped(by: key).text, handovers: handovers,
                 recoveryHandover: try KeyHandover.seal(key, authenticatedBy: previous, to: recovery).text,
-                passwordHandover: try KeyHandover.seal(key, authenticatedBy: previous, to: password).text)
+                passwordHandover: try KeyHandover.seal(key, authenticatedBy: previous, to: password).text,
+                recovery: renewed.map { RecoveryRenewal(recoveryWrappedKey: key.wrapped(by: $0).text, recoveryPublicKey: $0.publicKey.text) })
             return Rotation(key: key, request: request)
         } catch {
             throw NotesError(.encryption, "The account key cannot be rotated: \(error.description)")
@@ -92,10 +96,13 @@ extension SyncEngine {
     /// `stale_generation` (another device rotated first) or `unknown_session` (a kept session signed out meanwhile),
     /// it fetches the keys and the sessions again and retries once.
     ///
+    /// With `renewing`, the rotation also replaces the account's recovery key by that one (`notes encryption
+    /// recovery-key`).
+    ///
     /// Returns the new generation; nil for a plaintext account (nothing to rotate).
     ///
     /// - Throws: `encryption`, `not_signed_in`, `signed_out_by_server`, the connection's errors.
-    func rotateAccountKey() async throws(NotesError) -> UInt32? {
+    func rotateAccountKey(renewing renewed: RecoveryKey? = nil) async throws(NotesError) -> UInt32? {
         let signedIn = try store.read { tx throws -> (FlakeID, AccountKeyRing?)? in
             guard let accountID = try tx.settings()?.accountID else { return nil }
             return (accountID, try tx.keyRing(of: accountID))
@@ -110,7 +117,8 @@ extension SyncEngine {
                 ring = fresh
                 let sessions = try await connection.call(.sessions, SessionListResponse.self).sessions
                 let rotation = try Self.rotation(
-                    of: ring, sessions: sessions, recoveryPublicKey: answer.recoveryPublicKey, passwordPublicKey: answer.passwordPublicKey)
+                    of: ring, sessions: sessions, recoveryPublicKey: answer.recoveryPublicKey, passwordPublicKey: answer.passwordPublicKey,
+                    renewing: renewed)
                 do throws(NotesError) {
                     _ = try await connection.call(.rotateKeys, RotateKeysResponse.self, body: encodeBody(rotation.request), attempts: 1)
                 } catch where !retried && SyncEngine.retriesRotation(error) {
@@ -121,5 +129,63 @@ extension SyncEngine {
                 return rotation.key.generation
             }
         }
+    }
+}
+
+extension SyncEngine {
+    /// Recovers `username`'s encrypted account after the operator reset its password (Docs/SECURITY.md, "Recovery"):
+    /// signs in with the temporary password (its AuthKey, under the account's salt), opens the account key's
+    /// generations with `recoveryKey` (the generation it wraps, the chain down, the hand-overs sealed to it up), and
+    /// changes the password to `newPassword`, which wraps the current generation: the account is `encrypted` again.
+    /// The temporary session is signed out at the end, whatever happened; the caller signs in with the new password.
+    ///
+    /// - Throws: `invalid_credentials` (wrong temporary password), `invalid_input` (the account was not reset),
+    ///   `encryption` (the recovery key opens nothing of this account: nothing changed on the server), the
+    ///   connection's errors.
+    func recover(
+        url: URL, server: String, username: String, temporaryPassword: String, recoveryKey: RecoveryKey, newPassword: String
+    ) async throws(NotesError) {
+        let anonymous = connection(to: url, server: server, token: nil)
+        let temporary = try await credentialKeys(
+            username: username, password: temporaryPassword, memory: .unknown, connection: anonymous, server: server)
+        guard let temporary else {
+            throw NotesError(.invalidInput, "\(username)'s account on \(server) is not end-to-end encrypted: nothing to recover; sign in with `notes login`.")
+        }
+        let device = try store.write { tx in try tx.deviceKeyPair() }
+        let request = SignInRequest(
+            username: username, password: temporary.authKey.serverPassword, deviceName: nil, origin: origin,
+            devicePublicKey: device.publicKey.text)
+        let session = try await anonymous.call(.signIn, SignInResponse.self, body: encodeBody(request))
+        let withToken = connection(to: url, server: server, token: session.token)
+        let outcome: Result<Void, NotesError>
+        do {
+            outcome = .success(try await recover(session, over: withToken, device: device, temporary: temporary, recoveryKey: recoveryKey, newPassword: newPassword))
+        } catch {
+            outcome = .failure(error)
+        }
+        _ = try? await withToken.exchange(.signOut, attempts: 1)
+        try outcome.get()
+    }
+
+    /// ``recover(url:server:username:temporaryPassword:recoveryKey:newPassword:)`` once signed in as `session`.
+    private func recover(
+        _ session: SignInResponse, over connection: ServerConnection, device: DeviceKeyPair, temporary: DerivedKeys,
+        recoveryKey: RecoveryKey, newPassword: String
+    ) async throws(NotesError) {
+        guard let encryption = session.encryption, encryption.state == .reset else {
+            throw NotesError(
+                .invalidInput, "\(session.username)'s account was not reset by the server's operator: sign in with its password (`notes login`).")
+        }
+        let pages = try await keyPages(connection, after: 0)
+        let ring = try KeyGenerations.open(
+            pages, account: session.accountID, ring: nil,
+            openers: KeyGenerations.Openers(device: device, password: nil, recovery: recoveryKey))
+        let parameters = KDFParameters.generate(cost: environment.kdfCost)
+        let next = try NoteSealing.derive(password: newPassword, parameters: parameters, policy: environment.kdfPolicy)
+        var change = ChangePasswordRequest(currentPassword: temporary.authKey.serverPassword, newPassword: next.authKey.serverPassword)
+        change.encryption = PasswordChangeEncryption(
+            kdf: NoteSealing.info(parameters), wrappedKey: ring.current.wrapped(by: next.wrapKey).text,
+            passwordPublicKey: next.passwordKeyPair.publicKey.text)
+        _ = try await connection.call(.changePassword, RevokedSessionsResponse.self, body: encodeBody(change), attempts: 1)
     }
 }

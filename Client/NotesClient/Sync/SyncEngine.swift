@@ -597,10 +597,10 @@ final class SyncEngine: Sendable {
             // The password opens the generation the server keeps wrapped by it (an operator's reset: it does not, and
             // the error says what happened); the keys answer brings the rest: every older generation through the
             // chain, every newer one through the hand-overs sealed to the password. All stored, or none.
-            _ = try NoteSealing.accountKey(encryption, account: session.accountID, keys: derived)
-            let held = try store.read { tx in try tx.keyRing(of: session.accountID) }
             let withToken = connection(to: url, server: server, token: session.token)
             do {
+                _ = try NoteSealing.accountKey(encryption, account: session.accountID, keys: derived)
+                let held = try store.read { tx in try tx.keyRing(of: session.accountID) }
                 _ = try await refreshKeys(withToken, account: session.accountID, ring: held, password: derived)
             } catch {
                 _ = try? await withToken.exchange(.signOut, attempts: 1)
