@@ -41,17 +41,13 @@ struct EncryptionRecover: AsyncParsableCommand {
 
     func run() async throws {
         let client = try options.openClient()
-        let remembered = try client.remembered()
-        let server = try credentials.server(remembered: remembered.serverURL)
-        guard let username = credentials.username ?? remembered.account?.username else {
-            throw CommandFailure(message: "missing --username", status: .usage)
-        }
+        let (server, username) = try credentials.account(client)
         let unowned = try owners.ask(client: client, username: username, server: server)
         let temporary =
             try credentials.passwordStdin
             ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Temporary password for \(username) (from the operator): ")
         let recoveryKey = try Self.recoveryKey(file: recoveryKeyFile)
-        let new = try newPassword(stdin: credentials.passwordStdin)
+        let new = try Terminal.readNewPassword(stdin: credentials.passwordStdin)
         let report = try await ProgressLine.around { progress in
             try await client.recoverAccount(
                 server: server, username: username, temporaryPassword: temporary, recoveryKey: recoveryKey, newPassword: new,
@@ -82,21 +78,6 @@ struct EncryptionRecover: AsyncParsableCommand {
         }
         return String(decoding: data, as: UTF8.self)
     }
-}
-
-/// The new password: the second line of standard input with `stdin`, else asked twice on the terminal.
-func newPassword(stdin: Bool) throws -> String {
-    if stdin {
-        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-            throw CommandFailure(message: "--password-stdin: no new password on the second line of standard input", status: .usage)
-        }
-        return line.hasSuffix("\r") ? String(line.dropLast()) : line
-    }
-    let new = try Terminal.readSecret(prompt: "New password: ")
-    guard try Terminal.readSecret(prompt: "Repeat the new password: ") == new else {
-        throw CommandFailure(message: "the new passwords differ; nothing changed")
-    }
-    return new
 }
 
 /// `notes encryption recovery-key`.

@@ -22,6 +22,19 @@ struct CredentialOptions: ParsableArguments {
         }
         return try checkedServerURL(server)
     }
+
+    /// The server (``server(remembered:)``) and the username (`--username`, else the remembered account's) a
+    /// sign-in talks to.
+    ///
+    /// - Throws: a usage failure when either is unknown.
+    func account(_ client: NotesClient) throws -> (server: String, username: String) {
+        let remembered = try client.remembered()
+        let server = try server(remembered: remembered.serverURL)
+        guard let username = username ?? remembered.account?.username else {
+            throw CommandFailure(message: "missing --username", status: .usage)
+        }
+        return (server, username)
+    }
 }
 
 /// `text` when it is an `http://` or `https://` URL with a host (and a valid port, if any); a usage failure
@@ -190,11 +203,7 @@ struct Login: AsyncParsableCommand {
 
     func run() async throws {
         let client = try options.openClient()
-        let remembered = try client.remembered()
-        let server = try credentials.server(remembered: remembered.serverURL)
-        guard let username = credentials.username ?? remembered.account?.username else {
-            throw CommandFailure(message: "missing --username", status: .usage)
-        }
+        let (server, username) = try credentials.account(client)
         let unowned = try owners.ask(client: client, username: username, server: server)
         let password = try credentials.passwordStdin ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Password for \(username): ")
         let report: SignInReport
@@ -208,7 +217,7 @@ struct Login: AsyncParsableCommand {
             Console.warn(resetExplanation)
             Console.warn("Type the recovery key to get the notes back (or just Enter if you do not have it).")
             let recoveryKey = try EncryptionRecover.recoveryKey(file: nil)
-            let new = try newPassword(stdin: false)
+            let new = try Terminal.readNewPassword(stdin: false)
             report = try await ProgressLine.around { progress in
                 try await client.recoverAccount(
                     server: server, username: username, temporaryPassword: password, recoveryKey: recoveryKey, newPassword: new,
