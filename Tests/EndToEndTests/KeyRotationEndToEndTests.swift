@@ -179,4 +179,48 @@ struct KeyRotationEndToEndTests {
         #expect(try await a.texts() == ["canaryone", "canarytwo, generation 2"])
         #expect(try encryption.occurrences(of: "canary", in: server) == 0)
     }
+
+    /// The recovery key a run printed on stderr (14 groups of 4).
+    static func recoveryKey(in run: NotesRun) throws -> String {
+        try #require(
+            run.stderr.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { line in
+                line.count == 69 && line.split(separator: "-").count == 14
+            }, "\(run)")
+    }
+
+    @Test func aNewRecoveryKeyRecoversAScriptedResetAndTheOldOneNoLongerDoes() async throws {
+        let server = try await NotesE2EServer.start()
+        defer { server.stop() }
+        let a = try NotesDevice("krk-a")
+        let b = try NotesDevice("krk-b")
+        defer { a.remove(); b.remove() }
+        let signup = ok(
+            try await a.run(["signup", "--server", server.url, "--username", "alice", "--password-stdin"], stdin: NotesE2E.password + "\n"))
+        let old = try Self.recoveryKey(in: signup)
+        _ = ok(try await a.run(["add", "kept"]))
+        _ = ok(try await a.run(["sync"]))
+        let renewed = ok(try await a.run(["encryption", "recovery-key"]))
+        #expect(renewed.stdout.contains("generation 2"), "\(renewed)")
+        let new = try Self.recoveryKey(in: renewed)
+        #expect(new != old)
+
+        let reset = try await OperatorsEndToEndTests.notesyncd(
+            ["users", "reset-password", "alice", "--data-dir", server.directory.appendingPathComponent("data").path])
+        let temporary = String(try #require(reset.output.split(separator: "\n").first { $0.hasPrefix("password: ") }?.dropFirst(10)))
+        let scratch = try NotesE2E.temporaryDirectory("recovery-key")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let keyFile = scratch.appendingPathComponent("recovery.txt")
+        func recover(with key: String) async throws -> NotesRun {
+            try key.write(to: keyFile, atomically: true, encoding: .utf8)
+            return try await b.run(
+                ["encryption", "recover", "--server", server.url, "--username", "alice", "--recovery-key-file", keyFile.path, "--password-stdin"],
+                stdin: temporary + "\nrecovered pw 2\n")
+        }
+        let refused = try await recover(with: old)
+        #expect(refused.status != 0 && refused.stderr.contains("recovery key"), "\(refused)")
+        let recovered = ok(try await recover(with: new))
+        #expect(recovered.stdout.contains("Recovered alice"), "\(recovered)")
+        #expect(try await b.texts() == ["kept"])
+        _ = ok(try await encryption.login(a, server, password: "recovered pw 2"))
+    }
 }
