@@ -23,6 +23,23 @@ public struct Device: Sendable, Equatable {
     public var isThisDevice: Bool
 }
 
+/// What ``NotesClient/revokeDevice(_:)`` did.
+public struct DeviceRevocation: Sendable, Equatable {
+    /// The device signed out.
+    public var device: Device
+    /// The account key's generation after the rotation that followed (an end-to-end encrypted account); nil for a
+    /// plaintext account.
+    public var keyGeneration: UInt32?
+}
+
+/// What ``NotesClient/signOutOtherDevices()`` did.
+public struct OtherDevicesSignOut: Sendable, Equatable {
+    /// How many other devices were signed out.
+    public var count: Int
+    /// As ``DeviceRevocation/keyGeneration``.
+    public var keyGeneration: UInt32?
+}
+
 /// The account's storage as its server counts it (`GET /v1/account`).
 public struct StorageReport: Sendable, Equatable {
     /// Stored notes, deleted ones included.
@@ -65,12 +82,15 @@ extension NotesClient {
     }
 
     /// Signs another device of the account out: `id` is its session ID as `notes devices` shows it, or a unique
-    /// prefix of it (at least 4 digits). Its notes stay on it; it learns at its next request.
+    /// prefix of it (at least 4 digits). Its notes stay on it; it learns at its next request. On an end-to-end
+    /// encrypted account the account key is then rotated (``SyncEngine/rotateAccountKey()``): what is written from now
+    /// on is sealed under a generation the signed-out device never gets; no note is re-encrypted by this call.
     ///
     /// - Throws: `invalid_input` (not a listed device, ambiguous, or this device: use sign-out), `not_signed_in`,
-    ///   `signed_out_by_server`, the connection's errors.
+    ///   `signed_out_by_server`, `encryption` (signed out, but the key was not rotated: the message says so), the
+    ///   connection's errors.
     @discardableResult
-    public func revokeDevice(_ id: String) async throws(NotesError) -> Device {
+    public func revokeDevice(_ id: String) async throws(NotesError) -> DeviceRevocation {
         let text = id.trimmingCharacters(in: .whitespaces)
         guard text.count >= 4, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) else {
             throw NotesError(.invalidInput, "'\(id)' is not a device ID; `notes devices` lists them (at least 4 digits).")
@@ -86,20 +106,39 @@ extension NotesClient {
             throw NotesError(.invalidInput, "\(text) is this device; sign it out with `notes logout`.")
         }
         _ = try await engine.accountExchange(.revokeSession, body: encodeBody(RevokeSessionRequest(sessionID: device.sessionID)))
-        return device
+        let generation = try await rotateAfterSigningOut("Signed out \(device.sessionID.rawValue)")
+        return DeviceRevocation(device: device, keyGeneration: generation)
     }
 
-    /// Signs every other device of the account out; returns how many were.
-    public func signOutOtherDevices() async throws(NotesError) -> Int {
-        try await engine.accountCall(.revokeOtherSessions, RevokedSessionsResponse.self, attempts: 1).revokedSessions
+    /// Signs every other device of the account out, then (an encrypted account) rotates the account key as
+    /// ``revokeDevice(_:)`` does.
+    public func signOutOtherDevices() async throws(NotesError) -> OtherDevicesSignOut {
+        let count = try await engine.accountCall(.revokeOtherSessions, RevokedSessionsResponse.self, attempts: 1).revokedSessions
+        let generation = try await rotateAfterSigningOut("Signed out \(count == 1 ? "1 other device" : "\(count) other devices")")
+        return OtherDevicesSignOut(count: count, keyGeneration: generation)
+    }
+
+    /// Rotates an encrypted account's key after `done` (devices were signed out); nil for a plaintext account.
+    private func rotateAfterSigningOut(_ done: String) async throws(NotesError) -> UInt32? {
+        do {
+            return try await engine.rotateAccountKey()
+        } catch {
+            if error.code == .signedOutByServer { throw error }
+            throw NotesError(
+                error.code,
+                "\(done), but the account key was not rotated: \(error.message) Until it is (sign out a device again, or `notes logout --everywhere`), a signed-out device could read new notes with the server's help.",
+                api: error.api, httpStatus: error.httpStatus)
+        }
     }
 
     /// Changes the account's password; every other device is signed out (this one stays signed in). Returns how
     /// many devices were signed out.
     ///
     /// An end-to-end encrypted account (this device holds its keys) proves the current password by its AuthKey and
-    /// sends the account key re-wrapped by the new password, with the new password's KDF parameters (a new salt, the
-    /// environment's cost) and public key: one Argon2id per password on the device, no note re-uploaded.
+    /// rotates the account key in the same request: generation current + 1 wrapped by the new password, with the new
+    /// password's KDF parameters (a new salt, the environment's cost) and public key, handed over to this session, the
+    /// recovery key and the new password. One Argon2id per password on the device, no note re-uploaded; answered
+    /// `stale_generation` (another device rotated first) it fetches the keys and retries once.
     ///
     /// - Throws: `invalid_input` (the new password breaks ``CredentialRules``), `invalid_credentials` (the current
     ///   password is wrong: nothing changed), `encryption` (the server's KDF cost is out of bounds, or it calls the
@@ -112,25 +151,53 @@ extension NotesClient {
                 "A password is \(CredentialRules.passwordBytes.lowerBound)–\(CredentialRules.passwordBytes.upperBound) bytes, without NUL characters.")
         }
         let proof = try await engine.passwordProof(current)
-        var request = ChangePasswordRequest(currentPassword: proof.credential, newPassword: new)
-        if let keys = proof.keys {
-            let parameters = KDFParameters.generate(cost: environment.kdfCost)
-            let next = try NoteSealing.derive(password: new, parameters: parameters, policy: environment.kdfPolicy)
-            request.newPassword = next.authKey.serverPassword
-            request.encryption = PasswordChangeEncryption(
-                kdf: NoteSealing.info(parameters), wrappedKey: keys.current.wrapped(by: next.wrapKey).text,
-                passwordPublicKey: next.passwordKeyPair.publicKey.text)
-        }
-        do {
-            return try await engine.accountCall(.changePassword, RevokedSessionsResponse.self, body: encodeBody(request), attempts: 1)
-                .revokedSessions
-        } catch {
-            if error.api?.code == .staleGeneration {
-                throw NotesError(
-                    .serverError, "Another device changed the account's keys meanwhile; sync, then change the password again. Nothing changed.",
-                    api: error.api, httpStatus: error.httpStatus)
+        guard let keys = proof.keys else {
+            let request = ChangePasswordRequest(currentPassword: proof.credential, newPassword: new)
+            do {
+                return try await engine.accountCall(.changePassword, RevokedSessionsResponse.self, body: encodeBody(request), attempts: 1)
+                    .revokedSessions
+            } catch {
+                throw Self.wrongPassword(error, "Wrong password; the password was not changed.")
             }
-            throw Self.wrongPassword(error, "Wrong password; the password was not changed.")
+        }
+        let parameters = KDFParameters.generate(cost: environment.kdfCost)
+        let next = try NoteSealing.derive(password: new, parameters: parameters, policy: environment.kdfPolicy)
+        let accountID = keys.account
+        return try await engine.withAccountConnection { (connection) throws(NotesError) -> Int in
+            var ring = keys
+            var retried = false
+            while true {
+                // The change rotates the key too (every other device is signed out by it): generation current + 1,
+                // wrapped by the new password, handed over to this session, the recovery key and the new password.
+                let (fresh, answer) = try await engine.refreshKeys(connection, account: accountID, ring: ring)
+                ring = fresh
+                let mine = try await connection.call(.sessions, SessionListResponse.self).sessions.filter(\.current)
+                let rotation = try SyncEngine.rotation(
+                    of: ring, sessions: mine, recoveryPublicKey: answer.recoveryPublicKey,
+                    passwordPublicKey: next.passwordKeyPair.publicKey.text)
+                var request = ChangePasswordRequest(currentPassword: proof.credential, newPassword: next.authKey.serverPassword)
+                request.encryption = PasswordChangeEncryption(
+                    kdf: NoteSealing.info(parameters), wrappedKey: rotation.key.wrapped(by: next.wrapKey).text,
+                    passwordPublicKey: next.passwordKeyPair.publicKey.text, rotation: rotation.request)
+                let revoked: Int
+                do throws(NotesError) {
+                    revoked = try await connection.call(.changePassword, RevokedSessionsResponse.self, body: encodeBody(request), attempts: 1)
+                        .revokedSessions
+                } catch where !retried && SyncEngine.retriesRotation(error) {
+                    // Another device rotated first (or a session signed out meanwhile): fetch the keys, retry once.
+                    retried = true
+                    continue
+                } catch {
+                    if error.api?.code == .staleGeneration {
+                        throw NotesError(
+                            .serverError, "Another device changed the account's keys meanwhile; sync, then change the password again. Nothing changed.",
+                            api: error.api, httpStatus: error.httpStatus)
+                    }
+                    throw Self.wrongPassword(error, "Wrong password; the password was not changed.")
+                }
+                try store.write { tx in try tx.storeKeys([rotation.key]) }
+                return revoked
+            }
         }
     }
 

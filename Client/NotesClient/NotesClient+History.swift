@@ -94,12 +94,16 @@ extension NotesClient {
         }
         let connection = engine.connection(to: url, server: server, token: token)
         // An encrypted account's versions are envelopes: opened here, kept here in the clear as the notes are.
-        let keys = try store.read { tx in try settings.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
+        var keys = try store.read { tx in try settings.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
         var fetched: [NoteHistory.Version] = []
         var after = last
         do throws(NotesError) {
             while true {
                 let page = try await connection.call(NoteVersionsRequest(serverID: serverID, after: after))
+                if let held = keys, page.versions.contains(where: { SyncEngine.sealed($0.text, underAGenerationMissingFrom: held) }) {
+                    // Sealed under a key generation this device lacks (rotated since its last sync): fetch it first.
+                    keys = try await engine.refreshKeys(connection, account: held.account, ring: held).ring
+                }
                 let now = now
                 for version in page.versions {
                     let opened = try keys.map { keys throws(NotesError) in

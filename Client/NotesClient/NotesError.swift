@@ -50,6 +50,9 @@ public struct NotesError: Error, Sendable, Equatable, CustomStringConvertible {
         /// account's key does not open with the password, or the server's answer holds key material that is not
         /// well formed.
         case encryption = "encryption"
+        /// The server's operator reset the encrypted account's password (`notesyncd users reset-password`): the
+        /// account's key opens only with its recovery key now (`notes encryption recover`).
+        case accountReset = "account_reset"
     }
 
     /// The stable reason.

@@ -88,6 +88,9 @@ public struct SyncReport: Sendable, Equatable {
     /// Encrypted accounts: pulled records this device refused (they do not open, or are older than what it has seen
     /// of the note); each note keeps this device's copy.
     public var tampered: [TamperedNote] = []
+    /// Encrypted accounts: notes sealed under an older key generation that this sync queued to be sealed again under
+    /// the newest (at most ``SyncEngine/resealPerSync``; lazy re-seal after a rotation).
+    public var resealed = 0
 
     public init() {}
 

@@ -24,6 +24,8 @@ struct DeviceOutput: Encodable {
     var signedInAt: String?
     var lastSeenAt: String?
     var thisDevice: Bool
+    /// After `notes devices revoke` on an encrypted account: the account key's generation after the rotation.
+    var keyGeneration: UInt32?
 
     init(_ device: Device) {
         id = String(device.sessionID.rawValue)
@@ -74,19 +76,29 @@ struct DevicesRevoke: AsyncParsableCommand {
     func run() async throws {
         let client = try options.openClient()
         if others {
-            let count = try await client.signOutOtherDevices()
+            let signedOut = try await client.signOutOtherDevices()
             if options.json {
-                try Console.json(["revoked": count])
+                try Console.json(["revoked": Int64(signedOut.count), "keyGeneration": signedOut.keyGeneration.map(Int64.init)])
             } else {
-                Console.out("Signed out \(plural(count, "other device")); this one stays signed in.")
+                Console.out("Signed out \(plural(signedOut.count, "other device")); this one stays signed in.")
+                if let generation = signedOut.keyGeneration { Console.out(rotatedLine(generation)) }
             }
             return
         }
-        let device = try await client.revokeDevice(id!)
+        let revocation = try await client.revokeDevice(id!)
+        let device = revocation.device
         if options.json {
-            try Console.json(DeviceOutput(device))
+            var output = DeviceOutput(device)
+            output.keyGeneration = revocation.keyGeneration
+            try Console.json(output)
         } else {
             Console.out("Signed out \(device.sessionID.rawValue) (\(device.name ?? "unnamed")); its notes stay on it.")
+            if let generation = revocation.keyGeneration { Console.out(rotatedLine(generation)) }
         }
     }
+}
+
+/// What a command that signed devices out of an encrypted account says of the rotation that followed.
+func rotatedLine(_ generation: UInt32) -> String {
+    "The account key is now generation \(generation): what is written from now on is encrypted under a key the signed-out devices never get (older notes are re-encrypted by the next syncs)."
 }

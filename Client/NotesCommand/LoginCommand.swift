@@ -22,6 +22,19 @@ struct CredentialOptions: ParsableArguments {
         }
         return try checkedServerURL(server)
     }
+
+    /// The server (``server(remembered:)``) and the username (`--username`, else the remembered account's) a
+    /// sign-in talks to.
+    ///
+    /// - Throws: a usage failure when either is unknown.
+    func account(_ client: NotesClient) throws -> (server: String, username: String) {
+        let remembered = try client.remembered()
+        let server = try server(remembered: remembered.serverURL)
+        guard let username = username ?? remembered.account?.username else {
+            throw CommandFailure(message: "missing --username", status: .usage)
+        }
+        return (server, username)
+    }
 }
 
 /// `text` when it is an `http://` or `https://` URL with a host (and a valid port, if any); a usage failure
@@ -190,16 +203,27 @@ struct Login: AsyncParsableCommand {
 
     func run() async throws {
         let client = try options.openClient()
-        let remembered = try client.remembered()
-        let server = try credentials.server(remembered: remembered.serverURL)
-        guard let username = credentials.username ?? remembered.account?.username else {
-            throw CommandFailure(message: "missing --username", status: .usage)
-        }
+        let (server, username) = try credentials.account(client)
         let unowned = try owners.ask(client: client, username: username, server: server)
         let password = try credentials.passwordStdin ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Password for \(username): ")
-        let report = try await ProgressLine.around { progress in
-            try await client.signIn(
-                server: server, username: username, password: password, unowned: unowned, wipe: owners.wipe, progress: progress)
+        let report: SignInReport
+        do {
+            report = try await ProgressLine.around { progress in
+                try await client.signIn(
+                    server: server, username: username, password: password, unowned: unowned, wipe: owners.wipe, progress: progress)
+            }
+        } catch let error as NotesError where error.code == .accountReset && Console.stdinIsTerminal && !credentials.passwordStdin {
+            // The operator reset the password: what was typed is the temporary one. Ask for the recovery key here.
+            Console.warn(resetExplanation)
+            Console.warn("Type the recovery key to get the notes back (or just Enter if you do not have it).")
+            let recoveryKey = try EncryptionRecover.recoveryKey(file: nil)
+            let new = try Terminal.readNewPassword(stdin: false)
+            report = try await ProgressLine.around { progress in
+                try await client.recoverAccount(
+                    server: server, username: username, temporaryPassword: password, recoveryKey: recoveryKey, newPassword: new,
+                    unowned: unowned, wipe: owners.wipe, progress: progress)
+            }
+            Console.out("Recovered \(username): the recovery key opened the account's notes; the new password wraps their key.")
         }
         if report.setUpEncryption {
             Console.warn("This account had no note yet: it is now end-to-end encrypted (the server will hold no readable note).")

@@ -20,6 +20,8 @@ struct Logout: AsyncParsableCommand {
         var revoked: Bool
         /// Other devices signed out (`--everywhere`).
         var otherDevices: Int?
+        /// The account key's generation after `--everywhere` rotated it (an encrypted account).
+        var keyGeneration: UInt32?
         var pending: Int
         var wiped: Int
         /// The account whose notes stay on show (nil: none was ever signed in to here).
@@ -48,13 +50,16 @@ struct Logout: AsyncParsableCommand {
         if options.json {
             try Console.json(
                 Output(
-                    revoked: report.revoked, otherDevices: others, pending: report.pending, wiped: report.wiped, account: report.account?.display,
+                    revoked: report.revoked, otherDevices: others?.count, keyGeneration: others?.keyGeneration, pending: report.pending, wiped: report.wiped, account: report.account?.display,
                     kept: report.kept, unowned: report.unowned))
             return
         }
         if let account {
             Console.out("Signed out of \(account.username) on \(account.serverURL).")
-            if let others { Console.out("Signed out \(plural(others, "other device")) too; they keep their notes.") }
+            if let others {
+                Console.out("Signed out \(plural(others.count, "other device")) too; they keep their notes.")
+                if let generation = others.keyGeneration { Console.out(rotatedLine(generation)) }
+            }
             if !report.revoked {
                 Console.warn("The server could not be reached; the session was forgotten on this device only.")
             }

@@ -28,7 +28,7 @@ public struct Notes: AsyncParsableCommand {
             Add.self, List.self, Show.self, Edit.self, Remove.self, Search.self, TagNote.self, TagList.self, Pin.self, Unpin.self,
             Archive.self, Unarchive.self, History.self, Diff.self, Conflicts.self, Resolve.self, Trash.self, Restore.self,
             Export.self, Import.self, Sync.self, Watch.self, SignUp.self, Login.self, Logout.self, Status.self, Copy.self,
-            Devices.self, Password.self, AccountCommand.self, Encryption.self,
+            Devices.self, Password.self, AccountCommand.self, EncryptionCommand.self,
         ]
     )
 

@@ -20,21 +20,10 @@ struct Password: AsyncParsableCommand {
         guard let account = try client.account() else {
             throw CommandFailure(message: "not signed in; sign in to the account first (`notes login`)", status: .authentication)
         }
-        let current: String
-        let new: String
-        if passwordStdin {
-            current = try Terminal.readPasswordFromStdin()
-            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-                throw CommandFailure(message: "--password-stdin: no new password on the second line of standard input", status: .usage)
-            }
-            new = line.hasSuffix("\r") ? String(line.dropLast()) : line
-        } else {
-            current = try Terminal.readSecret(prompt: "Current password for \(account.username): ")
-            new = try Terminal.readSecret(prompt: "New password: ")
-            guard try Terminal.readSecret(prompt: "Repeat the new password: ") == new else {
-                throw CommandFailure(message: "the new passwords differ; the password was not changed")
-            }
-        }
+        let current =
+            try passwordStdin
+            ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Current password for \(account.username): ")
+        let new = try Terminal.readNewPassword(stdin: passwordStdin, unchanged: "the password was not changed")
         let revoked = try await client.changePassword(current: current, new: new)
         if options.json {
             try Console.json(["revokedDevices": revoked])

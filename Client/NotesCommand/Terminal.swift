@@ -49,6 +49,22 @@ enum Terminal {
         return line.hasSuffix("\r") ? String(line.dropLast()) : line
     }
 
+    /// The new password: the second line of standard input with `stdin` (the first was read already), else asked twice
+    /// on the terminal; `unchanged` says what the differing passwords left as it was.
+    static func readNewPassword(stdin: Bool, unchanged: String = "nothing changed") throws -> String {
+        if stdin {
+            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                throw CommandFailure(message: "--password-stdin: no new password on the second line of standard input", status: .usage)
+            }
+            return line.hasSuffix("\r") ? String(line.dropLast()) : line
+        }
+        let new = try Terminal.readSecret(prompt: "New password: ")
+        guard try Terminal.readSecret(prompt: "Repeat the new password: ") == new else {
+            throw CommandFailure(message: "the new passwords differ; \(unchanged)")
+        }
+        return new
+    }
+
     /// Asks a question on the terminal; true only for `yes` (or `y`).
     static func confirm(_ question: String) -> Bool {
         Console.writeError(question)

@@ -217,23 +217,32 @@ public struct AccountKeysResponse: Codable, Sendable, Equatable {
     public var handovers: [KeyHandoverEntry]
     /// Hand-overs sealed to the password public key, for generations in `(after, through]`, ascending.
     public var passwordHandovers: [KeyHandoverEntry]
-    /// Generation 1 wrapped by the recovery key: what a device recovering the account after an operator's reset
-    /// opens first.
+    /// The account key wrapped by the recovery key (generation 1, or the generation made when the recovery key was
+    /// last replaced): what a device recovering the account after an operator's reset opens first.
     public var recoveryWrappedKey: String?
     /// Hand-overs sealed to the recovery key's public key, for generations in `(after, through]`, ascending: with
     /// them the recovery key reaches every later generation.
     public var recoveryHandovers: [KeyHandoverEntry]?
+    /// The recovery key's X25519 public key now: what a rotation seals its `recoveryHandover` to.
+    public var recoveryPublicKey: String?
+    /// The password's X25519 public key now (the last password change's): what a rotation seals its
+    /// `passwordHandover` to, so a device signing in with the password later reaches the new generation.
+    public var passwordPublicKey: String?
 
     public enum CodingKeys: String, WireKey {
         case state, generation, through, wrappedKey, older, handovers, passwordHandovers, recoveryWrappedKey, recoveryHandovers
+        case recoveryPublicKey, passwordPublicKey
     }
 
     public init(
         state: EncryptionState, generation: Int64, through: Int64, wrappedKey: String, older: [String], handovers: [KeyHandoverEntry],
-        passwordHandovers: [KeyHandoverEntry], recoveryWrappedKey: String? = nil, recoveryHandovers: [KeyHandoverEntry]? = nil
+        passwordHandovers: [KeyHandoverEntry], recoveryWrappedKey: String? = nil, recoveryHandovers: [KeyHandoverEntry]? = nil,
+        recoveryPublicKey: String? = nil, passwordPublicKey: String? = nil
     ) {
         self.recoveryWrappedKey = recoveryWrappedKey
         self.recoveryHandovers = recoveryHandovers
+        self.recoveryPublicKey = recoveryPublicKey
+        self.passwordPublicKey = passwordPublicKey
         self.state = state
         self.generation = generation
         self.through = through
@@ -281,16 +290,23 @@ public struct RotateKeysRequest: Codable, Sendable, Equatable {
     public var recoveryHandover: String
     /// The new generation sealed to the password's public key.
     public var passwordHandover: String
+    /// A new recovery key (`notes encryption recovery-key`), replacing the account's: its material is of the new
+    /// generation, and `recoveryHandover` is sealed to its public key. Not in a password change's rotation.
+    public var recovery: RecoveryRenewal?
 
-    public init(generation: Int64, older: String, handovers: [SessionHandover], recoveryHandover: String, passwordHandover: String) {
+    public init(
+        generation: Int64, older: String, handovers: [SessionHandover], recoveryHandover: String, passwordHandover: String,
+        recovery: RecoveryRenewal? = nil
+    ) {
         self.generation = generation
         self.older = older
         self.handovers = handovers
         self.recoveryHandover = recoveryHandover
         self.passwordHandover = passwordHandover
+        self.recovery = recovery
     }
 
-    public enum CodingKeys: String, WireKey { case generation, older, handovers, recoveryHandover, passwordHandover }
+    public enum CodingKeys: String, WireKey { case generation, older, handovers, recoveryHandover, passwordHandover, recovery }
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -299,6 +315,7 @@ public struct RotateKeysRequest: Codable, Sendable, Equatable {
         handovers = try c.decode([SessionHandover].self, forKey: .handovers)
         recoveryHandover = try c.decode(String.self, forKey: .recoveryHandover)
         passwordHandover = try c.decode(String.self, forKey: .passwordHandover)
+        recovery = try c.decodeIfPresentRefusingNull(RecoveryRenewal.self, forKey: .recovery)
     }
 }
 
@@ -382,5 +399,29 @@ public struct AccountEncryptionResponse: Codable, Sendable, Equatable {
         self.revokedSessions = revokedSessions
         self.encryption = encryption
         self.plaintextNotes = plaintextNotes
+    }
+}
+
+/// A new recovery key's material in a rotation (``RotateKeysRequest/recovery``): the server replaces the account's
+/// recovery-wrapped key and recovery public key with these, and drops the hand-overs sealed to the old recovery key,
+/// in the rotation's transaction. The old recovery key then opens nothing the server serves (SECURITY.md says what a
+/// copy of the server's store made before can still give it).
+public struct RecoveryRenewal: Codable, Sendable, Equatable {
+    /// The rotation's new generation wrapped by the new recovery key (a NoteCrypto wrapped account key, wrapper 2).
+    public var recoveryWrappedKey: String
+    /// The new recovery key's X25519 public key: later generations are sealed to it.
+    public var recoveryPublicKey: String
+
+    public init(recoveryWrappedKey: String, recoveryPublicKey: String) {
+        self.recoveryWrappedKey = recoveryWrappedKey
+        self.recoveryPublicKey = recoveryPublicKey
+    }
+
+    public enum CodingKeys: String, WireKey { case recoveryWrappedKey, recoveryPublicKey }
+    public init(from decoder: any Decoder) throws {
+        try decoder.rejectUnknownKeys(CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        recoveryWrappedKey = try c.decode(String.self, forKey: .recoveryWrappedKey)
+        recoveryPublicKey = try c.decode(String.self, forKey: .recoveryPublicKey)
     }
 }

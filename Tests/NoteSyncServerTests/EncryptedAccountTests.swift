@@ -198,7 +198,8 @@ struct EncryptedAccountTests {
             keys
                 == AccountKeysResponse(
                     state: .encrypted, generation: 1, through: 1, wrappedKey: user.setup.wrappedKey, older: [], handovers: [],
-                    passwordHandovers: [], recoveryWrappedKey: user.setup.recoveryWrappedKey, recoveryHandovers: []))
+                    passwordHandovers: [], recoveryWrappedKey: user.setup.recoveryWrappedKey, recoveryHandovers: [],
+                    recoveryPublicKey: user.setup.recoveryPublicKey, passwordPublicKey: user.setup.passwordPublicKey))
         let after = try fixture.api.decode(
             AccountKeysResponse.self,
             try await fixture.api.call(.accountKeys, token: session.token, query: [(AccountKeysQuery.after, "1")]))
@@ -453,6 +454,62 @@ struct EncryptedAccountTests {
         let plain = try #require(try await fixture.store.account(byUsername: "plain"))
         #expect(try await fixture.store.resetEncryptedPassword(accountID: plain.id, passwordHash: hash) == false)
         #expect(try await fixture.store.account(byUsername: "plain")?.encryption == .plaintext)
+    }
+
+    @Test func aPasswordChangeAfterAResetRecoversTheAccountAndARotationReplacesTheRecoveryKey() async throws {
+        let fixture = try Fixture()
+        let user = EncryptedUser("una")
+        _ = try await fixture.signUpAndIn(user)
+        let account = try #require(try await fixture.store.account(byUsername: "una"))
+        let authKey = try await EncryptedReset.authKey(of: "temporary pass", account: account, store: fixture.store)
+        let hash = try await PasswordHashing.bcrypt(cost: 4).run { $0.hash(authKey) }
+        #expect(try await fixture.store.resetEncryptedPassword(accountID: user.accountID, passwordHash: hash))
+        let temporary = try fixture.api.decode(
+            SignInResponse.self,
+            try await fixture.api.call(
+                .signIn, json: SignInRequest(username: "una", password: authKey, devicePublicKey: user.device.publicKey.text)))
+        // The device opened the key with the recovery key; the new password wraps it: the account is encrypted again.
+        let kdf = KDFParameters.generate(cost: .insecureForTesting)
+        let derived = try PasswordKDF.deriveKeys(password: "after the reset", parameters: kdf, policy: .allowInsecureForTesting)
+        let info = KDFInfo(salt: kdf.saltText, opsLimit: Int64(kdf.cost.opsLimit), memLimit: Int64(kdf.cost.memLimitBytes))
+        let change = ChangePasswordRequest(
+            currentPassword: authKey, newPassword: derived.authKey.serverPassword,
+            encryption: PasswordChangeEncryption(
+                kdf: info, wrappedKey: user.accountKey.wrapped(by: derived.wrapKey).text,
+                passwordPublicKey: derived.passwordKeyPair.publicKey.text))
+        #expect(try await fixture.api.call(.changePassword, token: temporary.token, json: change).status == 200)
+        #expect(try await fixture.store.account(byUsername: "una")?.encryption == .encrypted)
+
+        // A new recovery key rides on a rotation: its material must be of the new generation.
+        let next = try user.accountKey.rotated()
+        let renewed = RecoveryKey.generate()
+        var rotation = try Self.rotation(user, to: next, sessions: [])
+        rotation.recoveryHandover = try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: renewed.publicKey).text
+        rotation.recovery = RecoveryRenewal(recoveryWrappedKey: user.setup.recoveryWrappedKey, recoveryPublicKey: renewed.publicKey.text)
+        let wrong = try await fixture.api.call(.rotateKeys, token: temporary.token, json: rotation)
+        #expect(wrong.errorBody()?.field == "recovery.recoveryWrappedKey", "\(wrong.text)")
+        rotation.recovery?.recoveryPublicKey = "not a key"
+        rotation.recovery?.recoveryWrappedKey = next.wrapped(by: renewed).text
+        #expect(try await fixture.api.call(.rotateKeys, token: temporary.token, json: rotation).errorBody()?.field == "recovery.recoveryPublicKey")
+        #expect(try await fixture.store.account(byUsername: "una")?.keyGeneration == 1)
+        // Not in a password change (which keeps the recovery key).
+        var withRecovery = change
+        withRecovery.currentPassword = derived.authKey.serverPassword
+        withRecovery.encryption?.rotation = rotation
+        #expect(
+            try await fixture.api.call(.changePassword, token: temporary.token, json: withRecovery).errorBody()?.field
+                == "encryption.rotation.recovery")
+        rotation.recovery?.recoveryPublicKey = renewed.publicKey.text
+        #expect(try await fixture.api.call(.rotateKeys, token: temporary.token, json: rotation).status == 200)
+        let keys = try fixture.api.decode(AccountKeysResponse.self, try await fixture.api.call(.accountKeys, token: temporary.token))
+        #expect(keys.recoveryPublicKey == renewed.publicKey.text && keys.recoveryHandovers?.map(\.generation) == [2])
+        // The new recovery key opens generation 2 directly and generation 1 down the chain; the old one opens nothing served.
+        let opened = try WrappedAccountKey(text: try #require(keys.recoveryWrappedKey)).unwrap(account: user.accountID, with: renewed)
+        #expect(opened == next)
+        #expect(try WrappedAccountKey(text: keys.older[0]).unwrap(with: AccountKeyRing(opened)) == user.accountKey)
+        #expect(throws: NoteCryptoError.self) {
+            _ = try WrappedAccountKey(text: try #require(keys.recoveryWrappedKey)).unwrap(account: user.accountID, with: user.recovery)
+        }
     }
 
     // MARK: - Setting up an operator's account

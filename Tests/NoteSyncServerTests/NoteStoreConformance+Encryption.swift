@@ -162,6 +162,57 @@ extension NoteStoreConformance {
             #expect(try await encryptionStore(store).resetEncryptedPassword(accountID: bob, passwordHash: "new") == false)
             #expect(try await store.account(byID: bob)?.passwordHash == "$2b$04$hash")
         },
+        Check(name: "encryption: a rotation may replace the recovery key, dropping what was sealed to the old one") { store in
+            let user = EncryptedUser("alice")
+            try await store.createAccount(user.record)
+            let keys = try encryptionStore(store)
+            let second = try user.accountKey.rotated()
+            let toOldRecovery = try KeyHandover.seal(second, authenticatedBy: user.accountKey, to: user.recovery.publicKey)
+            #expect(
+                try await keys.rotateKeys(
+                    accountID: user.accountID, generation: 2, older: try user.accountKey.wrapped(by: second),
+                    handovers: [(.recoveryKey, toOldRecovery), (.password, toOldRecovery)]) == .rotated)
+            let third = try second.rotated()
+            let renewed = RecoveryKey.generate()
+            let toNewRecovery = try KeyHandover.seal(third, authenticatedBy: second, to: renewed.publicKey)
+            let recovery = AccountRecovery(wrappedKey: third.wrapped(by: renewed), publicKey: renewed.publicKey)
+            // Refused whole when stale: the old recovery material stays.
+            #expect(
+                try await keys.rotateKeys(
+                    accountID: user.accountID, generation: 2, older: try second.wrapped(by: third), handovers: [], recovery: recovery)
+                    == .stale(current: 2))
+            #expect(try await keys.encryptionKeys(accountID: user.accountID)?.recoveryWrappedKey == user.recoveryWrappedKey)
+            #expect(
+                try await keys.rotateKeys(
+                    accountID: user.accountID, generation: 3, older: try second.wrapped(by: third),
+                    handovers: [(.recoveryKey, toNewRecovery), (.password, toNewRecovery)], recovery: recovery) == .rotated)
+            let stored = try await keys.encryptionKeys(accountID: user.accountID)
+            #expect(stored?.recoveryWrappedKey == recovery.wrappedKey && stored?.recoveryPublicKey == renewed.publicKey)
+            #expect(stored?.wrappedKey == user.wrappedKey && stored?.passwordPublicKey == user.record.keys?.passwordPublicKey)
+            // The hand-over sealed to the old recovery key is gone; the new one's and the password's stay.
+            let chain = try await keys.keyChain(accountID: user.accountID, sessionID: minter.mint(), generations: 1...3)
+            #expect(chain.recoveryHandovers.map(\.handover) == [toNewRecovery])
+            #expect(chain.passwordHandovers.map(\.generation) == [2, 3])
+        },
+        Check(name: "encryption: a password change recovers an account the operator reset") { store in
+            let user = EncryptedUser("alice")
+            try await store.createAccount(user.record)
+            let keys = try encryptionStore(store)
+            let session = SessionRecord(id: minter.mint(), accountID: user.accountID, tokenHash: "aa", deviceName: nil, origin: nil, createdAt: 7)
+            #expect(try await keys.resetEncryptedPassword(accountID: user.accountID, passwordHash: "temporary"))
+            try await store.createSession(session)
+            let newPassword = EncryptedUser("alice", password: "after the reset")
+            let newKeys = AccountKeys(
+                kdf: newPassword.kdf, wrappedKey: user.accountKey.wrapped(by: newPassword.derived.wrapKey),
+                recoveryWrappedKey: user.recoveryWrappedKey, recoveryPublicKey: user.recovery.publicKey,
+                passwordPublicKey: newPassword.passwordKeyPair.publicKey)
+            let outcome = try await keys.changeEncryptedPassword(
+                accountID: user.accountID, passwordHash: "h2", keys: newKeys, keepingSession: session.id, rotation: nil)
+            #expect(outcome.0 == .rotated)
+            let account = try await store.account(byID: user.accountID)
+            #expect(account?.encryption == .encrypted && account?.passwordHash == "h2" && account?.keyGeneration == 1)
+            #expect(try await keys.encryptionKeys(accountID: user.accountID) == newKeys)
+        },
         Check(name: "encryption: pushes of an encrypted account are envelopes on a current base") { store in
             let user = EncryptedUser("alice")
             try await store.createAccount(user.record)

@@ -68,14 +68,33 @@ extension LocalStore.Transaction {
         return (UInt64(row["seq"] as Int64), try FlakeID(stored: row["edit_id"]))
     }
 
-    /// Remembers `seq` and `editID` as the newest seen of a note of `account`.
-    func setNoteSeq(account: FlakeID, clientID: FlakeID, origin: FlakeID, seq: UInt64, editID: FlakeID) throws {
+    /// Remembers `seq` and `editID` as the newest seen of a note of `account`, sealed under key `generation`.
+    func setNoteSeq(account: FlakeID, clientID: FlakeID, origin: FlakeID, seq: UInt64, editID: FlakeID, generation: UInt32) throws {
         try db.cachedStatement(
             sql: """
-                INSERT INTO note_seqs (account_id, client_id, origin, seq, edit_id) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (account_id, client_id, origin) DO UPDATE SET seq = excluded.seq, edit_id = excluded.edit_id
+                INSERT INTO note_seqs (account_id, client_id, origin, seq, edit_id, generation) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (account_id, client_id, origin)
+                DO UPDATE SET seq = excluded.seq, edit_id = excluded.edit_id, generation = excluded.generation
                 """
-        ).execute(arguments: [account.rawValue, clientID.rawValue, origin.rawValue, Int64(seq), editID.rawValue])
+        ).execute(arguments: [account.rawValue, clientID.rawValue, origin.rawValue, Int64(seq), editID.rawValue, Int64(generation)])
+    }
+
+    /// Queues for push at most `limit` notes of `account` whose server copy this device saw sealed under a key
+    /// generation from 1 to `generation − 1` (lazy re-seal after a rotation): live, synced, without changes waiting,
+    /// oldest generation first. Each push seals the note again under the newest generation. Returns how many.
+    func queueReseal(account: FlakeID, below generation: UInt32, limit: Int) throws -> Int {
+        guard generation > 1, limit > 0 else { return 0 }
+        let ids = try Int64.fetchAll(
+            db,
+            sql: """
+                SELECT n.id FROM note_seqs s JOIN notes n ON n.client_id = s.client_id AND n.origin = s.origin
+                WHERE s.account_id = ? AND s.generation BETWEEN 1 AND ? AND n.owner_account_id = ?
+                  AND n.server_id IS NOT NULL AND NOT n.dirty AND NOT n.deleted
+                ORDER BY s.generation, n.id LIMIT ?
+                """,
+            arguments: [account.rawValue, Int64(generation) - 1, account.rawValue, limit])
+        try queueForPush(ids)
+        return ids.count
     }
 
     /// What this device knows about `username`'s account on `server` (its normalized URL text; the username is

@@ -290,6 +290,12 @@ extension LocalStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v-e2ee-generations") { db in
+            // Issue 32, key generations: `note_seqs.generation` is the account-key generation the note's server copy
+            // was sealed under (0: seen before this column, never re-sealed by `queueReseal`); a sync queues a few
+            // notes of older generations to be sealed again under the newest (lazy re-seal after a rotation).
+            try db.execute(sql: "ALTER TABLE note_seqs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

@@ -76,14 +76,15 @@ enum NoteSealing {
         do {
             return try WrappedAccountKey(text: encryption.wrappedKey).unwrap(account: account, with: keys.wrapKey)
         } catch {
-            if encryption.state == .reset {
-                throw NotesError(
-                    .encryption,
-                    "The server's operator reset this account's password: the account's notes on the server open only with its recovery key now. The notes on this device are still here.")
-            }
+            if encryption.state == .reset { throw accountReset }
             throw NotesError(.encryption, "The account's key does not open with this password: \(error.description)")
         }
     }
+
+    /// What signing in to an account the operator reset says.
+    static let accountReset = NotesError(
+        .accountReset,
+        "The server's operator reset this account's password: the account's notes on the server open only with its recovery key now (`notes encryption recover`). Without it they are unreadable; the notes on this device are still here.")
 
     /// Seals `entry`'s note (text, tags, flags, `baseSeq + 1`) for exactly its edit, under the ring's current key. A
     /// delete sends no text (the server keeps none for a tombstone).

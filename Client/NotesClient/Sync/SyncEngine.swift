@@ -107,8 +107,12 @@ final class SyncEngine: Sendable {
     }
 
     /// One sync over `connection`; `keys`: the account is encrypted (its notes are sealed and opened with them).
+    ///
+    /// An encrypted account's sync first asks for the key generations this device lacks (``refreshKeys(_:account:ring:password:recovery:)``:
+    /// one request, usually answering that there are none), so edits are sealed under the newest generation, and
+    /// queues a few notes sealed under older generations to be sealed again (``reseal(_:keys:)``).
     private func run(
-        _ connection: ServerConnection, keys: AccountKeyRing?, pullFirst: Bool, progress: (@Sendable (SyncProgress) -> Void)?
+        _ connection: ServerConnection, keys held: AccountKeyRing?, pullFirst: Bool, progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) -> SyncReport {
         var report = SyncReport()
         let info = try await connection.call(.info, ServerInfo.self)
@@ -117,10 +121,16 @@ final class SyncEngine: Sendable {
             try tx.rememberLimits(limits)
             try tx.applyRetriesAtEverySync()
         }
+        var keys = held
+        if let ring = held {
+            let fresh = try await refreshKeys(connection, account: ring.account, ring: ring).ring
+            keys = fresh
+            report.resealed = try store.write { tx in try tx.queueReseal(account: fresh.account, below: fresh.current.generation, limit: Self.resealPerSync) }
+        }
         let cursorBeforePull = pullFirst ? try store.read { tx in try tx.cursor() } : nil
-        if pullFirst { try await pull(connection, keys: keys, limits: limits, report: &report, progress: progress) }
+        if pullFirst { try await pull(connection, keys: &keys, limits: limits, report: &report, progress: progress) }
         let replayedBeforePush = report.replayed
-        try await push(connection, keys: keys, limits: limits, report: &report, progress: progress)
+        try await push(connection, keys: &keys, limits: limits, report: &report, progress: progress)
         if pullFirst, report.replayed > replayedBeforePush {
             // A replay answers the outcome stored when the edit was first applied, not the note's state now, and
             // the pull that came first may already have passed a later change to that note (it left the dirty
@@ -129,7 +139,7 @@ final class SyncEngine: Sendable {
                 if let cursorBeforePull { try tx.setCursor(cursorBeforePull) } else { try tx.clearCursor() }
             }
         }
-        try await pull(connection, keys: keys, limits: limits, report: &report, progress: progress)
+        try await pull(connection, keys: &keys, limits: limits, report: &report, progress: progress)
         let now = now
         (report.pending, report.refused) = try store.write { tx in
             try tx.recordSync(at: now)
@@ -151,7 +161,7 @@ final class SyncEngine: Sendable {
     // MARK: - Push
 
     private func push(
-        _ connection: ServerConnection, keys: AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
+        _ connection: ServerConnection, keys: inout AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
         for _ in 0..<Self.maxPushRounds {
@@ -194,7 +204,7 @@ final class SyncEngine: Sendable {
             if report.stale > staleBeforeRound {
                 // The server cannot merge what it cannot read: bring the notes' current versions, merge them on this
                 // device (the pull does), and push the merges in the next round, based on those versions.
-                try await pull(connection, keys: keys, limits: limits, report: &report, progress: progress)
+                try await pull(connection, keys: &keys, limits: limits, report: &report, progress: progress)
             }
 
             let waiting = try store.read { tx in try tx.pendingCount() }
@@ -252,7 +262,9 @@ final class SyncEngine: Sendable {
                 // The server now holds this edit: its `seq` is the note's newest (unless a pull already brought a newer one).
                 let seen = try tx.noteSeq(account: keys.account, clientID: entry.clientID, origin: entry.origin)
                 if seen.map({ sealed.seq > $0.seq }) ?? true {
-                    try tx.setNoteSeq(account: keys.account, clientID: entry.clientID, origin: entry.origin, seq: sealed.seq, editID: entry.editID)
+                    try tx.setNoteSeq(
+                        account: keys.account, clientID: entry.clientID, origin: entry.origin, seq: sealed.seq, editID: entry.editID,
+                        generation: keys.current.generation)
                 }
             }
             switch PushResultPlanner.apply(result, to: entry, localRevision: revision, now: now) {
@@ -292,16 +304,18 @@ final class SyncEngine: Sendable {
     // MARK: - Pull
 
     private func pull(
-        _ connection: ServerConnection, keys: AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
+        _ connection: ServerConnection, keys: inout AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
         try await store.withBulkWrites { () async throws(NotesError) in
-            try await pullPages(connection, keys: keys, limits: limits, report: &report, progress: progress)
+            try await pullPages(connection, keys: &keys, limits: limits, report: &report, progress: progress)
         }
     }
 
+    /// Pulls every page after the cursor. A page holding a record sealed under a key generation this device lacks
+    /// (the account key was rotated since this sync began) has the keys fetched before it is applied.
     private func pullPages(
-        _ connection: ServerConnection, keys: AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
+        _ connection: ServerConnection, keys: inout AccountKeyRing?, limits: SyncLimits, report: inout SyncReport,
         progress: (@Sendable (SyncProgress) -> Void)?
     ) async throws(NotesError) {
         var since = try store.read { tx in try tx.cursor() } ?? SyncCursor.start.text
@@ -402,6 +416,13 @@ final class SyncEngine: Sendable {
                 try store.write { tx in try tx.setPullUnfinished(true) }
                 markedUnfinished = true
             }
+            if let held = keys, page.changes.contains(where: { Self.sealed($0.text, underAGenerationMissingFrom: held) }) {
+                try write(group, report: &report)
+                group = []
+                groupNotes = 0
+                groupBytes = 0
+                keys = try await refreshKeys(connection, account: held.account, ring: held).ring
+            }
             group.append(page)
             groupNotes += page.changes.count
             groupBytes += page.changes.reduce(0) { $0 + $1.text.utf8.count }
@@ -417,6 +438,18 @@ final class SyncEngine: Sendable {
             since = page.cursor.text
         }
     }
+
+    /// Whether the envelope `text` (a record's, a history version's) names a key generation `keys` lacks (a text that
+    /// is no envelope is not: opening it refuses it).
+    static func sealed(_ text: String, underAGenerationMissingFrom keys: AccountKeyRing) -> Bool {
+        guard !text.isEmpty, let envelope = try? NoteEnvelope(text: text) else { return false }
+        return keys.key(generation: envelope.keyGeneration) == nil
+    }
+
+    /// How many notes sealed under an older key generation one sync queues to be sealed again under the newest
+    /// (Docs/SECURITY.md, "Rotation"): ordinary pushes, each a new version. 100: a sync after a rotation pushes at
+    /// most 100 more changes (about 1.5 MB of envelopes for 10-KiB notes), and 10,000 notes are re-sealed in 100 syncs.
+    static let resealPerSync = 100
 
     /// A pull writes its pages in groups of this many notes at least (or ``groupBytes`` of text), each group one
     /// transaction: 10,000 took a 200,000-note sign-in in random client-ID order from 3.3 to about 1.5 times the
@@ -484,7 +517,9 @@ final class SyncEngine: Sendable {
                 }
             }
             if let keys, let seq, let editID = record.editID {
-                try tx.setNoteSeq(account: keys.account, clientID: record.clientID, origin: record.origin, seq: seq, editID: editID)
+                try tx.setNoteSeq(
+                    account: keys.account, clientID: record.clientID, origin: record.origin, seq: seq, editID: editID,
+                    generation: (try? NoteEnvelope(text: pulled.text))?.keyGeneration ?? 0)
             }
         }
         try tx.setCursor(page.cursor.text)
@@ -568,7 +603,18 @@ final class SyncEngine: Sendable {
         }
         if let encryption = session.encryption {
             guard let derived else { throw NotesError.badResponse("an encrypted account's sign-in after a plaintext prelogin") }
-            accountKey = try NoteSealing.accountKey(encryption, account: session.accountID, keys: derived)
+            // The password opens the generation the server keeps wrapped by it (an operator's reset: it does not, and
+            // the error says what happened); the keys answer brings the rest: every older generation through the
+            // chain, every newer one through the hand-overs sealed to the password. All stored, or none.
+            let withToken = connection(to: url, server: server, token: session.token)
+            do {
+                _ = try NoteSealing.accountKey(encryption, account: session.accountID, keys: derived)
+                let held = try store.read { tx in try tx.keyRing(of: session.accountID) }
+                _ = try await refreshKeys(withToken, account: session.accountID, ring: held, password: derived)
+            } catch {
+                _ = try? await withToken.exchange(.signOut, attempts: 1)
+                throw error
+            }
         } else if setUp == nil, try store.read({ tx in try tx.keyRing(of: session.accountID) }) != nil {
             throw NotesError(
                 .encryption,
@@ -600,6 +646,7 @@ final class SyncEngine: Sendable {
             var owners = try tx.applyOwners(plan.owners)
             owners.rekeyed = rekeyed
             try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
+            // The set-up's generation 1 (an encrypted account's keys were stored by refreshKeys above).
             if let accountKey { try tx.storeKeys([accountKey]) }
             try tx.rememberAccount(account)
             try tx.setPlaintext(session.accountID, plaintext)

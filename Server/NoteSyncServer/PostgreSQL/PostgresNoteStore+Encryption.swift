@@ -90,21 +90,42 @@ extension PostgresNoteStore: EncryptionStore {
     }
 
     public func rotateKeys(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
+        recovery: AccountRecovery?
     ) async throws -> RotationOutcome {
         do {
-            return try await rotate(accountID: accountID, generation: generation, older: older, handovers: handovers)
+            return try await transaction { connection in
+                let outcome = try await self.rotate(
+                    accountID: accountID, generation: generation, older: older, handovers: handovers, on: connection)
+                if outcome == .rotated, let recovery {
+                    try await self.renewRecovery(recovery, accountID: accountID, generation: generation, on: connection)
+                }
+                return outcome
+            }
         } catch RotationRefusal.unknownSession(let id) {
             return .unknownSession(id)
         }
     }
 
-    private func rotate(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
-    ) async throws -> RotationOutcome {
-        try await transaction { connection in
-            try await self.rotate(accountID: accountID, generation: generation, older: older, handovers: handovers, on: connection)
-        }
+    /// Replaces the account's recovery material by `recovery` (of `generation`) and deletes the hand-overs sealed to
+    /// the old recovery key, on a transaction's connection.
+    private func renewRecovery(_ recovery: AccountRecovery, accountID: FlakeID, generation: UInt32, on connection: PostgresConnection)
+        async throws
+    {
+        let account = accountID.rawValue
+        try await connection.execute(
+            """
+            UPDATE account_keys SET recovery_wrapped_key = \(ByteBuffer(bytes: recovery.wrappedKey.bytes)),
+                recovery_public_key = \(ByteBuffer(bytes: recovery.publicKey.bytes))
+            WHERE account_id = \(account)
+            """,
+            logger: self.logger)
+        try await connection.execute(
+            """
+            DELETE FROM key_handovers
+            WHERE account_id = \(account) AND recipient = \(EncryptionColumns.recoveryRecipient) AND generation < \(Int64(generation))
+            """,
+            logger: self.logger)
     }
 
     public func changeEncryptedPassword(
@@ -126,7 +147,8 @@ extension PostgresNoteStore: EncryptionStore {
                 guard
                     try await self.count(
                         """
-                        UPDATE accounts SET password_hash = \(passwordHash)
+                        UPDATE accounts SET password_hash = \(passwordHash),
+                            encryption = CASE WHEN encryption = \(EncryptionState.reset.rawValue) THEN \(EncryptionState.encrypted.rawValue) ELSE encryption END
                         WHERE id = \(account) AND encryption <> \(plaintext) AND key_generation = \(generation) RETURNING 1
                         """,
                         on: connection) == 1
@@ -151,7 +173,7 @@ extension PostgresNoteStore: EncryptionStore {
         }
     }
 
-    /// A rotation on a transaction's connection (see ``rotateKeys(accountID:generation:older:handovers:)``); throws
+    /// A rotation on a transaction's connection (see ``rotateKeys(accountID:generation:older:handovers:recovery:)``); throws
     /// ``RotationRefusal`` to roll it back.
     private func rotate(
         accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],

@@ -79,21 +79,29 @@ extension SQLiteNoteStore: EncryptionStore {
     }
 
     public func rotateKeys(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
+        recovery: AccountRecovery?
     ) async throws -> RotationOutcome {
         do {
-            return try await rotate(accountID: accountID, generation: generation, older: older, handovers: handovers)
+            return try await write { db in
+                let outcome = try Self.rotate(accountID: accountID, generation: generation, older: older, handovers: handovers, db)
+                if outcome == .rotated, let recovery { try Self.renewRecovery(recovery, accountID: accountID, generation: generation, db) }
+                return outcome
+            }
         } catch RotationRefusal.unknownSession(let id) {
             return .unknownSession(id)
         }
     }
 
-    private func rotate(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)]
-    ) async throws -> RotationOutcome {
-        try await write { db in
-            try Self.rotate(accountID: accountID, generation: generation, older: older, handovers: handovers, db)
-        }
+    /// Replaces the account's recovery material by `recovery` (of `generation`) and deletes the hand-overs sealed to
+    /// the old recovery key, in the caller's transaction.
+    static func renewRecovery(_ recovery: AccountRecovery, accountID: FlakeID, generation: UInt32, _ db: Database) throws {
+        try db.execute(
+            sql: "UPDATE account_keys SET recovery_wrapped_key = ?, recovery_public_key = ? WHERE account_id = ?",
+            arguments: [Data(recovery.wrappedKey.bytes), Data(recovery.publicKey.bytes), accountID.rawValue])
+        try db.execute(
+            sql: "DELETE FROM key_handovers WHERE account_id = ? AND recipient = ? AND generation < ?",
+            arguments: [accountID.rawValue, EncryptionColumns.recoveryRecipient, Int64(generation)])
     }
 
     public func changeEncryptedPassword(
@@ -111,8 +119,14 @@ extension SQLiteNoteStore: EncryptionStore {
                 }
                 // The wrapped key must be of the generation the account is at (a rotation may have come between).
                 try db.execute(
-                    sql: "UPDATE accounts SET password_hash = ? WHERE id = ? AND encryption <> ? AND key_generation = ?",
-                    arguments: [passwordHash, account, plaintext, Int64(keys.wrappedKey.generation)])
+                    sql: """
+                        UPDATE accounts SET password_hash = ?, encryption = CASE WHEN encryption = ? THEN ? ELSE encryption END
+                        WHERE id = ? AND encryption <> ? AND key_generation = ?
+                        """,
+                    arguments: [
+                        passwordHash, EncryptionState.reset.rawValue, EncryptionState.encrypted.rawValue, account, plaintext,
+                        Int64(keys.wrappedKey.generation),
+                    ])
                 guard db.changesCount == 1 else { return (.stale(current: try Self.keyGeneration(accountID: accountID, db)), 0) }
                 try db.execute(
                     sql: "UPDATE account_keys SET kdf_ops = ?, kdf_mem = ?, kdf_salt = ?, wrapped_key = ?, password_public_key = ? WHERE account_id = ?",
@@ -129,7 +143,7 @@ extension SQLiteNoteStore: EncryptionStore {
         }
     }
 
-    /// A rotation in the caller's transaction (see ``rotateKeys(accountID:generation:older:handovers:)``); throws
+    /// A rotation in the caller's transaction (see ``rotateKeys(accountID:generation:older:handovers:recovery:)``); throws
     /// ``RotationRefusal`` to roll it back.
     static func rotate(
         accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)], _ db: Database

@@ -115,26 +115,31 @@ public final class EncryptionService: Sendable {
             handovers: chain.handovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) },
             passwordHandovers: chain.passwordHandovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) },
             recoveryWrappedKey: keys.recoveryWrappedKey.text,
-            recoveryHandovers: chain.recoveryHandovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) })
+            recoveryHandovers: chain.recoveryHandovers.map { KeyHandoverEntry(generation: Int64($0.generation), handover: $0.handover.text) },
+            recoveryPublicKey: keys.recoveryPublicKey.text, passwordPublicKey: keys.passwordPublicKey.text)
     }
 
     /// Stores a new generation of the account key (`POST /v1/account/keys/rotate`), in one transaction.
     ///
     /// - Throws: `invalid_field` (a generation out of range, a blob not of its form or not of the generations the
-    ///   rotation names, too many hand-overs, one session twice), `not_encrypted` (409, a plaintext account),
+    ///   rotation names, too many hand-overs, one session twice, a `recovery` not of the new generation), `not_encrypted` (409, a plaintext account),
     ///   `stale_generation` (409: the account is not at `generation - 1`; nothing stored), `unknown_session` (404: a
     ///   hand-over names a session that is not the account's; nothing stored).
     public func rotate(_ request: RotateKeysRequest, session: SessionRecord) async throws -> RotateKeysResponse {
         let (generation, older, handovers) = try Self.rotation(request)
+        let recovery = try request.recovery.map { renewal in try Self.recovery(renewal, generation: generation) }
         guard let account = try await store.account(byID: session.accountID) else {
             throw SyncError(.unauthorized, "The session's account no longer exists.")
         }
         guard account.encryption != .plaintext else {
             throw SyncError(.notEncrypted, "This account is not end-to-end encrypted: it has no key to rotate.")
         }
-        let outcome = try await keyStore.rotateKeys(accountID: account.id, generation: generation, older: older, handovers: handovers)
+        let outcome = try await keyStore.rotateKeys(
+            accountID: account.id, generation: generation, older: older, handovers: handovers, recovery: recovery)
         try Self.check(outcome)
-        logger.info("account key rotated", metadata: ["account_id": "\(account.id)", "generation": "\(generation)"])
+        logger.info(
+            "account key rotated",
+            metadata: ["account_id": "\(account.id)", "generation": "\(generation)", "recovery_key_replaced": "\(recovery != nil)"])
         return RotateKeysResponse(generation: Int64(generation))
     }
 
@@ -197,6 +202,19 @@ public final class EncryptionService: Sendable {
         handovers.append((.recoveryKey, try handover(request.recoveryHandover, field: prefix + Key.recoveryHandover.stringValue)))
         handovers.append((.password, try handover(request.passwordHandover, field: prefix + Key.passwordHandover.stringValue)))
         return (generation, older, handovers)
+    }
+
+    /// A new recovery key's material in a rotation to `generation`: that generation wrapped by the recovery key, and a
+    /// public key.
+    ///
+    /// - Throws: `invalid_field` naming the first part not of its form.
+    static func recovery(_ renewal: RecoveryRenewal, generation: UInt32, prefix: String = "") throws -> AccountRecovery {
+        let field = prefix + RotateKeysRequest.CodingKeys.recovery.stringValue + "."
+        typealias Key = RecoveryRenewal.CodingKeys
+        return AccountRecovery(
+            wrappedKey: try wrappedKey(
+                renewal.recoveryWrappedKey, wrapper: .recoveryKey, generation: generation, field: field + Key.recoveryWrappedKey.stringValue),
+            publicKey: try publicKey(renewal.recoveryPublicKey, field: field + Key.recoveryPublicKey.stringValue))
     }
 
     /// A key hand-over in its text form.

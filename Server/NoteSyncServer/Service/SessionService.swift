@@ -276,6 +276,11 @@ public final class SessionService: Sendable {
         }
         let prefix = Key.encryption.stringValue + "."
         let rotation = try change.rotation.map { try EncryptionService.rotation($0, prefix: prefix + Part.rotation.stringValue + ".") }
+        if change.rotation?.recovery != nil {
+            throw SyncError(
+                .invalidField, "A password change keeps the recovery key; replace it with a rotation (POST /v1/account/keys/rotate).",
+                field: prefix + Part.rotation.stringValue + "." + RotateKeysRequest.CodingKeys.recovery.stringValue)
+        }
         let kdf = try EncryptionService.kdfParameters(change.kdf, field: prefix + Part.kdf.stringValue)
         let wrappedKey: WrappedAccountKey
         do {

@@ -21,15 +21,20 @@ public protocol EncryptionStore: Sendable {
     /// Stores a rotation in one transaction, if the account's generation is still `generation - 1` (and it is not
     /// plaintext): the account's generation becomes `generation`, `older` (generation − 1 wrapped by it) joins the
     /// key chain, and each hand-over is kept for its recipient. A session recipient must be one of the account's.
-    func rotateKeys(accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])
-        async throws -> RotationOutcome
+    /// With `recovery` (a new recovery key) the account's recovery-wrapped key and recovery public key are replaced
+    /// in the same transaction, and the hand-overs sealed to the old recovery key deleted.
+    func rotateKeys(
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
+        recovery: AccountRecovery?
+    ) async throws -> RotationOutcome
 
     /// An encrypted account's password change, in one transaction: when `rotation` is given it is applied first as
-    /// ``rotateKeys(accountID:generation:older:handovers:)`` does (refused whole when stale or naming another
+    /// ``rotateKeys(accountID:generation:older:handovers:recovery:)`` does (refused whole when stale or naming another
     /// account's session); then, if the account is at `keys.wrappedKey`'s generation (else
     /// ``RotationOutcome/stale(current:)``, nothing stored), the account's KDF parameters, password-wrapped key and password public key are
     /// replaced (`keys.recoveryWrappedKey` and `keys.recoveryPublicKey` are left as stored), its password hash too, and
-    /// its sessions but `keepingSession` deleted. Returns the rotation's outcome (``RotationOutcome/rotated`` also
+    /// its sessions but `keepingSession` deleted; an account in ``EncryptionState/reset`` becomes
+    /// ``EncryptionState/encrypted`` (recovered: its key is wrapped by a password again). Returns the rotation's outcome (``RotationOutcome/rotated`` also
     /// without one) and how many sessions were deleted; ``RotationOutcome/stale(current:)`` with `current` 0 when
     /// the account is plaintext or gone.
     func changeEncryptedPassword(
@@ -54,7 +59,28 @@ public protocol EncryptionStore: Sendable {
     func resetEncryptedPassword(accountID: FlakeID, passwordHash: String) async throws -> Bool
 }
 
-/// What ``EncryptionStore/rotateKeys(accountID:generation:older:handovers:)`` did.
+extension EncryptionStore {
+    /// ``rotateKeys(accountID:generation:older:handovers:recovery:)`` keeping the recovery key.
+    func rotateKeys(accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])
+        async throws -> RotationOutcome
+    {
+        try await rotateKeys(accountID: accountID, generation: generation, older: older, handovers: handovers, recovery: nil)
+    }
+}
+
+/// A new recovery key's material, checked (``RecoveryRenewal``): the rotation's generation wrapped by it, and its
+/// public key.
+public struct AccountRecovery: Sendable, Equatable {
+    public var wrappedKey: WrappedAccountKey
+    public var publicKey: DevicePublicKey
+
+    public init(wrappedKey: WrappedAccountKey, publicKey: DevicePublicKey) {
+        self.wrappedKey = wrappedKey
+        self.publicKey = publicKey
+    }
+}
+
+/// What ``EncryptionStore/rotateKeys(accountID:generation:older:handovers:recovery:)`` did.
 public enum RotationOutcome: Sendable, Equatable {
     /// Stored: the account is at the new generation.
     case rotated
