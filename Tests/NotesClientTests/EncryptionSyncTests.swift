@@ -191,6 +191,28 @@ import TestSupport
         #expect(try b.notes().first?.tags == ["back"])
     }
 
+    /// The edit that brings back a note deleted elsewhere follows the tombstone's `seq`: the device that deleted it
+    /// (and had written an edit the restoring device never saw) does not take it for a rollback. notes-sim seeds 10,
+    /// 57 and 61: before, a tombstone had no payload, and the restoring edit took the `seq` of that unseen edit.
+    @Test func aNoteRestoredAfterAnEditItsDeviceNeverSawIsNotARollback() async throws {
+        let files = try FileServer()
+        let (a, b, _) = try await Self.twoDevices(files)
+        let note = try a.add("one\n")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first)
+        _ = try a.edit(note.id, text: "one\ntwo\n")
+        try await a.syncOK()  // seq 2, which b never pulls before the delete
+        _ = try a.delete(note.id)
+        try await a.syncOK()
+        _ = try b.edit(onB.id, text: "one\nfrom b\n")
+        let restoring = try await b.syncOK()
+        #expect(restoring.tampered.isEmpty && restoring.pending == 0)
+        let report = try await a.syncOK()
+        #expect(report.tampered.isEmpty, "\(report.tampered)")
+        #expect(try a.notes().map(\.text) == ["one\nfrom b\n"])
+    }
+
     /// The note that keeps the other device's text after a conflict made on the device takes the merged tags, as the
     /// server's conflict does for a plaintext account: a tag either device added stays on it (found by notes-sim).
     @Test func aConflictMadeByTheDeviceKeepsBothDevicesTagsOnTheNote() async throws {

@@ -248,10 +248,8 @@ final class SyncEngine: Sendable {
                 report.stale += 1
                 continue
             }
-            if let keys, let sealed = entry.sealed, !entry.deleted, [.created, .reconciled, .updated].contains(result.status) {
+            if let keys, let sealed = entry.sealed, [.created, .reconciled, .updated, .deleted].contains(result.status) {
                 // The server now holds this edit: its `seq` is the note's newest (unless a pull already brought a newer one).
-                // Not a delete's: a tombstone carries no payload, so no other device learns its `seq`, and the edit that
-                // brings the note back elsewhere (an edit wins over a delete) takes the same `seq` (found by notes-sim).
                 let seen = try tx.noteSeq(account: keys.account, clientID: entry.clientID, origin: entry.origin)
                 if seen.map({ sealed.seq > $0.seq }) ?? true {
                     try tx.setNoteSeq(account: keys.account, clientID: entry.clientID, origin: entry.origin, seq: sealed.seq, editID: entry.editID)
