@@ -33,6 +33,11 @@ import Glibc
         #expect(total.reconciled > 0, "notes were found again after sign-in (by the pull or the server's reconciliation)")
         #expect(total.revocations > 0 && total.revokedMidSync > 0, "devices were revoked, some during a sync")
         #expect(total.accountsDeleted > 0, "accounts were deleted while other devices held their notes")
+        // Issue 32: encrypted accounts took part, wrote canary words, were read through their envelopes, merged stale
+        // changes on the device, and the store was scanned.
+        #expect(total.encryptedAccounts > 0 && total.canaryWords > 0 && total.envelopesOpened > 0)
+        #expect(total.staleAnswers > 0 && total.deviceMerges > 0, "encrypted accounts' concurrent edits were merged on the device")
+        #expect(total.storeScans >= seeds.count && total.bytesScanned > 0, "the store was scanned at the end of every run")
     }
 
     /// Seeds the 10,000-seed sweep of 1,000 steps failed on, each fixed since (21 and 269: the oracle's view of a tag
