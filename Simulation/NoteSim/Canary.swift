@@ -15,6 +15,9 @@ public enum Canary {
     /// one device and `G7` on another is still one tag: `qzcanaryxvg7` and `qzcanaryxvG7` share their key).
     public static func word(_ token: String) -> String { marker + token }
 
+    /// `text` with every canary word back to its token (`qzcanaryxvt12` → `t12`), for names in reports.
+    public static func unmarked(_ text: String) -> String { text.replacingOccurrences(of: marker, with: "") }
+
     /// Whether `text` holds a canary word.
     public static func isIn(_ text: String) -> Bool { text.contains(marker) }
 }

@@ -130,14 +130,17 @@ extension Simulation {
     }
 
     /// An encrypted account's device made conflict copies in a sync (texts that did not merge on the device: a new
-    /// note of this device, in its account, with this device's text): the account may hold them. They are the notes
-    /// above the device's largest local ID at its last check, of this device's origin, in its account, that the
-    /// account was not known to hold (pulled notes of this origin are).
+    /// note of this device, in that account, with this device's text): the account may hold them. They are the notes
+    /// above the device's largest local ID at its last check, of this device's origin, owned by an encrypted account,
+    /// that the account was not known to hold (pulled notes of this origin are; a note created by a step is permitted
+    /// by it, and notes that change owner keep their local IDs). Called after every network step of a device while
+    /// an account is encrypted, whether the step's sync finished or a fault cut it short, before the checks read the
+    /// server.
     func permitDeviceConflictCopies(on device: SimDevice) throws {
-        guard let k = try accountIndex(of: device) else { return }
         let origin = try local(device.index) { try device.client.status() }.origin
         for copy in try local(device.index, { try device.client.identities() }).notes
-        where copy.id > device.maxLocalID && copy.origin == origin && copy.owner == accounts[k].accountID {
+        where copy.id > device.maxLocalID && copy.origin == origin {
+            guard let k = accounts.firstIndex(where: { $0.accountID == copy.owner }), accounts[k].isEncrypted else { continue }
             let key = NoteKeyValue(clientID: copy.clientID, origin: copy.origin)
             if oracle.permitted[k]?.contains(key) != true {
                 oracle.permit(key, in: k)

@@ -599,6 +599,9 @@ public final class Simulation {
         let outcome: Result<T, any Error>
         do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
         let (injected, replayMismatch) = device.transport.disarm()
+        // A sync a fault cut short may have made conflict copies on the device (committed with a pull page) and
+        // pushed them, with no report to say so.
+        if accounts.contains(where: \.isEncrypted) { try permitDeviceConflictCopies(on: device) }
         summary.faults += injected.count
         for kind in injected { note(device.index, .fault, "\(what): \(kind.rawValue)") }
         if let replayMismatch { throw fail(.idempotentReplay, "device \(device.index): \(what): \(replayMismatch)") }
@@ -628,7 +631,7 @@ public final class Simulation {
     }
 
     func record(_ report: SyncReport, device: SimDevice) throws {
-        summary.conflicts += report.conflicts
+        summary.conflicts += report.conflicts + report.deviceConflicts.count
         summary.merges += report.merged
         summary.reconciled += report.reconciled + report.matched
         summary.replayed += report.replayed
