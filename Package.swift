@@ -135,7 +135,7 @@ let package = Package(
         .target(
             name: "NoteSim",
             dependencies: [
-                "MiniFlake", "NoteSyncProtocol", "NoteSyncServer", "NotesClient", "SyncHarness",
+                "MiniFlake", "NoteCrypto", "NoteSyncProtocol", "NoteSyncServer", "NotesClient", "SyncHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

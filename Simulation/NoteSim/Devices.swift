@@ -1,5 +1,6 @@
 import Foundation
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 import NotesClient
 
@@ -8,23 +9,44 @@ struct SimAccount {
     var username: String
     var accountID: FlakeID
     var auditToken: String
+    /// An end-to-end encrypted account's keys (issue 32); nil for a plaintext account.
+    var keys: SimAccountKeys?
 
-    static func create(username: String, password: String, on server: any SimServer) async throws -> SimAccount {
+    var isEncrypted: Bool { keys != nil }
+
+    /// Signs the account up (and its auditor in). `encryptedAs` makes it an end-to-end encrypted account of that ID
+    /// (the client mints an encrypted account's ID: its keys are bound to it), whose credential is then the
+    /// password's AuthKey, as `notes signup` makes it.
+    static func create(username: String, password: String, encryptedAs accountID: FlakeID? = nil, on server: any SimServer) async throws -> SimAccount {
         let encoder = WireJSON.encoder()
-        let signUp = try await server.transport.send(
-            WireRequest(.signUp, body: try encoder.encode(SignUpRequest(username: username, password: password))))
-        guard signUp.status == 201 || signUp.status == 409 else {
+        var request = SignUpRequest(username: username, password: password)
+        var keys: SimAccountKeys?
+        if let accountID {
+            let (made, setup) = try SimAccountKeys.generate(accountID: accountID, password: password)
+            keys = made
+            request.password = made.serverPassword
+            request.encryption = setup
+        }
+        let signUp = try await server.transport.send(WireRequest(.signUp, body: try encoder.encode(request)))
+        // An encrypted account's keys are this sign-up's: one that exists already cannot be audited.
+        guard signUp.status == 201 || (signUp.status == 409 && keys == nil) else {
             // A daemon's sign-up is closed by default; the simulation signs its accounts up.
             let hint = signUp.status == 403 ? " (start notesyncd with --sign-up open)" : ""
             throw SimSetupError("sign-up of \(username) answered \(signUp.status)\(hint): \(String(decoding: signUp.body, as: UTF8.self))")
         }
         let signIn = try await server.transport.send(
-            WireRequest(.signIn, body: try encoder.encode(SignInRequest(username: username, password: password, deviceName: "notes-sim auditor"))))
+            WireRequest(
+                .signIn,
+                body: try encoder.encode(
+                    SignInRequest(username: username, password: keys?.serverPassword ?? password, deviceName: "notes-sim auditor"))))
         guard signIn.status == 200 else {
             throw SimSetupError("auditor sign-in of \(username) answered \(signIn.status)")
         }
         let session = try JSONDecoder().decode(SignInResponse.self, from: signIn.body)
-        return SimAccount(username: username, accountID: session.accountID, auditToken: session.token)
+        if let keys, session.accountID != keys.ring.account {
+            throw SimSetupError("the encrypted account \(username) is \(session.accountID), not \(keys.ring.account) its keys are bound to")
+        }
+        return SimAccount(username: username, accountID: session.accountID, auditToken: session.token, keys: keys)
     }
 }
 
@@ -50,15 +72,25 @@ final class SimDevice {
     var held: HeldPull?
     /// Whether a local command wrote since its last successful sync (what a watch's local-store trigger sees).
     var wroteSinceSync = false
+    /// The owners of its live notes (nil: no account), as the checks read them with ``liveIDs``: which decides
+    /// whether an edit writes canary words (issue 32).
+    var liveOwners: [Int64: FlakeID] = [:]
+    /// The largest local ID of its notes at that read: a note above it is new since (pulled, or a conflict copy this
+    /// device made).
+    var maxLocalID: Int64 = 0
 
     init(index: Int, now: Int64, server: any SimServer, seed: UInt64, idScheme: IDScheme = .miniflake, recordsExchanges: Bool = false) throws {
         self.index = index
         clock = ManualFlakeClock(unixMilliseconds: now)
         transport = FaultyTransport(base: server.transport(forDevice: index), recordsExchanges: recordsExchanges)
-        let environment = NotesEnvironment(
+        var environment = NotesEnvironment(
             clock: clock, random: SplitMix64(seed: seed), transport: NotesEnvironment.fixed(transport),
             sleep: { _ in }, retry: RetryPolicy(maxAttempts: 3, initialDelay: .zero, maxDelay: .zero),
             deviceName: "sim-device-\(index)", flakeInstance: 7, clientIDScheme: idScheme)
+        // Encrypted accounts' passwords at the testing cost (8 KiB, 1 pass), which only this explicit policy accepts:
+        // the production cost's 64 MiB per sign-in would dominate a run.
+        environment.kdfCost = .insecureForTesting
+        environment.kdfPolicy = .allowInsecureForTesting
         client = try NotesClient.inMemory(environment: environment)
     }
 }

@@ -39,6 +39,12 @@ public enum Invariant: String, Codable, Sendable, CaseIterable {
     /// checks read them after each step: text, deleted, tags and flags) is in the note's history, read through the
     /// versions endpoint, within retention (the simulation runs well within the server's 90 days).
     case historyComplete = "history-complete"
+    /// Issue 32: no byte of an encrypted account's plaintext is in the server's store. Every note and history version
+    /// the server serves of an encrypted account is a note envelope that opens for exactly its note and edit, with no
+    /// tag or flag in the clear (checked on every read: the auditor opens them as a device does); and the store's
+    /// files (the SQLite database, its WAL and `-shm`) hold no canary word, scanned after every server restart and at
+    /// the end of every run. Every word an encrypted account's notes are written in is a canary word (``Canary``).
+    case noPlaintextOnServer = "no-plaintext-on-server"
 }
 
 /// An invariant broken at a step.
@@ -65,6 +71,8 @@ extension Simulation {
                 changed[k] = try await readChanges(account: k)
             }
         }
+        if action == .restartServer { try scanStore("after the restart") }
+        try checkTampered()
         let acted = Set(action.devicesWhoseStoresChange)
         for device in devices {
             if acted.contains(device.index) {
@@ -89,7 +97,8 @@ extension Simulation {
     /// Pulls account `k`'s changes since the last read into its view and checks them. Returns them.
     func readChanges(account k: Int) async throws -> [NoteRecord] {
         let account = accounts[k]
-        let (records, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: views[k].cursor)
+        let (served, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: views[k].cursor)
+        let records = try opened(served, account: k)
         recorder?.serverRead(account: k, accountID: account.accountID, records: records, step: step)
         views[k].cursor = cursor
         if !records.isEmpty { try checkServer(account: k, changed: records) }
@@ -101,7 +110,8 @@ extension Simulation {
     func rereadAndCompare(account k: Int) async throws {
         _ = try await readChanges(account: k)
         let account = accounts[k]
-        let (all, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: .start)
+        let (served, cursor) = try await server.changes(accountID: account.accountID, token: account.auditToken, after: .start)
+        let all = try opened(served, account: k)
         recorder?.serverRead(account: k, accountID: account.accountID, records: all, step: step)
         let whole = Dictionary(all.map { ($0.serverID, $0) }, uniquingKeysWith: { _, last in last })
         if whole != views[k].byServerID {
@@ -159,7 +169,10 @@ extension Simulation {
     /// Reads a device's note identities, account and cursor, and checks them all.
     func checkDevice(_ device: SimDevice) throws {
         let snapshot = try local(device.index) { try device.client.identities() }
-        device.liveIDs = snapshot.notes.filter { !$0.isDeleted && !$0.isSetAside }.map(\.id)
+        let live = snapshot.notes.filter { !$0.isDeleted && !$0.isSetAside }
+        device.liveIDs = live.map(\.id)
+        device.maxLocalID = snapshot.notes.map(\.id).max() ?? 0
+        device.liveOwners = Dictionary(live.compactMap { note in note.owner.map { (note.id, $0) } }, uniquingKeysWith: { a, _ in a })
         device.account = snapshot.account.flatMap { info in accounts.firstIndex { $0.accountID == info.accountID } }
         var serverIDs: [FlakeID: NoteKeyValue] = [:]
         var ownedServerIDs = Set<OwnedServerID>()
@@ -302,6 +315,7 @@ extension Simulation {
         }
         try checkTags(final: finalTexts)
         try await checkHistories()
+        try scanStore("at the end of the run")
     }
 
     /// `no-lost-tag-change` at quiescence (see ``Invariant/noLostTagChange``).
@@ -348,7 +362,8 @@ extension Simulation {
     func checkHistories() async throws {
         for k in accounts.indices {
             for (serverID, note) in views[k].byServerID {
-                let versions = try await server.versions(serverID: serverID, token: accounts[k].auditToken)
+                let versions = try opened(
+                    try await server.versions(serverID: serverID, token: accounts[k].auditToken), of: note, account: k)
                 summary.versionsChecked += versions.count
                 let numbers = versions.map(\.version)
                 guard numbers == Array(1...max(1, note.version)) || (note.version == 0 && numbers.isEmpty) else {

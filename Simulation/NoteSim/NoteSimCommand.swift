@@ -15,7 +15,10 @@ public struct NoteSimCommand: AsyncParsableCommand {
             checks: no duplicates, no cross-account data, no lost edit, convergence (texts, tags and flags), cursors \
             only move forward, server IDs never change, valid IDs, pulls miss nothing, a push delivered twice is \
             answered the same; at quiescence also no lost tag change, and every version the server acknowledged in \
-            the note's history. Each step checks what it could have changed (the \
+            the note's history. Half the accounts (--encrypted-share) are end-to-end encrypted, their notes written \
+            in canary words: the server must serve them only as envelopes that open, and its store's files (the \
+            SQLite database, WAL and -shm) must hold no canary word, scanned after every restart and at the end of \
+            every run. Each step checks what it could have changed (the \
             accounts' changed notes, the stores of the devices it acted on); a server restart and the end of the run \
             check everything from scratch.
 
@@ -65,6 +68,15 @@ public struct NoteSimCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "With --server: the daemon's SQLite database file (its -wal and -shm beside it), scanned for canary words after every restart and at the end of every run. In-process, the simulation's own store is scanned.",
+            valueName: "path"))
+    var scanStore: String?
+
+    @Option(help: "The share of accounts that are end-to-end encrypted, 0...1 (round(share × accounts) of them, from account seed mod accounts on; their notes are written in canary words).")
+    var encryptedShare: Double = SimParameters.defaultEncryptedShare
+
+    @Option(
+        help: ArgumentHelp(
             "Write a self-contained HTML report: for one run, its timeline (a failing run opens on its failing step); for a sweep, an index of every seed run (outcome, duration; failing seeds first) with the timeline of each failing seed beside it (FILE-seed-N.html). A passing seed's timeline is written on demand: the index shows the command.",
             valueName: "file"))
     var report: String?
@@ -96,6 +108,8 @@ public struct NoteSimCommand: AsyncParsableCommand {
         guard (0...1).contains(faults) else { throw ValidationError("--faults must be between 0 and 1") }
         if let seeds { _ = try Self.parseRange(seeds) }
         if restartCommand != nil && server == nil { throw ValidationError("--restart-command needs --server") }
+        if scanStore != nil && server == nil { throw ValidationError("--scan-store needs --server (in-process, the simulation's own store is scanned)") }
+        guard (0...1).contains(encryptedShare) else { throw ValidationError("--encrypted-share must be between 0 and 1") }
         if let jobs {
             guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1") }
             if jobs > 1 && restartCommand != nil {
@@ -126,7 +140,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
     }
 
     public func run() async throws {
-        let target: SimTarget = server.map { .http(url: $0, restartCommand: restartCommand) } ?? .inProcess
+        let target: SimTarget = server.map { .http(url: $0, restartCommand: restartCommand, storePath: scanStore) } ?? .inProcess
         let range: ClosedRange<UInt64> = try seeds.map(Self.parseRange) ?? seed...seed
         var total = SimSummary()
         var runs = 0
@@ -137,7 +151,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         // failing seeds are run again, recorded.
         let isSweep = seeds.count > 1
         let (accounts, devices, steps, faults, server) = (accounts, devices, steps, faults, server)
-        let (idScheme, watchers) = (idScheme, watchers)
+        let (idScheme, watchers, encryptedShare) = (idScheme, watchers, encryptedShare)
         let recordsRuns = report != nil && !isSweep
         let results: [(seed: UInt64, outcome: SimOutcome)]
         var progress = SweepProgress(total: seeds.count, started: .now)
@@ -150,7 +164,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
                     if let line = progress.finished(outcome, at: .now) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
                 }
             ) { seed in
-                let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers)
+                let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers, encryptedShare: encryptedShare)
                 let schedule = replayed ?? ScheduleGenerator.generate(parameters)
                 let tag = server == nil ? "" : "\(seed)-\(UInt32.random(in: 0...UInt32.max))"
                 let clock = ContinuousClock()
@@ -171,7 +185,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         for (seed, outcome) in results {
             runs += 1
             total.add(outcome.summary)
-            let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers)
+            let parameters = SimParameters(seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers, encryptedShare: encryptedShare)
             let schedule = replayed ?? ScheduleGenerator.generate(parameters)
             if let violation = outcome.violation {
                 let trace = try await reportViolation(violation, seed: seed, parameters: parameters, schedule: schedule, target: target)
@@ -228,7 +242,9 @@ public struct NoteSimCommand: AsyncParsableCommand {
         let trace = kept.map { schedule[$0] }
         let final = try await Simulation.run(trace, parameters: parameters, target: target,
                                              runTag: server == nil ? "" : "final-\(UInt32.random(in: 0...UInt32.max))")
-        let schemeArgument = parameters.idScheme.map { " --id-scheme \($0.rawValue)" } ?? ""
+        var schemeArgument = parameters.idScheme.map { " --id-scheme \($0.rawValue)" } ?? ""
+        // Which accounts are encrypted depends on the seed (and the share).
+        if parameters.encryptedShare ?? 0 > 0 { schemeArgument += " --seed \(seed) --encrypted-share \(parameters.encryptedShare ?? 0)" }
         print("notes-sim: trace (replay with --replay \(traceOut ?? "<--trace-out FILE>") --accounts \(parameters.accounts) --devices \(parameters.devices)\(schemeArgument)):", to: &stderr)
         for (index, action) in trace.enumerated() { print("  \(index): \(action)", to: &stderr) }
         if let shortViolation = final.violation { print("notes-sim: the shortened trace fails with: \(shortViolation)", to: &stderr) }
@@ -273,7 +289,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
                 let timeline = SweepReport.timelinePath(forSeed: seed, besideIndex: path)
                 if seed != lowestFailure {
                     let parameters = SimParameters(
-                        seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers)
+                        seed: seed, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers, encryptedShare: encryptedShare)
                     try await writeTimeline(
                         timeline, seed: seed, parameters: parameters, schedule: ScheduleGenerator.generate(parameters), target: target,
                         recorded: nil, violation: violation)
@@ -290,7 +306,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         let html = SweepReport.render(
             title: "notes-sim sweep, seeds \(range.lowerBound)...\(range.upperBound)",
             shape: TimelineReport.shape(
-                SimParameters(seed: range.lowerBound, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers),
+                SimParameters(seed: range.lowerBound, accounts: accounts, devices: devices, steps: steps, faultRate: faults, idScheme: idScheme, watchers: watchers, encryptedShare: encryptedShare),
                 steps: steps),
             seconds: seconds, rows: rows, command: reproduceCommand(seed: nil) + " --report seed-{seed}.html", note: note)
         try html.write(toFile: path, atomically: true, encoding: .utf8)
@@ -302,8 +318,10 @@ public struct NoteSimCommand: AsyncParsableCommand {
         if let replay { parts += ["--replay", replay] } else { parts += ["--seed", seed.map { "\($0)" } ?? "{seed}", "--steps", "\(steps)"] }
         parts += ["--accounts", "\(accounts)", "--devices", "\(devices)", "--faults", "\(faults)", "--watchers", "\(watchers)"]
         if let idScheme { parts += ["--id-scheme", idScheme.rawValue] }
+        if encryptedShare != SimParameters.defaultEncryptedShare { parts += ["--encrypted-share", "\(encryptedShare)"] }
         if let server { parts += ["--server", server] }
         if let restartCommand { parts += ["--restart-command", restartCommand] }
+        if let scanStore { parts += ["--scan-store", scanStore] }
         return parts.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
     }
 }

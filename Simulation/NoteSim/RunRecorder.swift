@@ -215,7 +215,8 @@ final class RunRecorder {
     }
 
     private func newNote(_ key: NoteKeyValue, firstText: String, suffix: String = "") -> Int {
-        let first = Lines.split(firstText).first ?? key.clientID.base32
+        // Named by the schedule's token even when written as a canary word (`t12`, not `qzcanaryxvt12`).
+        let first = Lines.split(firstText).first.map(Canary.unmarked) ?? key.clientID.base32
         var label = first + suffix
         var n = 2
         while labels.contains(label) {

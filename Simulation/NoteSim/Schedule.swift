@@ -153,18 +153,38 @@ public struct SimParameters: Codable, Sendable, Equatable {
     /// Devices in watch mode (devices 0..<watchers; issue 19): their `watchWake` steps are mixed into the
     /// schedule. Nil or 0: none, and the schedule is the one earlier versions generated for the seed.
     public var watchers: Int?
+    /// The share of accounts that are end-to-end encrypted (issue 32), 0...1: see ``encryptedAccounts``. Nil (a trace
+    /// written before) or 0: none. The schedule does not depend on it.
+    public var encryptedShare: Double?
 
     public init(
         seed: UInt64, accounts: Int = 2, devices: Int = 3, steps: Int = 300, faultRate: Double = 0.05,
-        idScheme: IDScheme? = nil, watchers: Int? = nil
+        idScheme: IDScheme? = nil, watchers: Int? = nil, encryptedShare: Double? = SimParameters.defaultEncryptedShare
     ) {
         self.watchers = watchers
+        self.encryptedShare = encryptedShare
         self.seed = seed
         self.accounts = accounts
         self.devices = devices
         self.steps = steps
         self.faultRate = faultRate
         self.idScheme = idScheme
+    }
+}
+
+extension SimParameters {
+    /// Half the accounts, by default.
+    public static let defaultEncryptedShare = 0.5
+
+    /// The accounts that are encrypted: `round(share × accounts)` of them, consecutive from account `seed mod
+    /// accounts` (wrapping), so that each seed has its mix and, with the default two accounts and share ½, one of
+    /// each, which one alternating with the seed. Deterministic per seed; the same for an account index after the
+    /// account is deleted and signed up again.
+    public var encryptedAccounts: Set<Int> {
+        let count = max(1, accounts)
+        let encrypted = min(count, Int((min(1, max(0, encryptedShare ?? 0)) * Double(count)).rounded()))
+        let first = Int(seed % UInt64(count))
+        return Set((0..<encrypted).map { (first + $0) % count })
     }
 }
 

@@ -20,6 +20,9 @@ protocol SimServer: AnyObject {
     /// The account's notes changed after `cursor` (tombstones included; from ``SyncCursor/start``: every note), as
     /// the server holds them, oldest change first, and the cursor after the last of them (`cursor` when none).
     func changes(accountID: FlakeID, token: String, after cursor: SyncCursor) async throws -> (notes: [NoteRecord], cursor: SyncCursor)
+    /// The files of the server's store that ``Simulation/scanStore(_:)`` reads for canary words (issue 32): an SQLite
+    /// database, its WAL and `-shm`; nil when the simulation cannot reach the store.
+    var storeFiles: [String]? { get }
     /// Restarts the server (in-process: a new service over the same store; HTTP: the restart command).
     func restart() async throws
     func shutdown() async
@@ -45,16 +48,30 @@ extension SimServer {
     }
 }
 
-/// The real server code in this process over an in-memory SQLite store: deterministic and fast, no sockets.
+/// The real server code in this process over an SQLite store in a file of its own: deterministic, no sockets.
+///
+/// The file (with its WAL, as a daemon's) is what the canary scan reads (issue 32). It lies in `/dev/shm` where there
+/// is one (memory: the store's `synchronous = FULL` costs no disk flush there), else in the temporary directory, and
+/// is removed at ``shutdown()``.
 final class InProcessSimServer: SimServer {
     let server: InProcessServer
     var store: any NoteStore { server.store }
     let instance: Int? = 0
     var transport: any SyncTransport { server.transport }
     let url = "http://notesyncd.simulated"
+    let directory: URL
+    let storeFiles: [String]?
 
     init(clock: ManualFlakeClock) async throws {
-        let store = try SQLiteNoteStore.inMemory()
+        let memory = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
+        var isDirectory: ObjCBool = false
+        let parent = FileManager.default.fileExists(atPath: memory.path, isDirectory: &isDirectory) && isDirectory.boolValue
+            && FileManager.default.isWritableFile(atPath: memory.path) ? memory : FileManager.default.temporaryDirectory
+        directory = parent.appendingPathComponent("notes-sim-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent(SQLiteNoteStore.fileName).path
+        storeFiles = StoreScan.sqliteFiles(of: path)
+        let store = try SQLiteNoteStore(path: path)
         server = try InProcessServer(
             store: store, clock: clock, instance: 0, after: try await store.largestIssuedID(), limits: Self.limits,
             passwords: Self.simulatedPasswords,
@@ -91,7 +108,10 @@ final class InProcessSimServer: SimServer {
     /// ID the store holds, so a restart never reissues one.
     func restart() async throws { try await server.restart() }
 
-    func shutdown() async { await server.shutdown() }
+    func shutdown() async {
+        await server.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
 }
 
 /// A running `notesyncd` over HTTP (`--server URL`); restarts run `--restart-command` and wait for `/healthz`.
@@ -104,10 +124,13 @@ final class HTTPSimServer: SimServer {
     var transport: any SyncTransport { http }
     var url: String { baseURL.absoluteString }
     let instance: Int? = nil
+    let storeFiles: [String]?
 
     /// - Parameter url: One daemon's URL, or several separated by commas: devices are spread over them round-robin
     ///   (device `i` talks to daemon `i % n`); the auditor uses the first.
-    init(url: String, restartCommand: String?) throws {
+    /// - Parameter storePath: The daemon's SQLite database file, scanned for canary words (nil: not scanned).
+    init(url: String, restartCommand: String?, storePath: String? = nil) throws {
+        storeFiles = storePath.map(StoreScan.sqliteFiles(of:))
         var daemons: [URLSessionTransport] = []
         var first: URL?
         for text in url.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {

@@ -1,5 +1,6 @@
 import Foundation
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 import NotesClient
 import SyncHarness
@@ -52,6 +53,16 @@ public struct SimSummary: Sendable, Equatable {
     /// Tag and flag changes made by tag steps (issue 31), and the versions read back from the notes' histories.
     public var tagChanges = 0
     public var versionsChecked = 0
+    /// Issue 32: end-to-end encrypted accounts (each sign-up counts, a deleted one's too), the canary words written to
+    /// them (line tokens and tags), the envelopes the auditor opened (each time it read one), pushes answered `stale`
+    /// and merged on the device, and the scans of the server's store for canary words with the bytes they read.
+    public var encryptedAccounts = 0
+    public var canaryWords = 0
+    public var envelopesOpened = 0
+    public var staleAnswers = 0
+    public var deviceMerges = 0
+    public var storeScans = 0
+    public var bytesScanned = 0
 
     public init() {}
 
@@ -69,6 +80,9 @@ public struct SimSummary: Sendable, Equatable {
         rekeyed += other.rekeyed
         watchWakes += other.watchWakes; watchSyncs += other.watchSyncs; feedFaults += other.feedFaults
         tagChanges += other.tagChanges; versionsChecked += other.versionsChecked
+        encryptedAccounts += other.encryptedAccounts; canaryWords += other.canaryWords; envelopesOpened += other.envelopesOpened
+        staleAnswers += other.staleAnswers; deviceMerges += other.deviceMerges
+        storeScans += other.storeScans; bytesScanned += other.bytesScanned
     }
 
     public var fields: [(String, String)] {
@@ -87,6 +101,10 @@ public struct SimSummary: Sendable, Equatable {
             ("devices revoked", "\(revocations)"), ("revocations met mid-sync", "\(revokedMidSync)"),
             ("accounts deleted", "\(accountsDeleted)"), ("tag and flag changes", "\(tagChanges)"),
             ("versions checked in histories", "\(versionsChecked)"),
+            ("encrypted accounts", "\(encryptedAccounts)"), ("canary words written", "\(canaryWords)"),
+            ("envelopes opened by the auditor", "\(envelopesOpened)"), ("pushes answered stale", "\(staleAnswers)"),
+            ("stale changes merged on the device", "\(deviceMerges)"), ("store scans for canary words", "\(storeScans)"),
+            ("store bytes scanned", "\(bytesScanned)"), ("canary words found in the store", "0"),
         ] + watchFields + schemeFields
     }
 }
@@ -106,8 +124,9 @@ public struct SimOutcome: Sendable {
 public enum SimTarget: Sendable, Equatable {
     /// The server library in this process, over an in-memory store: deterministic, no sockets, no sleeps.
     case inProcess
-    /// A running `notesyncd`; `restartCommand` (a shell command) restarts it for `restartServer` steps.
-    case http(url: String, restartCommand: String?)
+    /// A running `notesyncd`; `restartCommand` (a shell command) restarts it for `restartServer` steps; `storePath`
+    /// is its SQLite database, scanned for canary words (issue 32) when given.
+    case http(url: String, restartCommand: String?, storePath: String? = nil)
 }
 
 /// One simulation run: sets up accounts and devices, executes a schedule step by step, checks the invariants after
@@ -137,6 +156,11 @@ public final class Simulation {
     var revoked: Set<Int> = []
     /// Devices in watch mode: those with a `watchWake` step so far.
     var watching: Set<Int> = []
+    /// Mints the IDs of encrypted accounts (their keys are bound to the ID, so the client mints it: see
+    /// Docs/SECURITY.md), on the server's clock (which takes an ID minted within a day of its own time).
+    var mintAccountID: (() throws -> FlakeID)!
+    /// Notes devices refused as tampered in the step (``SyncReport/tampered``), checked after the step's reads.
+    var tampered: [String] = []
 
     static let password = "simulated-password"
 
@@ -195,12 +219,21 @@ public final class Simulation {
         switch target {
         case .inProcess:
             server = try await InProcessSimServer(clock: serverClock)
-        case .http(let url, let restartCommand):
-            server = try HTTPSimServer(url: url, restartCommand: restartCommand)
+        case .http(let url, let restartCommand, let storePath):
+            server = try HTTPSimServer(url: url, restartCommand: restartCommand, storePath: storePath)
+        }
+        // An instance of its own (the in-process server mints with 0): an account ID is never one the server issued.
+        switch target {
+        case .inProcess:
+            let generator = try FlakeGenerator(instance: 5, clock: serverClock)
+            mintAccountID = { try generator.next() }
+        case .http:
+            let generator = try FlakeGenerator(instance: Int.random(in: 0...1023), clock: SystemFlakeClock.coarse)
+            mintAccountID = { try generator.next() }
         }
         for k in 0..<max(1, parameters.accounts) {
             let username = runTag.isEmpty ? "sim-a\(k)" : "sim-\(runTag)-a\(k)"
-            accounts.append(try await SimAccount.create(username: username, password: Self.password, on: server))
+            accounts.append(try await createAccount(k, username: username))
         }
         var seeds = SplitMix64(seed: parameters.seed ^ 0xD1CE_5EED)
         for d in 0..<max(1, parameters.devices) {
@@ -227,6 +260,7 @@ public final class Simulation {
         switch action {
         case .create(let d, let token):
             guard let device = devices[safe: d] else { return }
+            let token = written(token, owner: try device.client.account()?.accountID)
             let note = try local(d) { try device.client.add(token + "\n") }
             oracle.added(token: token, by: d)
             oracle.created(note.key, on: d, in: try accountIndex(of: device))
@@ -273,6 +307,10 @@ public final class Simulation {
             guard let device = devices[safe: d], let target = accounts[safe: account], device.knownAccounts.contains(account),
                 try device.client.shownAccount()?.accountID != target.accountID, let source = try liveNote(d, index: index)
             else { return }
+            // A copy of an encrypted account's words (its note, or a note of a deleted encrypted account's) into a
+            // plaintext account puts them in the clear, as the user asked: not a step of this simulation, whose
+            // invariant is that no such word reaches the server.
+            if !target.isEncrypted && (Canary.isIn(source.text) || source.tags.contains(where: Canary.isIn)) { return }
             let copy = try local(d) { try device.client.copy(source.id, to: target.username) }
             oracle.permit(copy.key, in: account)
             for tag in copy.tags { oracle.addedTag(TagPair(note: copy.key, tag: Tags.key(tag)), by: d) }
@@ -307,6 +345,8 @@ public final class Simulation {
                 device.skew = instant - now
                 device.clock.set(unixMilliseconds: instant)
             }
+            let firstToken = written(firstToken, owner: try first.client.account()?.accountID)
+            let secondToken = written(secondToken, owner: try second.client.account()?.accountID)
             let one = try local(a) { try first.client.add(firstToken + "\n") }
             let two = try local(b) { try second.client.add(secondToken + "\n") }
             oracle.added(token: firstToken, by: a)
@@ -363,7 +403,7 @@ public final class Simulation {
         for other in devices where other.index != device.index {
             if try other.client.account()?.accountID == old.accountID { revoked.insert(other.index) }
         }
-        accounts[k] = try await SimAccount.create(username: old.username, password: Self.password, on: server)
+        accounts[k] = try await createAccount(k, username: old.username)
         views[k] = AccountView()
     }
 
@@ -398,7 +438,7 @@ public final class Simulation {
         device.transport.before(request: request, run: revoke)
         summary.syncs += 1
         do {
-            record(try await device.client.sync(), device: device)
+            try record(try await device.client.sync(), device: device)
         } catch let error as NotesError where error.code == .signedOutByServer {
             summary.revokedMidSync += 1
             learnedRevocation(device)
@@ -490,6 +530,7 @@ public final class Simulation {
         switch op {
         case .add(let tag):
             guard target.tags.count < TagRules.maxTagsPerNote else { return }
+            let tag = written(tag, owner: owner(of: target, on: device))
             _ = try local(d) { try device.client.tag(target.id, adding: [tag]) }
             oracle.addedTag(TagPair(note: target.key, tag: Tags.key(tag)), by: d)
         case .remove(let index):
@@ -511,11 +552,14 @@ public final class Simulation {
 
     func apply(_ op: EditOp, to target: LocalNote, on device: SimDevice) throws {
         var lines = Lines.split(target.text)
+        let owner = owner(of: target, on: device)
         switch op {
         case .append(let token):
+            let token = written(token, owner: owner)
             lines.append(token)
             oracle.added(token: token, by: device.index)
         case .insert(let at, let token):
+            let token = written(token, owner: owner)
             lines.insert(token, at: at % (lines.count + 1))
             oracle.added(token: token, by: device.index)
         case .remove(let at):
@@ -523,6 +567,7 @@ public final class Simulation {
             oracle.removed(tokens: [lines.remove(at: at % lines.count)])
         case .replace(let at, let token):
             guard !lines.isEmpty else { return }
+            let token = written(token, owner: owner)
             let index = at % lines.count
             oracle.removed(tokens: [lines[index]])
             lines[index] = token
@@ -554,6 +599,9 @@ public final class Simulation {
         let outcome: Result<T, any Error>
         do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
         let (injected, replayMismatch) = device.transport.disarm()
+        // A sync a fault cut short may have made conflict copies on the device (committed with a pull page) and
+        // pushed them, with no report to say so.
+        if accounts.contains(where: \.isEncrypted) { try permitDeviceConflictCopies(on: device) }
         summary.faults += injected.count
         for kind in injected { note(device.index, .fault, "\(what): \(kind.rawValue)") }
         if let replayMismatch { throw fail(.idempotentReplay, "device \(device.index): \(what): \(replayMismatch)") }
@@ -579,14 +627,20 @@ public final class Simulation {
         summary.syncs += 1
         guard let report = try await withFaults(device, faults, "sync", { try await device.client.sync() }) else { return }
         device.wroteSinceSync = false
-        record(report, device: device)
+        try record(report, device: device)
     }
 
-    func record(_ report: SyncReport, device: SimDevice) {
-        summary.conflicts += report.conflicts
+    func record(_ report: SyncReport, device: SimDevice) throws {
+        summary.conflicts += report.conflicts + report.deviceConflicts.count
         summary.merges += report.merged
         summary.reconciled += report.reconciled + report.matched
         summary.replayed += report.replayed
+        summary.staleAnswers += report.stale
+        summary.deviceMerges += report.deviceMerged
+        if !report.deviceConflicts.isEmpty { try permitDeviceConflictCopies(on: device) }
+        for note in report.tampered {
+            tampered.append("device \(device.index) refused note \(note.clientID)/\(note.origin) as tampered: \(note.reason)")
+        }
         if report.conflicts > 0 { note(device.index, .conflict, "\(report.conflicts) conflict copies") }
         if report.merged > 0 { note(device.index, .merge, "\(report.merged) merged") }
         note(device.index, .sync, "pushed \(report.pushed), pulled \(report.pulled)")
@@ -604,6 +658,9 @@ public final class Simulation {
 
     func signIn(_ device: SimDevice, to index: Int, target: SimAccount, faults: [FaultPlan], carry: Bool) async throws {
         summary.signIns += 1
+        // Carrying the notes of no account into a plaintext account puts their words in the clear, as the user asked:
+        // when one holds canary words (a deleted encrypted account's note), this sign-in keeps them aside instead.
+        let carry = try carry && (target.isEncrypted || !holdsUnownedCanary(device))
         try disownDeletedAccounts(on: device, signingInTo: index)
         let report = try await withFaults(device, faults, "sign-in") {
             try await device.client.signIn(
@@ -628,7 +685,7 @@ public final class Simulation {
         summary.carried += report.owners.carried
         summary.keptAside += report.owners.keptAside
         switch report.sync {
-        case .success(let sync): record(sync, device: device)
+        case .success(let sync): try record(sync, device: device)
         case .failure(let error):
             if error.code == .serverUnreachable && !faults.isEmpty {
                 summary.failedOperations += 1

@@ -296,6 +296,8 @@ extension Invariant {
         case .noLostTagChange:
             "A tag a device put on a note stays unless someone who saw it took it off or a device deleted the note; a tag a device took off stays off once it synced."
         case .historyComplete: "Every version of a note the server acknowledged is in the note's history, as it was acknowledged."
+        case .noPlaintextOnServer:
+            "The server holds no word of an encrypted account in the clear: it serves its notes only as envelopes that open, and its store's files hold no canary word."
         }
     }
 }

@@ -61,6 +61,7 @@ extension Simulation {
                 try await server.restart()
                 summary.restarts += 1
                 note(nil, .restart, "server restarted while device \(device.index) waited")
+                try scanStore("after the restart")
                 return
             case .answerLost, .wakeLost:
                 break

@@ -15,7 +15,8 @@ import Testing
             .sync(device: 1, faults: []), .edit(device: 1, note: 0, op: .append(token: "beta")), .sync(device: 1, faults: []),
             .sync(device: 0, faults: []),
         ]
-        let parameters = SimParameters(seed: 1, accounts: 1, devices: 2, steps: steps.count, faultRate: 0)
+        // A plaintext account, so the texts are the tokens (an encrypted one's are canary words: CanaryTests).
+        let parameters = SimParameters(seed: 1, accounts: 1, devices: 2, steps: steps.count, faultRate: 0, encryptedShare: 0)
         let outcome = try await Simulation.run(steps, parameters: parameters, recordEvents: true)
         #expect(outcome.violation == nil)
         let recording = try #require(outcome.recording)

@@ -171,6 +171,73 @@ import TestSupport
         #expect(try b.note(onB.id).text == "a's line\n")
     }
 
+    /// A note deleted on one device and edited on another comes back (an edit wins over a delete) with the `seq` that
+    /// follows the last payload both saw, which the deleting device must not take for a rollback: a delete's own
+    /// `seq` travels nowhere (a tombstone has no payload). Found by notes-sim.
+    @Test func aNoteDeletedHereAndEditedThereComesBackWithoutARollback() async throws {
+        let files = try FileServer()
+        let (a, b, _) = try await Self.twoDevices(files)
+        let note = try a.add("kept\n")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first)
+        _ = try b.delete(onB.id)
+        try await b.syncOK()
+        _ = try a.tag(note.id, adding: ["back"])
+        try await a.syncOK()
+        let report = try await b.syncOK()
+        #expect(report.tampered.isEmpty, "\(report.tampered)")
+        #expect(try b.notes().map(\.text) == ["kept\n"])
+        #expect(try b.notes().first?.tags == ["back"])
+    }
+
+    /// The edit that brings back a note deleted elsewhere follows the tombstone's `seq`: the device that deleted it
+    /// (and had written an edit the restoring device never saw) does not take it for a rollback. notes-sim seeds 10,
+    /// 57 and 61: before, a tombstone had no payload, and the restoring edit took the `seq` of that unseen edit.
+    @Test func aNoteRestoredAfterAnEditItsDeviceNeverSawIsNotARollback() async throws {
+        let files = try FileServer()
+        let (a, b, _) = try await Self.twoDevices(files)
+        let note = try a.add("one\n")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first)
+        _ = try a.edit(note.id, text: "one\ntwo\n")
+        try await a.syncOK()  // seq 2, which b never pulls before the delete
+        _ = try a.delete(note.id)
+        try await a.syncOK()
+        _ = try b.edit(onB.id, text: "one\nfrom b\n")
+        let restoring = try await b.syncOK()
+        #expect(restoring.tampered.isEmpty && restoring.pending == 0)
+        let report = try await a.syncOK()
+        #expect(report.tampered.isEmpty, "\(report.tampered)")
+        #expect(try a.notes().map(\.text) == ["one\nfrom b\n"])
+    }
+
+    /// The note that keeps the other device's text after a conflict made on the device takes the merged tags, as the
+    /// server's conflict does for a plaintext account: a tag either device added stays on it (found by notes-sim).
+    @Test func aConflictMadeByTheDeviceKeepsBothDevicesTagsOnTheNote() async throws {
+        let files = try FileServer()
+        let (a, b, _) = try await Self.twoDevices(files)
+        let note = try a.add("the same line\n")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first)
+        _ = try a.edit(note.id, text: "a's line\n")
+        _ = try a.tag(note.id, adding: ["from-a"])
+        _ = try b.edit(onB.id, text: "b's line\n")
+        _ = try b.tag(onB.id, adding: ["from-b"])
+        try await a.syncOK()
+        let report = try await b.syncOK()
+        #expect(report.deviceConflicts == [onB.id])
+        #expect(report.pending == 0)
+        try await a.syncOK()
+        #expect(try a.note(note.id).tags == ["from-a", "from-b"])
+        #expect(try b.note(onB.id).tags == ["from-a", "from-b"])
+        #expect(try b.note(onB.id).text == "a's line\n")
+        let copy = try #require(try b.notes().first { $0.id != onB.id })
+        #expect(copy.text == "b's line\n" && copy.tags == ["from-b"])
+    }
+
     /// Moves notes' rows to the end of their account's change sequence, so that a device's next pull brings them.
     static func republish(_ db: Database, _ serverIDs: [Int64]) throws {
         for id in serverIDs {

@@ -12,8 +12,9 @@ import NoteSyncProtocol
 /// - this device deleted the note: the other version wins (an edit wins over a delete), nothing to push;
 /// - the other version deletes it: this device's text and state come back (an edit wins over a delete);
 /// - texts three-way from the note's base (ThreeWayMerge), tags (TagMerge) and flags (FlagMerge) each;
-/// - texts that do not merge: the note keeps the other version, and this device's text, tags and flags become a new
-///   note of this device (the conflict copy), pushed like any.
+/// - texts that do not merge: the note keeps the other version's text with the merged tags and flags (a local edit
+///   when they differ from the other version's), and this device's text, tags and flags become a new note of this
+///   device (the conflict copy), pushed like any: what the server does for a plaintext account.
 struct DeviceMerge: Sendable {
     /// What a merge did.
     enum Outcome: Sendable, Equatable {
@@ -87,7 +88,13 @@ struct DeviceMerge: Sendable {
             case .conflict:
                 let clientID = try tx.mintClientID(with: minter, createdAt: now)
                 try tx.insertNote(clientID: clientID, origin: origin, text: ours.text, createdAt: now, editedAt: ours.updatedAt, state: mine)
-                try tx.markClean(noteID: ours.id)
+                // As the server's conflict for a plaintext account: the note keeps the other text and takes the merged
+                // tags and flags, so a tag this device added is not lost from it (notes-sim's no-lost-tag-change).
+                if state == theirsState {
+                    try tx.markClean(noteID: ours.id)
+                } else {
+                    try tx.replaceContent(ofNote: try tx.note(ours.id), with: record.text, state: state, now: now)
+                }
                 return .conflict
             }
         }

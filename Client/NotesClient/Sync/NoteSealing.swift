@@ -87,12 +87,14 @@ enum NoteSealing {
         "The server's operator reset this account's password: the account's notes on the server open only with its recovery key now (`notes encryption recover`). Without it they are unreadable; the notes on this device are still here.")
 
     /// Seals `entry`'s note (text, tags, flags, `baseSeq + 1`) for exactly its edit, under the ring's current key. A
-    /// delete sends no text (the server keeps none for a tombstone).
+    /// delete is sealed too, with an empty text: the tombstone the server keeps then carries its `seq`, so a device
+    /// that brings the note back elsewhere (an edit wins over a delete) continues the chain after it, and no device
+    /// takes that edit for a rollback (found by notes-sim: the seq of an edit the restoring device never saw).
     static func seal(_ entry: OutboxEntry, baseSeq: UInt64, keys: AccountKeyRing) throws(NotesError) -> SealedChange {
         let seq = min(baseSeq, NotePayload.maximumSeq - 1) + 1
-        if entry.deleted { return SealedChange(text: "", seq: seq) }
         let state = entry.tagsAndFlags ?? TagsAndFlags()
-        let payload = NotePayload(text: entry.text, tags: state.tags, pinned: state.pinned, archived: state.archived, seq: seq)
+        let payload = NotePayload(
+            text: entry.deleted ? "" : entry.text, tags: state.tags, pinned: state.pinned, archived: state.archived, seq: seq)
         let context = NoteEnvelope.Context(account: keys.account, clientID: entry.clientID, origin: entry.origin, editID: entry.editID)
         do {
             return SealedChange(text: try NoteEnvelope.seal(plaintext: payload.bytes, context: context, key: keys.current).text, seq: seq)

@@ -354,7 +354,9 @@ public enum PushPlanner {
                     // off before deleting stays off; a restore brings them back).
                     let stored = note
                     Labels(merging: change, onto: note).apply(to: &note)
-                    note.text = ""
+                    // An encrypted account's tombstone keeps the delete's envelope (its payload's `seq` continues the
+                    // note's chain for the devices); a plaintext one no text.
+                    note.text = encryption != .none ? change.text : ""
                     note.deleted = true
                     note.version += 1
                     note.editedAt = editedAt

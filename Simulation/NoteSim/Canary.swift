@@ -1,0 +1,139 @@
+import Foundation
+import MiniFlake
+import NoteCrypto
+import NoteSyncProtocol
+
+/// Issue 32's proof that the server never holds an encrypted account's plaintext: every word an encrypted account's
+/// notes are made of (each line's token, each tag) is a canary word, and the server's store is scanned for them.
+public enum Canary {
+    /// How every canary word begins: ten lowercase letters that no plaintext account's word (`t12`, `g7`), no fixed
+    /// string of the system and no ciphertext holds (a given position of random base64 text spells them with
+    /// probability 64⁻¹⁰, about 10⁻¹⁸). Scanning for it finds every canary word at once.
+    public static let marker = "qzcanaryxv"
+
+    /// The canary word of a schedule's token or tag: the marker, then the token, case kept (a tag added as `g7` on
+    /// one device and `G7` on another is still one tag: `qzcanaryxvg7` and `qzcanaryxvG7` share their key).
+    public static func word(_ token: String) -> String { marker + token }
+
+    /// `text` with every canary word back to its token (`qzcanaryxvt12` → `t12`), for names in reports.
+    public static func unmarked(_ text: String) -> String { text.replacingOccurrences(of: marker, with: "") }
+
+    /// Whether `text` holds a canary word.
+    public static func isIn(_ text: String) -> Bool { text.contains(marker) }
+}
+
+/// A canary word found in a file of the server's store.
+public struct CanaryHit: Sendable, Equatable, CustomStringConvertible {
+    /// The file's name (not its directory: the store's directory is a temporary one).
+    public var file: String
+    /// Where the word begins, in bytes from the start of the file.
+    public var offset: Int
+    /// The word as found: the marker and the letters and digits after it (at most 40 bytes in all).
+    public var word: String
+
+    public var description: String { "'\(word)' in \(file) at byte \(offset)" }
+}
+
+/// The scan of a server's store for canary words (see ``Canary``).
+public enum StoreScan {
+    /// What a scan read and found.
+    public struct Result: Sendable, Equatable {
+        public var hits: [CanaryHit] = []
+        /// The bytes read, over every file.
+        public var bytes = 0
+    }
+
+    /// The files an SQLite store at `path` writes: the database, its write-ahead log and the log's index (`-shm`,
+    /// which holds no row but is read anyway: it is part of what a copy of the directory holds).
+    public static func sqliteFiles(of path: String) -> [String] { [path, path + "-wal", path + "-shm"] }
+
+    /// Reads each file whole (a missing one is skipped: the WAL is gone after a checkpoint on close) and finds every
+    /// occurrence of ``Canary/marker``, at most `limit` hits in all.
+    public static func scan(files: [String], limit: Int = 20) throws -> Result {
+        var result = Result()
+        let marker = Array(Canary.marker.utf8)
+        for path in files {
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            result.bytes += data.count
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            for offset in occurrences(of: marker, in: data) {
+                guard result.hits.count < limit else { return result }
+                let word = data[data.startIndex + offset..<data.startIndex + min(data.count, offset + 40)]
+                    .prefix { byte in (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) }
+                result.hits.append(CanaryHit(file: name, offset: offset, word: String(decoding: word, as: UTF8.self)))
+            }
+        }
+        return result
+    }
+
+    /// The offsets at which `needle` begins in `data`, in order (occurrences do not overlap: the marker cannot).
+    static func occurrences(of needle: [UInt8], in data: Data) -> [Int] {
+        guard let first = needle.first, data.count >= needle.count else { return [] }
+        var found: [Int] = []
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+            let bytes = buffer.bindMemory(to: UInt8.self)
+            var index = 0
+            let last = bytes.count - needle.count
+            while index <= last {
+                // memchr for the first byte, then compare the rest: the marker's first byte is rare in a store.
+                guard let hit = memchr(bytes.baseAddress! + index, Int32(first), last - index + 1) else { break }
+                let at = bytes.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                if memcmp(bytes.baseAddress! + at, needle, needle.count) == 0 {
+                    found.append(at)
+                    index = at + needle.count
+                } else {
+                    index = at + 1
+                }
+            }
+        }
+        return found
+    }
+}
+
+/// An encrypted account's keys as the simulation holds them: it signs the account up itself (as `notes signup`
+/// does, at ``KDFCost/insecureForTesting`` under ``KDFPolicy/allowInsecureForTesting``), so its auditor can open what
+/// the server serves of the account, as a device of it would, and check it against the devices.
+struct SimAccountKeys {
+    var ring: AccountKeyRing
+    /// The password's AuthKey in its wire form: the auditor's and the devices' credential.
+    var serverPassword: String
+
+    /// Generation 1 of a new account `accountID` and the sign-up's key material (the recovery key is made and
+    /// dropped: the simulation never recovers).
+    static func generate(accountID: FlakeID, password: String) throws -> (SimAccountKeys, EncryptionSetup) {
+        let parameters = KDFParameters.generate(cost: .insecureForTesting)
+        let derived = try PasswordKDF.deriveKeys(password: password, parameters: parameters, policy: .allowInsecureForTesting)
+        let key = AccountKey.generate(account: accountID)
+        let recovery = RecoveryKey.generate()
+        let setup = EncryptionSetup(
+            accountID: accountID,
+            kdf: KDFInfo(
+                salt: parameters.saltText, opsLimit: Int64(parameters.cost.opsLimit), memLimit: Int64(parameters.cost.memLimitBytes)),
+            wrappedKey: key.wrapped(by: derived.wrapKey).text, recoveryWrappedKey: key.wrapped(by: recovery).text,
+            recoveryPublicKey: recovery.publicKey.text, passwordPublicKey: derived.passwordKeyPair.publicKey.text)
+        return (SimAccountKeys(ring: AccountKeyRing(key), serverPassword: derived.authKey.serverPassword), setup)
+    }
+
+    /// Why a text the server holds of this account is not what a device wrote, or nil: it must be a note envelope
+    /// (a delete's may be empty) that opens for exactly its note and edit.
+    enum Problem: Error {
+        /// Not an envelope at all: the server holds it in the clear.
+        case inTheClear
+        /// An envelope that does not open for the note and edit it is served as.
+        case doesNotOpen(String)
+    }
+
+    /// The payload of `text`, which the server serves as edit `editID` of note (`clientID`, `origin`).
+    func open(_ text: String, editID: FlakeID?, clientID: FlakeID, origin: FlakeID) throws(Problem) -> NotePayload {
+        let envelope: NoteEnvelope
+        do { envelope = try NoteEnvelope(text: text) } catch { throw .inTheClear }
+        guard let editID else { throw .doesNotOpen("the server does not say which edit wrote it") }
+        do {
+            let context = NoteEnvelope.Context(account: ring.account, clientID: clientID, origin: origin, editID: editID)
+            return try NotePayload(decoding: NoteEnvelope.open(envelope, expecting: context, keys: ring).plaintext)
+        } catch {
+            throw .doesNotOpen(error.description)
+        }
+    }
+}
