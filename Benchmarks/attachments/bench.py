@@ -6,7 +6,8 @@ In one sitting, on one fresh data directory (SQLite, or --database postgres://..
    connection, to a fresh account: the floor of the same bytes to the same daemon.
 2. upload: `AttachmentTransfer upload` (NotesClient: reads and hashes the file into its chunk cache, asks `missing`,
    PUTs one chunk at a time) to another fresh account. Ratio = curl's time / upload's time (target >= 0.7).
-   Runs 1 and 2 alternate --runs times, each on fresh accounts; medians are reported.
+   Runs 1 and 2 alternate --runs times, each on fresh accounts; medians are reported. With --baseline-client, a
+   second build's upload runs after them in every round (the before of a change, in the same sitting).
 3. resume: a fresh account's upload killed (SIGKILL) once half the chunks are acknowledged, then run again: chunks
    sent by the second run (target: <= 1 more than the remaining half).
 4. the same file again (a second note): chunks sent (target 0).
@@ -61,6 +62,7 @@ def run_client(client, args, kill_after_chunks=None):
     error = process.stderr.read()
     if kill_after_chunks is None and status != 0:
         sys.exit(f"AttachmentTransfer {' '.join(args)} failed: {error}")
+    run_client.cpu = usage.ru_utime + usage.ru_stime
     return elapsed, usage.ru_maxrss, lines, status
 
 
@@ -80,6 +82,9 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--database", default="sqlite")
     parser.add_argument("--work", default=None, help="directory for the data (default: a temporary one)")
+    parser.add_argument("--baseline-client", action="append", default=[],
+                        help="another AttachmentTransfer build, run after --client in every round (before/after in one "
+                             "sitting); may be given more than once")
     options = parser.parse_args()
 
     work = options.work or tempfile.mkdtemp(prefix="attach-bench-")
@@ -135,11 +140,22 @@ def main():
             if status != 0:
                 sys.exit(f"curl failed: status {status}")
 
+            results.setdefault("curl_cpu_s", []).append(usage.ru_utime + usage.ru_stime)
+
             home, _ = fresh_account()
             elapsed, rss, lines, _ = run_client(options.client, ["upload", home, source, os.path.join(work, "manifest.json")])
             results["upload"].append(elapsed)
             results.setdefault("upload_rss_kib", []).append(rss)
-            print(f"run {run + 1}: curl {results['curl'][-1]:.2f} s, upload {elapsed:.2f} s ({lines[-1]})", flush=True)
+            results.setdefault("upload_cpu_s", []).append(run_client.cpu)
+            print(f"run {run + 1}: curl {results['curl'][-1]:.2f} s, upload {elapsed:.2f} s "
+                  f"(CPU {run_client.cpu:.2f} s; {lines[-1]})", flush=True)
+            for index, baseline in enumerate(options.baseline_client):
+                home, _ = fresh_account()
+                elapsed, rss, lines, _ = run_client(baseline, ["upload", home, source, os.path.join(work, "manifest-b.json")])
+                results.setdefault(f"baseline{index + 1}_upload", []).append(elapsed)
+                results.setdefault(f"baseline{index + 1}_upload_cpu_s", []).append(run_client.cpu)
+                results.setdefault(f"baseline{index + 1}_upload_rss_kib", []).append(rss)
+                print(f"run {run + 1}: baseline {index + 1} upload {elapsed:.2f} s (CPU {run_client.cpu:.2f} s)", flush=True)
         results["daemon_vmhwm_after_uploads_kib"] = vmhwm_kib(daemon.pid)
 
         # Resume after a kill at 50 %.
@@ -175,6 +191,10 @@ def main():
     curl = statistics.median(results["curl"])
     upload = statistics.median(results["upload"])
     results["ratio_curl_over_upload"] = curl / upload
+    for index in range(len(options.baseline_client)):
+        times = results[f"baseline{index + 1}_upload"]
+        results[f"ratio_curl_over_baseline{index + 1}_upload"] = curl / statistics.median(times)
+        results[f"ratio_upload_over_baseline{index + 1}_run_by_run"] = [a / b for a, b in zip(results["upload"], times)]
     print(json.dumps(results, indent=2))
     if not options.work:
         shutil.rmtree(work)

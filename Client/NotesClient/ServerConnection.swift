@@ -55,7 +55,8 @@ struct ServerConnection: Sendable {
             if response.isSuccess { return response }
             let apiError = response.errorBody()
             if response.status >= 500 {
-                if attempt < maxAttempts {
+                // Nor is a cancelled task's (an in-process server answers 500 when the cancellation reaches it).
+                if attempt < maxAttempts, !Task.isCancelled {
                     await backoff(after: attempt)
                     continue
                 }

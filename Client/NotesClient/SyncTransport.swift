@@ -45,8 +45,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// The real transport: HTTP through URLSession, except the waiting pull, which goes through AsyncHTTPClient
-/// (``WaitingPull``: URLSession on Linux burns CPU while a request waits).
+/// The real transport: HTTP through URLSession, except the requests that wait by design (the waiting pull, chunk
+/// uploads, the password-hashed ones), which go through AsyncHTTPClient (``EventLoopHTTP``: URLSession on Linux burns
+/// CPU while a request waits).
 ///
 /// Sets `Authorization: Bearer <token>` when the request carries one and `Content-Type: application/json` when it
 /// has a body; builds the query from ``WireRequest/query``. `baseURL` may carry a path prefix
@@ -80,28 +81,26 @@ public struct URLSessionTransport: SyncTransport {
         return components.url
     }
 
-    /// A waiting pull (a pull with ``PullQuery/wait``) goes through AsyncHTTPClient instead (``WaitingPull``):
-    /// URLSession on Linux spins on the CPU for as long as a request waits for its answer.
+    /// A waiting pull (a pull with ``PullQuery/wait``) and the requests the server answers after a password hash go
+    /// through AsyncHTTPClient instead (``EventLoopHTTP/carries(_:)``): URLSession on Linux spins on the CPU for as
+    /// long as a request waits for its answer.
     public func send(_ request: WireRequest) async throws -> WireResponse {
-        if WaitingPull.isWaitingPull(request) {
+        if EventLoopHTTP.carries(request) {
             guard let url = url(for: request) else { throw TransportError("cannot build a URL from \(baseURL)") }
-            return try await WaitingPull.send(request, to: url, timeout: timeout)
+            return try await EventLoopHTTP.send(request, to: url, timeout: timeout)
         }
         let (urlRequest, url) = try self.urlRequest(for: request)
         let (data, response) = try await perform(url) { try await session.data(for: urlRequest) }
         return try Self.wireResponse(response, body: data, url: url)
     }
 
-    /// Sends the file's bytes (a chunk: at most 1 MiB) as the body. They are read into memory rather than streamed
-    /// with `upload(for:fromFile:)`: on Linux that path crashes the process (a `try!` in FoundationNetworking's
-    /// `_BodyFileSource` when libcurl refuses to unpause a transfer that was cancelled or cut while the file was being
-    /// read), and one chunk in memory keeps the upload's memory bounded all the same.
+    /// Sends the file's bytes (a chunk: at most 1 MiB) as the body, through AsyncHTTPClient (``EventLoopHTTP``): a
+    /// chunk's answer waits for the daemon's fsyncs, and URLSession spins on the CPU while it waits (13–16 s of CPU
+    /// for a 1 GiB upload against 3–5 s: Docs/PERFORMANCE.md, "attachments, two chunks in flight"). The bytes are read
+    /// into memory (one chunk bounds it).
     public func upload(_ request: WireRequest, file: URL) async throws -> WireResponse {
-        var (urlRequest, url) = try self.urlRequest(for: request)
-        urlRequest.setValue(ChunkRules.mediaType, forHTTPHeaderField: "Content-Type")
-        let body = try Data(contentsOf: file)
-        let (data, response) = try await perform(url) { try await session.upload(for: urlRequest, from: body) }
-        return try Self.wireResponse(response, body: data, url: url)
+        guard let url = url(for: request) else { throw TransportError("cannot build a URL from \(baseURL)") }
+        return try await EventLoopHTTP.upload(request, file: file, contentType: ChunkRules.mediaType, to: url, timeout: timeout)
     }
 
     /// URLSession writes the body to a file of its own as it arrives; a 2xx one is moved to `destination`.

@@ -195,7 +195,10 @@ public final class ChildProcess: Sendable {
     public let pid: pid_t
     /// The reading end of its standard output, when it was spawned with `.pipe`.
     public let output: Int32?
-    private let state = Mutex((exited: false, timedOut: false, status: Optional<Termination>.none))
+    private let state = Mutex((exited: false, timedOut: false, status: Optional<Termination>.none, cpuSeconds: Optional<Double>.none))
+
+    /// The CPU time (user and system) the child used, once it has exited and been waited for.
+    public var cpuSeconds: Double? { state.withLock { $0.cpuSeconds } }
 
     init(pid: pid_t, output: Int32?) {
         self.pid = pid
@@ -264,9 +267,12 @@ public final class ChildProcess: Sendable {
         while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
         state.withLock { $0.exited = true }
         var raw: Int32 = 0
-        while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+        var usage = rusage()
+        while wait4(pid, &raw, 0, &usage) == -1 && errno == EINTR {}
         let signal = raw & 0x7f
+        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
         return state.withLock { state in
+            state.cpuSeconds = cpu
             if let known = state.status { return known }
             let status: Termination = state.timedOut ? .timedOut : (signal == 0 ? .exited((raw >> 8) & 0xff) : .signaled(signal))
             state.status = status

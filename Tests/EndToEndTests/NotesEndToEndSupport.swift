@@ -110,6 +110,8 @@ struct NotesRun: Sendable, CustomStringConvertible {
     var stderr: String
     /// Whether the process was killed by a signal (SIGKILL from the test).
     var killed = false
+    /// The CPU time (user and system) it used, where the run measured it.
+    var cpuSeconds: Double? = nil
 
     var description: String { "status \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
 
@@ -149,7 +151,7 @@ struct NotesDevice: Sendable {
         let stderr = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
         return NotesRun(
             status: status.code, stdout: (try? String(contentsOfFile: output, encoding: .utf8)) ?? "",
-            stderr: status == .timedOut ? stderr + "\n(killed: still running after 5 minutes)" : stderr)
+            stderr: status == .timedOut ? stderr + "\n(killed: still running after 5 minutes)" : stderr, cpuSeconds: child.cpuSeconds)
     }
 
     /// The environment of a `notes` run: this process's, without what would point it elsewhere, with `HOME` at

@@ -133,6 +133,23 @@ struct AttachmentTests {
         }
     }
 
+    /// An upload keeps ``ChunkUploader/inFlight`` (two) chunk PUTs in flight, never more: the first PUT is held until
+    /// a second one arrives, which a one-at-a-time upload never sends (the hold then gives up after 20 s and the test
+    /// fails on the count rather than hanging).
+    @Test func anUploadKeepsTwoChunksInFlight() async throws {
+        try await withTemporaryDirectory("attachments") { directory in
+            let (server, _, _) = try await Self.alice(directory)
+            let probe = InFlightProbe(server.transport)
+            let phone = try makeDevice(probe, seed: 5, home: directory.appendingPathComponent("phone"))
+            try await signIn(phone, "alice")
+            let source = try Self.file(directory, "film.bin", Self.bytes(6 * Self.mib, seed: 9))
+            let upload = try await phone.uploadAttachment(file: source)
+            #expect(upload.chunksTransferred == 6)
+            #expect(probe.most == ChunkUploader.inFlight, "two PUTs at once, never more")
+            #expect(!probe.gaveUp, "the second PUT was sent while the first was still unanswered")
+        }
+    }
+
     /// An upload whose task is cancelled stops at once: the request that failed because of it is not retried (each
     /// retry would fail at once too; before, the retry policy's every attempt was spent on it).
     @Test func aCancelledUploadIsNotRetried() async throws {
@@ -159,7 +176,10 @@ struct AttachmentTests {
             running.withLock { $0 = upload }
             started.continuation.finish()
             await #expect(throws: NotesError.self) { _ = try await upload.value }
-            #expect(puts.load(ordering: .relaxed) == 2, "the failed PUT was not sent again")
+            // Two PUTs are in flight at once, so a third may have started before the cancellation; none is sent twice.
+            let sent = transport.requests.filter { $0.method == .put }.map(\.path)
+            #expect(sent.count >= 2 && sent.count <= 1 + ChunkUploader.inFlight)
+            #expect(Set(sent).count == sent.count, "the failed PUT was not sent again")
         }
     }
 
@@ -272,6 +292,68 @@ struct AttachmentTests {
             #expect(download.chunksTransferred == 2 && Self.gets(transport) - gets == 2)
             #expect(try Data(contentsOf: saved) == Self.bytes(3 * Self.mib, seed: 7))
             #expect(cachedBytes() <= 4 * Int64(Self.mib) && alice.hasAttachment(first))
+        }
+    }
+}
+
+/// Counts the chunk PUTs in flight at once through it; holds the first PUT until a second one is in flight (or 20 s
+/// pass: ``gaveUp``).
+private final class InFlightProbe: SyncTransport {
+    private struct State {
+        var running = 0
+        var most = 0
+        var waiting: CheckedContinuation<Void, Never>?
+        var heldFirst = false
+        var gaveUp = false
+    }
+
+    private let base: any SyncTransport
+    private let state = Mutex(State())
+
+    init(_ base: any SyncTransport) { self.base = base }
+
+    var most: Int { state.withLock { $0.most } }
+    var gaveUp: Bool { state.withLock { $0.gaveUp } }
+
+    func send(_ request: WireRequest) async throws -> WireResponse { try await base.send(request) }
+
+    func upload(_ request: WireRequest, file: URL) async throws -> WireResponse {
+        let hold = state.withLock { state -> Bool in
+            state.running += 1
+            state.most = max(state.most, state.running)
+            if state.running >= 2, let waiting = state.waiting {
+                state.waiting = nil
+                waiting.resume()
+            }
+            defer { state.heldFirst = true }
+            return !state.heldFirst
+        }
+        if hold {
+            limitHold()
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    guard state.running < 2 else { return true }
+                    state.waiting = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        }
+        defer { state.withLock { $0.running -= 1 } }
+        return try await base.upload(request, file: file)
+    }
+
+    /// Starts the 20-s limit on the hold (called once, by the test's first PUT).
+    func limitHold() {
+        Task { [self] in
+            try? await Task.sleep(for: .seconds(20))
+            let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard let waiting = state.waiting else { return nil }
+                state.waiting = nil
+                state.gaveUp = true
+                return waiting
+            }
+            waiting?.resume()
         }
     }
 }

@@ -41,17 +41,22 @@ struct TransferCounts: Sendable {
 }
 
 /// Sends a file's chunks: the chunker reads and hashes the file into the cache, a batch at a time, while the previous
-/// batch is sent: `POST /v1/chunks/missing`, then `PUT` of each missing chunk from its cache file, one at a time.
+/// batch is sent: `POST /v1/chunks/missing`, then `PUT` of each missing chunk from its cache file, ``inFlight`` at a
+/// time.
 ///
 /// Resuming is asking again: after a kill, a dropped connection or a daemon restart, the same call hashes the file
-/// again (the cache keeps what it wrote) and the server's `missing` answer leaves out every chunk it stored, so at
-/// most the one chunk that was in flight is sent again. A chunk the account has already (the same file on another
-/// note) is never sent.
+/// again (the cache keeps what it wrote) and the server's `missing` answer leaves out every chunk it stored, so only
+/// the chunks that were in flight (at most ``inFlight``) and not yet stored are sent again. A chunk the account has
+/// already (the same file on another note) is never sent.
 struct ChunkUploader: Sendable {
     let connection: ServerConnection
     let cache: ChunkCache
     /// Chunks asked about in one `missing` request (and hashed ahead of the one being sent).
     var batchSize = 64
+    /// Chunk PUTs sent at once: 2. The server acknowledges a chunk only once it is durable (an fsync of the file, its
+    /// directory and the row's commit), so one PUT at a time leaves the connection idle for each fsync; a second one
+    /// on its own connection overlaps it (Docs/PERFORMANCE.md, "attachments, two chunks in flight").
+    static let inFlight = 2
     let progress: (@Sendable (AttachmentProgress) -> Void)?
 
     func upload(file: URL, name: String, mediaType: String) async throws(NotesError) -> AttachmentTransfer {
@@ -104,32 +109,57 @@ struct ChunkUploader: Sendable {
             manifest: manifest, chunksTransferred: counts.chunks, bytesTransferred: counts.bytes, chunksSkipped: counts.skipped)
     }
 
-    /// Asks which of `batch` the server lacks and sends those, one at a time.
+    /// Asks which of `batch` the server lacks and sends those, ``inFlight`` at a time.
     private func send(_ batch: [(ContentHash, Int)], reporter: ProgressReporter) async throws(NotesError) -> TransferCounts {
         let sizes = Dictionary(batch, uniquingKeysWith: { a, _ in a })
         let answer = try await connection.call(
             .missingChunks, MissingChunksResponse.self, body: encodeBody(MissingChunksRequest(hashes: batch.map(\.0))))
-        var counts = TransferCounts(skipped: batch.count - answer.missing.count)
+        var missing: [(ContentHash, Int)] = []
         for hash in answer.missing {
             guard let size = sizes[hash] else {
                 throw NotesError.badResponse("the server reported missing a chunk that was not asked about (\(hash))")
             }
-            try Task.checkCancellation(orThrow: NotesError(.serverUnreachable, "The upload was cancelled; attach the file again to resume."))
-            let request = WireRequest(.putChunk, hash: hash, bearerToken: connection.token)
-            let file = cache.url(hash)
-            do {
-                _ = try await connection.exchange(request, for: .putChunk) { try await connection.transport.upload($0, file: file) }
-            } catch where error.api?.code == .chunkHashMismatch {
-                cache.remove(hash)
-                throw NotesError(
-                    .attachmentCorrupt, "The cached chunk \(hash) was damaged on this device; it was removed. Attach the file again.",
-                    api: error.api, httpStatus: error.httpStatus)
+            missing.append((hash, size))
+        }
+        var counts = TransferCounts(skipped: batch.count - missing.count)
+        do {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                var pending = missing.makeIterator()
+                for _ in 0..<Self.inFlight {
+                    guard let (hash, size) = pending.next() else { break }
+                    group.addTask { try await put(hash, size: size, reporter: reporter) }
+                }
+                while let size = try await group.next() {
+                    counts.chunks += 1
+                    counts.bytes += Int64(size)
+                    if let (hash, size) = pending.next() {
+                        group.addTask { try await put(hash, size: size, reporter: reporter) }
+                    }
+                }
             }
-            counts.chunks += 1
-            counts.bytes += Int64(size)
-            reporter.add(bytes: Int64(size))
+        } catch let error as NotesError {
+            throw error
+        } catch {
+            throw NotesError(.serverUnreachable, "The upload failed: \(error).")
         }
         return counts
+    }
+
+    /// Sends chunk `hash` from its cache file; returns its size.
+    private func put(_ hash: ContentHash, size: Int, reporter: ProgressReporter) async throws(NotesError) -> Int {
+        try Task.checkCancellation(orThrow: NotesError(.serverUnreachable, "The upload was cancelled; attach the file again to resume."))
+        let request = WireRequest(.putChunk, hash: hash, bearerToken: connection.token)
+        let file = cache.url(hash)
+        do {
+            _ = try await connection.exchange(request, for: .putChunk) { try await connection.transport.upload($0, file: file) }
+        } catch where error.api?.code == .chunkHashMismatch {
+            cache.remove(hash)
+            throw NotesError(
+                .attachmentCorrupt, "The cached chunk \(hash) was damaged on this device; it was removed. Attach the file again.",
+                api: error.api, httpStatus: error.httpStatus)
+        }
+        reporter.add(bytes: Int64(size))
+        return size
     }
 }
 
