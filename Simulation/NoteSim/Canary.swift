@@ -67,6 +67,30 @@ public enum StoreScan {
         return result
     }
 
+    /// Dumps the tables of the PostgreSQL database at `url` (`pg_dump --data-only`: every row of every table as
+    /// text, bytea as hex) into a temporary file and scans it as ``scan(files:limit:)`` does; the hits name the file
+    /// `pg_dump of <database>`. Rows a delete or an update left behind in the table files until VACUUM are not in a
+    /// dump (SECURITY.md says what that means for backups and the disk).
+    public static func scanPostgres(_ url: String, limit: Int = 20) throws -> Result {
+        let dump = FileManager.default.temporaryDirectory.appendingPathComponent("notes-sim-dump-\(UUID().uuidString).sql")
+        defer { try? FileManager.default.removeItem(at: dump) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["pg_dump", "--data-only", "--no-owner", "--no-privileges", "--file", dump.path, "--dbname", url]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let message = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw StoreScanError("pg_dump failed (status \(process.terminationStatus)): \(String(decoding: message, as: UTF8.self))")
+        }
+        var result = try scan(files: [dump.path], limit: limit)
+        let name = "pg_dump of " + (URL(string: url)?.lastPathComponent ?? "the database")
+        for index in result.hits.indices { result.hits[index].file = name }
+        return result
+    }
+
     /// The offsets at which `needle` begins in `data`, in order (occurrences do not overlap: the marker cannot).
     static func occurrences(of needle: [UInt8], in data: Data) -> [Int] {
         guard let first = needle.first, data.count >= needle.count else { return [] }
@@ -136,4 +160,10 @@ struct SimAccountKeys {
             throw .doesNotOpen(error.description)
         }
     }
+}
+
+/// A store that could not be read for the scan.
+public struct StoreScanError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -72,6 +72,12 @@ public struct NoteSimCommand: AsyncParsableCommand {
             valueName: "path"))
     var scanStore: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "With --server: the daemons' PostgreSQL database (a postgres:// URL), its tables dumped with pg_dump and scanned for canary words after every restart and at the end of every run.",
+            valueName: "url"))
+    var scanPostgres: String?
+
     @Option(help: "The share of accounts that are end-to-end encrypted, 0...1 (round(share × accounts) of them, from account seed mod accounts on; their notes are written in canary words).")
     var encryptedShare: Double = SimParameters.defaultEncryptedShare
 
@@ -109,6 +115,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         if let seeds { _ = try Self.parseRange(seeds) }
         if restartCommand != nil && server == nil { throw ValidationError("--restart-command needs --server") }
         if scanStore != nil && server == nil { throw ValidationError("--scan-store needs --server (in-process, the simulation's own store is scanned)") }
+        if scanPostgres != nil && server == nil { throw ValidationError("--scan-postgres needs --server (in-process, the simulation's own store is scanned)") }
         guard (0...1).contains(encryptedShare) else { throw ValidationError("--encrypted-share must be between 0 and 1") }
         if let jobs {
             guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1") }
@@ -140,7 +147,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
     }
 
     public func run() async throws {
-        let target: SimTarget = server.map { .http(url: $0, restartCommand: restartCommand, storePath: scanStore) } ?? .inProcess
+        let target: SimTarget = server.map { .http(url: $0, restartCommand: restartCommand, storePath: scanStore, postgresURL: scanPostgres) } ?? .inProcess
         let range: ClosedRange<UInt64> = try seeds.map(Self.parseRange) ?? seed...seed
         var total = SimSummary()
         var runs = 0
@@ -322,6 +329,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
         if let server { parts += ["--server", server] }
         if let restartCommand { parts += ["--restart-command", restartCommand] }
         if let scanStore { parts += ["--scan-store", scanStore] }
+        if let scanPostgres { parts += ["--scan-postgres", scanPostgres] }
         return parts.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
     }
 }

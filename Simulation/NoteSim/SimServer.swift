@@ -23,6 +23,9 @@ protocol SimServer: AnyObject {
     /// The files of the server's store that ``Simulation/scanStore(_:)`` reads for canary words (issue 32): an SQLite
     /// database, its WAL and `-shm`; nil when the simulation cannot reach the store.
     var storeFiles: [String]? { get }
+    /// The server's PostgreSQL database (a libpq URL) that ``Simulation/scanStore(_:)`` dumps and reads for canary
+    /// words; nil when the store is not PostgreSQL or the simulation was not told it.
+    var postgresURL: String? { get }
     /// Restarts the server (in-process: a new service over the same store; HTTP: the restart command).
     func restart() async throws
     func shutdown() async
@@ -30,6 +33,7 @@ protocol SimServer: AnyObject {
 
 extension SimServer {
     func transport(forDevice index: Int) -> any SyncTransport { transport }
+    var postgresURL: String? { nil }
 
     /// Every version of a note the server keeps (`GET /v1/notes/{serverID}/versions`, page by page), oldest first.
     func versions(serverID: FlakeID, token: String) async throws -> [NoteVersion] {
@@ -125,12 +129,15 @@ final class HTTPSimServer: SimServer {
     var url: String { baseURL.absoluteString }
     let instance: Int? = nil
     let storeFiles: [String]?
+    let postgresURL: String?
 
     /// - Parameter url: One daemon's URL, or several separated by commas: devices are spread over them round-robin
     ///   (device `i` talks to daemon `i % n`); the auditor uses the first.
     /// - Parameter storePath: The daemon's SQLite database file, scanned for canary words (nil: not scanned).
-    init(url: String, restartCommand: String?, storePath: String? = nil) throws {
+    /// - Parameter postgresURL: The daemons' PostgreSQL database, dumped and scanned for canary words (nil: not).
+    init(url: String, restartCommand: String?, storePath: String? = nil, postgresURL: String? = nil) throws {
         storeFiles = storePath.map(StoreScan.sqliteFiles(of:))
+        self.postgresURL = postgresURL
         var daemons: [URLSessionTransport] = []
         var first: URL?
         for text in url.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {

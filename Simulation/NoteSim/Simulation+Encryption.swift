@@ -110,12 +110,18 @@ extension Simulation {
 
     /// The invariant's second half: the server's store, read as files, holds no canary word. After every server
     /// restart and at the end of every run; the in-process server's SQLite store is a file (database, WAL, `-shm`),
-    /// a daemon's is scanned when `--scan-store` names its database (see ``SimServer/storeFiles``).
+    /// a daemon's is scanned when `--scan-store` names its database (see ``SimServer/storeFiles``), and a PostgreSQL
+    /// store's tables, dumped by `pg_dump`, when `--scan-postgres` names the database (``SimServer/postgresURL``).
     func scanStore(_ when: String) throws {
-        guard let files = server.storeFiles else { return }
-        let result: StoreScan.Result
+        guard server.storeFiles != nil || server.postgresURL != nil else { return }
+        var result = StoreScan.Result()
         do {
-            result = try StoreScan.scan(files: files)
+            if let files = server.storeFiles { result = try StoreScan.scan(files: files) }
+            if let database = server.postgresURL {
+                let tables = try StoreScan.scanPostgres(database)
+                result.hits += tables.hits
+                result.bytes += tables.bytes
+            }
         } catch {
             throw fail(.unexpectedError, "the server's store could not be read for the scan \(when): \(error)")
         }

@@ -125,8 +125,9 @@ public enum SimTarget: Sendable, Equatable {
     /// The server library in this process, over an in-memory store: deterministic, no sockets, no sleeps.
     case inProcess
     /// A running `notesyncd`; `restartCommand` (a shell command) restarts it for `restartServer` steps; `storePath`
-    /// is its SQLite database, scanned for canary words (issue 32) when given.
-    case http(url: String, restartCommand: String?, storePath: String? = nil)
+    /// is its SQLite database, `postgresURL` its PostgreSQL database, each scanned for canary words (issue 32) when
+    /// given.
+    case http(url: String, restartCommand: String?, storePath: String? = nil, postgresURL: String? = nil)
 }
 
 /// One simulation run: sets up accounts and devices, executes a schedule step by step, checks the invariants after
@@ -219,8 +220,8 @@ public final class Simulation {
         switch target {
         case .inProcess:
             server = try await InProcessSimServer(clock: serverClock)
-        case .http(let url, let restartCommand, let storePath):
-            server = try HTTPSimServer(url: url, restartCommand: restartCommand, storePath: storePath)
+        case .http(let url, let restartCommand, let storePath, let postgresURL):
+            server = try HTTPSimServer(url: url, restartCommand: restartCommand, storePath: storePath, postgresURL: postgresURL)
         }
         // An instance of its own (the in-process server mints with 0): an account ID is never one the server issued.
         switch target {

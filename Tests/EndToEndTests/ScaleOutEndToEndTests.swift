@@ -231,7 +231,7 @@ extension ScaleOutEndToEndTests {
         let result = try await ScaleOut.run(
             simulator.path,
             [
-                "--server", urls, "--restart-command", "/bin/sh \(script.path)", "--seeds", "1..2", "--steps", "120",
+                "--server", urls, "--restart-command", "/bin/sh \(script.path)", "--scan-postgres", database, "--seeds", "1..2", "--steps", "120",
                 "--accounts", "2", "--devices", "4", "--faults", "0.1", "--json", "--no-shrink",
                 // Devices 0 and 1 watch, one on each daemon: a push through one daemon must wake a waiting pull on
                 // the other (PostgreSQL NOTIFY), or `watch-converges` breaks.
@@ -246,6 +246,17 @@ extension ScaleOutEndToEndTests {
         #expect((summary["server restarts"] as? Int ?? 0) > 0, "the schedule restarted no daemon")
         #expect((summary["syncs"] as? Int ?? 0) > 0)
         #expect((summary["watch iterations"] as? Int ?? 0) > 0 && (summary["syncs run by watches"] as? Int ?? 0) > 0)
+        // The encrypted account's words never reached the tables (issue 32), scanned after every restart and at the end.
+        #expect((summary["encrypted accounts"] as? Int ?? 0) > 0, "\(summary)")
+        #expect((summary["store scans for canary words"] as? Int ?? 0) > 2, "\(summary)")
+
+        // The scan is real: a canary word in any table is caught at the end of the next run.
+        _ = try await ScaleOut.psql(database, "CREATE TABLE planted (text text); INSERT INTO planted VALUES ('a note: qzcanaryxvt12')")
+        let caught = try await ScaleOut.run(
+            simulator.path,
+            ["--server", urls, "--scan-postgres", database, "--seed", "3", "--steps", "5", "--accounts", "2", "--devices", "2", "--no-shrink"])
+        #expect(caught.status != 0, "\(caught.output.suffix(2000))")
+        #expect(caught.output.contains("no-plaintext-on-server") && caught.output.contains("qzcanaryxvt12"), "\(caught.output.suffix(2000))")
     }
 }
 
