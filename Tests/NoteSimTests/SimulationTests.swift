@@ -19,25 +19,13 @@ import Glibc
     static let seeds: UInt64 = 200
     static let chunks: [ClosedRange<UInt64>] = stride(from: 1, through: seeds, by: 10).map { $0...min($0 + 9, seeds) }
 
-    /// Seeds that fail on a client bug of encrypted accounts the simulation found and that is not fixed yet (issue 32):
-    /// a device of an encrypted account revoked in the middle of a sync, after another device edited the note, signs
-    /// in again and does not converge with the account (`convergence`; shortest trace, 8 steps: `notes-sim --seed 160
-    /// --watchers 0`, TESTING.md). 1190 (1,000 steps) fails with the same symptom, not traced. Each must keep failing
-    /// until it is fixed (a known issue that stops happening fails the test: remove the seed then).
-    static let knownIssueSeeds: Set<UInt64> = [154, 160, 1190]
-    static let knownIssue: Comment = "issue 32: a device of an encrypted account revoked mid-sync does not converge after its next sign-in"
-
     @Test(arguments: chunks)
     func sweepFindsNoViolation(_ seeds: ClosedRange<UInt64>) async throws {
         var total = SimSummary()
         for seed in seeds {
             let parameters = SimParameters(seed: seed, accounts: 2, devices: 3, steps: Self.steps, faultRate: 0.05)
             let outcome = try await Simulation.run(ScheduleGenerator.generate(parameters), parameters: parameters)
-            if Self.knownIssueSeeds.contains(seed) {
-                withKnownIssue(Self.knownIssue) { #expect(outcome.violation == nil) }
-            } else {
-                #expect(outcome.violation == nil, "seed \(seed): \(outcome.violation.map(String.init(describing:)) ?? "")")
-            }
+            #expect(outcome.violation == nil, "seed \(seed): \(outcome.violation.map(String.init(describing:)) ?? "")")
             total.add(outcome.summary)
         }
         // The schedule really exercises what it claims to.
@@ -58,17 +46,13 @@ import Glibc
 
     /// Seeds the 10,000-seed sweep of 1,000 steps failed on, each fixed since (21 and 269: the oracle's view of a tag
     /// removal on a note of a deleted account; 69: a delete that lost a tag added since its base; 618 and 1190: a
-    /// delete, kept or on a tombstone, that dropped the tags its device took off before deleting): they must keep
-    /// passing.
+    /// delete, kept or on a tombstone, that dropped the tags its device took off before deleting; 1190 again, with
+    /// encrypted accounts: a change in flight when a sign-in's first pull met a newer version): they must keep passing.
     @Test(arguments: [21, 69, 269, 618, 1190] as [UInt64])
     func seedsTheLongSweepFoundStayFixed(_ seed: UInt64) async throws {
         let parameters = SimParameters(seed: seed, accounts: 2, devices: 3, steps: 1000, faultRate: 0.05)
         let outcome = try await Simulation.run(ScheduleGenerator.generate(parameters), parameters: parameters)
-        if SimulationSweepTests.knownIssueSeeds.contains(seed) {
-            withKnownIssue(SimulationSweepTests.knownIssue) { #expect(outcome.violation == nil) }
-        } else {
-            #expect(outcome.violation == nil, "seed \(seed): \(outcome.violation.map(String.init(describing:)) ?? "")")
-        }
+        #expect(outcome.violation == nil, "seed \(seed): \(outcome.violation.map(String.init(describing:)) ?? "")")
     }
 
     @Test func moreDevicesAndAccountsWithHeavyFaults() async throws {
@@ -136,6 +120,29 @@ import Glibc
         #expect(outcome.summary.revokedMidSync == (request < 50 ? 1 : 0))
         #expect(outcome.summary.notes == 81)
         #expect(outcome.summary.conflicts == 0)
+    }
+
+    /// Issue 32: a device of an encrypted account revoked before any request of its sync, after another device edits
+    /// the note, signs in again and converges. The shortest trace of seed 160 (8 steps), with the revocation on each
+    /// request of the sync: before the push (request 2, after the info and keys requests) the change stays in flight,
+    /// and the sign-in's first pull met the other device's version before the push was answered `stale`; it used to
+    /// pass that version, so the device never merged it (`convergence`, 1 with other text).
+    @Test(arguments: [0, 1, 2, 3, 50])
+    func anEncryptedDeviceRevokedMidSyncConvergesAfterItsNextSignIn(_ request: Int) async throws {
+        let steps: [SimAction] = [
+            .create(device: 0, token: "t1"),
+            .signIn(device: 0, account: 0, faults: [], carry: true),
+            .tagNote(device: 0, note: 0, op: .add(tag: "x1")),
+            .revoke(device: 0, atRequest: request),
+            .signIn(device: 1, account: 0, faults: []),
+            .edit(device: 1, note: 0, op: .replace(at: 0, token: "t2")),
+            .sync(device: 1, faults: []),
+            .signIn(device: 0, account: 0, faults: []),
+        ]
+        let parameters = SimParameters(seed: 160, accounts: 2, devices: 3, steps: steps.count, encryptedShare: 0.5)
+        let outcome = try await Simulation.run(steps, parameters: parameters)
+        #expect(outcome.violation == nil, "\(outcome.violation.map(String.init(describing:)) ?? "")")
+        #expect(outcome.summary.encryptedAccounts == 1 && outcome.summary.revocations == 1)
     }
 
     /// Issue 18: an account deleted by one device while another device of it is offline with unsynced work. Both keep

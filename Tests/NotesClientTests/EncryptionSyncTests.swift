@@ -239,6 +239,48 @@ import TestSupport
     }
 
     /// Moves notes' rows to the end of their account's change sequence, so that a device's next pull brings them.
+    /// A device whose push was lost (its change still in flight) signs in again after another device edited or deleted
+    /// the note: the sign-in's first pull meets that version while the change is in flight and cannot merge it yet,
+    /// so the stored cursor stays before it; the push is answered `stale`, and the pull that follows brings the version
+    /// again and merges it. Also when the sign-in's own push is lost too: the next sync pulls it again. notes-sim seed
+    /// 1190 (1,000 steps; seeds 154 and 160 before the keys request moved a sync's requests): before, the cursor passed
+    /// the version, every push was answered `stale` and the device never converged.
+    @Test(arguments: [false, true], [false, true])
+    func aChangeInFlightWhenASignInPullsANewerVersionIsMergedAfterItsStaleAnswer(deleted: Bool, signInPushLost: Bool) async throws {
+        let files = try FileServer()
+        let a = try Self.device(files.server, seed: 1)
+        let lossy = FaultInjectingTransport(files.server.transport)
+        let b = try Self.device(files.server, seed: 2, transport: lossy)
+        _ = try await a.signUp(server: TestServer.url, username: "alice", password: Self.password, encrypted: true).sync.get()
+        _ = try await b.signIn(server: TestServer.url, username: "alice", password: Self.password).sync.get()
+        let note = try a.add("one\ntwo\nthree\n")
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first)
+        _ = try b.edit(onB.id, text: "one\ntwo\nTHREE\n")
+        let losePushes = { lossy.setPlan { request, _ in request.path == Endpoint.push.path ? .refuse : nil } }
+        losePushes()
+        await #expect(throws: NotesError.self) { try await b.sync() }
+        lossy.setPlan { _, _ in nil }
+        if deleted { _ = try a.delete(note.id) } else { _ = try a.edit(note.id, text: "ONE\ntwo\nthree\n") }
+        try await a.syncOK()
+        _ = try await b.signOut()
+        if signInPushLost { losePushes() }
+        let signIn = try await b.signIn(server: TestServer.url, username: "alice", password: Self.password).sync
+        if signInPushLost {
+            #expect(throws: NotesError.self) { try signIn.get() }
+            lossy.setPlan { _, _ in nil }
+            #expect(try await b.syncOK().pending == 0)
+        } else {
+            #expect(try signIn.get().pending == 0)
+        }
+        try await a.syncOK()
+        let expected = deleted ? ["one\ntwo\nTHREE\n"] : ["ONE\ntwo\nTHREE\n"]
+        #expect(try a.texts() == expected)
+        #expect(try b.texts() == expected)
+        #expect(try files.occurrences(of: "THREE") == 0)
+    }
+
     static func republish(_ db: Database, _ serverIDs: [Int64]) throws {
         for id in serverIDs {
             try db.execute(

@@ -24,7 +24,9 @@ import Synchronization
 /// 4. Pull from the stored cursor (when the sync pulled first and a push result was a replay, from where that
 ///    first pull started: a replay answers the stored outcome, which the first pull may have passed), page by page; each page is applied with its new cursor in one transaction
 ///    (``PullPlanner``: `apply` per record), so an interrupted sync resumes where it stopped. An `invalid_cursor`
-///    answer restarts from the beginning, once.
+///    answer restarts from the beginning, once. An encrypted account's page holding a newer version of a note whose
+///    change is in flight (pushed, no answer yet) does not store its cursor, nor does any page after it in that pull:
+///    the device merges that version only once the push is answered, so a later pull must bring it again.
 /// 5. Record the sync time, count the notes still pending and list every note the server refuses.
 ///
 /// A sign-in (``signIn(url:server:username:password:unowned:wipe:progress:)``):
@@ -347,16 +349,21 @@ final class SyncEngine: Sendable {
         // IDs' (an account edited over years) touch most of them: 1,000-note commits made a 200,000-note first
         // sign-in 2.5 times as slow (issue 30). A failure commits the pages that came before it.
         var group: [PullResponse] = []
+        // Set once a page met a version it could not merge yet (``PageCounts/heldBack``): the stored cursor stays
+        // before that page for the rest of this pull.
+        var holdingCursor = false
         var markedUnfinished = false
         var groupNotes = 0
         var groupBytes = 0
         func write(_ pages: [PullResponse], report: inout SyncReport) throws(NotesError) {
             guard !pages.isEmpty else { return }
             let now = now
+            let holding = holdingCursor
             let counts = try store.write { tx in
                 var total = PageCounts()
                 for page in pages {
-                    let counts = try apply(page, keys: keys, in: tx, now: now)
+                    let counts = try apply(page, keys: keys, in: tx, now: now, storeCursor: !holding && !total.heldBack)
+                    total.heldBack = total.heldBack || counts.heldBack
                     total.applied += counts.applied
                     total.matched += counts.matched
                     total.conflictCopies += counts.conflictCopies
@@ -374,6 +381,7 @@ final class SyncEngine: Sendable {
             report.deviceMerged += counts.deviceMerged
             report.deviceConflicts += counts.deviceConflicts
             report.tampered += counts.tampered
+            if counts.heldBack { holdingCursor = true }
             let pulled = pages.reduce(0) { $0 + $1.changes.count }
             report.pulled += pulled
             done += pulled
@@ -467,14 +475,23 @@ final class SyncEngine: Sendable {
         var deviceMerged = 0
         var deviceConflicts: [Int64] = []
         var tampered: [TamperedNote] = []
+        /// A record of the page was not merged because its note's change is in flight (``apply(_:keys:in:now:storeCursor:)``).
+        var heldBack = false
     }
 
-    /// Applies one pull page (``PullPlanner``) and stores its cursor (and whether more pages wait).
+    /// Applies one pull page (``PullPlanner``) and, with `storeCursor`, stores its cursor (and whether more pages wait).
     ///
     /// With `keys` (an encrypted account) each record is opened first (``NoteSealing/open(_:keys:seen:)``): one that
     /// does not open or is a rollback is refused and reported, and the note here stays as it is. A note with changes
-    /// waiting whose server version is not the record's is merged here (``DeviceMerge``), since the server cannot.
-    private func apply(_ page: PullResponse, keys: AccountKeyRing?, in tx: LocalStore.Transaction, now: Int64) throws -> PageCounts {
+    /// waiting whose server version is not the record's is merged here (``DeviceMerge``), since the server cannot;
+    /// unless a push of its change is in flight (a sign-in's first pull, after a sync whose push got no answer): the
+    /// answer decides (a replay, or `stale`), so the record is left alone and the page's cursor is not stored
+    /// (``PageCounts/heldBack``). The pull after that push brings the record again and merges it, also when the push
+    /// comes in a later sync; before, the cursor passed it, every push was answered `stale` and the note never
+    /// converged (notes-sim seed 1190).
+    private func apply(
+        _ page: PullResponse, keys: AccountKeyRing?, in tx: LocalStore.Transaction, now: Int64, storeCursor: Bool
+    ) throws -> PageCounts {
         let writer = try tx.pullPageWriter()
         var counts = PageCounts()
         for pulled in page.changes {
@@ -500,9 +517,13 @@ final class SyncEngine: Sendable {
             }
             var outcome = plain
             var merge: DeviceMerge?
-            if let merging, try !tx.hasSnapshot(noteID: merging.0.noteID) {
-                merge = merging.0
-                outcome = merging.1
+            if let merging {
+                if try tx.hasSnapshot(noteID: merging.0.noteID) {
+                    counts.heldBack = true
+                } else {
+                    merge = merging.0
+                    outcome = merging.1
+                }
             }
             if outcome.applied { counts.applied += 1 }
             if outcome.matched { counts.matched += 1 }
@@ -522,7 +543,7 @@ final class SyncEngine: Sendable {
                     generation: (try? NoteEnvelope(text: pulled.text))?.keyGeneration ?? 0)
             }
         }
-        try tx.setCursor(page.cursor.text)
+        if storeCursor && !counts.heldBack { try tx.setCursor(page.cursor.text) }
         try tx.setPullUnfinished(page.hasMore)
         return counts
     }
