@@ -76,6 +76,17 @@ import TestSupport
         return (a, b, report.recoveryKey)
     }
 
+    /// Two devices of one encrypted account (``twoDevices(_:)``, on a server of its own) that both hold a note `a` added with `text` and synced.
+    static func twoDevicesSharing(_ text: String) async throws -> (a: NotesClient, b: NotesClient, note: LocalNote, onB: LocalNote) {
+        let files = try FileServer()
+        let (a, b, _) = try await twoDevices(files)
+        let note = try a.add(text)
+        try await a.syncOK()
+        try await b.syncOK()
+        let onB = try #require(try b.notes().first)
+        return (a, b, note, onB)
+    }
+
     @Test func signUpStoresTheKeysOnTheDeviceAndShowsARecoveryKey() async throws {
         let files = try FileServer()
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("e2ee-home-\(UUID().uuidString)", isDirectory: true)
@@ -133,12 +144,7 @@ import TestSupport
     }
 
     @Test func aStaleChangeIsMergedOnTheDeviceAndPushedAgain() async throws {
-        let files = try FileServer()
-        let (a, b, _) = try await Self.twoDevices(files)
-        let note = try a.add("one\ntwo\nthree\n")
-        try await a.syncOK()
-        try await b.syncOK()
-        let onB = try #require(try b.notes().first)
+        let (a, b, note, onB) = try await Self.twoDevicesSharing("one\ntwo\nthree\n")
         _ = try a.edit(note.id, text: "ONE\ntwo\nthree\n")
         _ = try b.edit(onB.id, text: "one\ntwo\nTHREE\n")
         _ = try b.tag(onB.id, adding: ["b"])
@@ -154,12 +160,7 @@ import TestSupport
     }
 
     @Test func overlappingEditsBecomeAConflictCopyMadeByTheDevice() async throws {
-        let files = try FileServer()
-        let (a, b, _) = try await Self.twoDevices(files)
-        let note = try a.add("the same line\n")
-        try await a.syncOK()
-        try await b.syncOK()
-        let onB = try #require(try b.notes().first)
+        let (a, b, note, onB) = try await Self.twoDevicesSharing("the same line\n")
         _ = try a.edit(note.id, text: "a's line\n")
         _ = try b.edit(onB.id, text: "b's line\n")
         try await a.syncOK()
@@ -175,12 +176,7 @@ import TestSupport
     /// follows the last payload both saw, which the deleting device must not take for a rollback: a delete's own
     /// `seq` travels nowhere (a tombstone has no payload). Found by notes-sim.
     @Test func aNoteDeletedHereAndEditedThereComesBackWithoutARollback() async throws {
-        let files = try FileServer()
-        let (a, b, _) = try await Self.twoDevices(files)
-        let note = try a.add("kept\n")
-        try await a.syncOK()
-        try await b.syncOK()
-        let onB = try #require(try b.notes().first)
+        let (a, b, note, onB) = try await Self.twoDevicesSharing("kept\n")
         _ = try b.delete(onB.id)
         try await b.syncOK()
         _ = try a.tag(note.id, adding: ["back"])
@@ -195,12 +191,7 @@ import TestSupport
     /// (and had written an edit the restoring device never saw) does not take it for a rollback. notes-sim seeds 10,
     /// 57 and 61: before, a tombstone had no payload, and the restoring edit took the `seq` of that unseen edit.
     @Test func aNoteRestoredAfterAnEditItsDeviceNeverSawIsNotARollback() async throws {
-        let files = try FileServer()
-        let (a, b, _) = try await Self.twoDevices(files)
-        let note = try a.add("one\n")
-        try await a.syncOK()
-        try await b.syncOK()
-        let onB = try #require(try b.notes().first)
+        let (a, b, note, onB) = try await Self.twoDevicesSharing("one\n")
         _ = try a.edit(note.id, text: "one\ntwo\n")
         try await a.syncOK()  // seq 2, which b never pulls before the delete
         _ = try a.delete(note.id)
@@ -216,12 +207,7 @@ import TestSupport
     /// The note that keeps the other device's text after a conflict made on the device takes the merged tags, as the
     /// server's conflict does for a plaintext account: a tag either device added stays on it (found by notes-sim).
     @Test func aConflictMadeByTheDeviceKeepsBothDevicesTagsOnTheNote() async throws {
-        let files = try FileServer()
-        let (a, b, _) = try await Self.twoDevices(files)
-        let note = try a.add("the same line\n")
-        try await a.syncOK()
-        try await b.syncOK()
-        let onB = try #require(try b.notes().first)
+        let (a, b, note, onB) = try await Self.twoDevicesSharing("the same line\n")
         _ = try a.edit(note.id, text: "a's line\n")
         _ = try a.tag(note.id, adding: ["from-a"])
         _ = try b.edit(onB.id, text: "b's line\n")
