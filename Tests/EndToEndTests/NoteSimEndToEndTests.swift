@@ -68,7 +68,7 @@ struct NoteSimEndToEndTests {
         #expect((summary["feed faults"] as? Int ?? 0) > 0)
     }
 
-    static let limits = ["--max-batch", "32", "--max-page", "32"]
+    static let limits = ["--max-batch", "32", "--max-page", "8"]
 
     /// A restart command: SIGKILL the daemon named in `pidFile`, wait until it is gone, start a new one on the same
     /// port and data directory in the background, record its process ID, and append a line to `log`.
