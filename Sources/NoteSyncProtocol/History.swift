@@ -15,6 +15,9 @@ public struct NoteVersion: Codable, Sendable, Equatable {
     public var tags: [String]
     public var pinned: Bool
     public var archived: Bool
+    /// The attachments (in ``AttachmentRules/sorted(_:)`` order). Always written by this server (`[]` for an
+    /// encrypted account's version, whose manifests are in the envelope); absent from older servers.
+    public var attachments: [AttachmentManifest]?
     /// When the content was edited, by the editing device's clock (``WireTime`` form; informational).
     public var editedAt: String
     /// When the server accepted the change (``WireTime`` form; informational).
@@ -26,13 +29,14 @@ public struct NoteVersion: Codable, Sendable, Equatable {
     public var editID: FlakeID?
 
     public enum CodingKeys: String, WireKey {
-        case version, text, deleted, tags, pinned, archived, editedAt, savedAt, device, editID
+        case version, text, deleted, tags, pinned, archived, attachments, editedAt, savedAt, device, editID
     }
 
     public init(
         version: Int64, text: String, deleted: Bool, tags: [String], pinned: Bool, archived: Bool, editedAt: String,
-        savedAt: String, device: String?, editID: FlakeID? = nil
+        savedAt: String, device: String?, editID: FlakeID? = nil, attachments: [AttachmentManifest]? = nil
     ) {
+        self.attachments = attachments
         self.editID = editID
         self.version = version
         self.text = text
