@@ -99,7 +99,7 @@ extension NotesClient {
         _ manifest: AttachmentManifest, writingTo handle: FileHandle, path: String, progress: (@Sendable (AttachmentProgress) -> Void)?
     ) async throws(NotesError) -> AttachmentTransfer {
         let cache = chunkCache
-        let transfer = try await engine.withAccountConnection { (connection) throws(NotesError) in
+        let download = { (connection: ServerConnection?) async throws(NotesError) -> AttachmentTransfer in
             try await ChunkDownloader(connection: connection, cache: cache, progress: progress).download(manifest) { (bytes) throws(NotesError) in
                 do {
                     try handle.write(contentsOf: bytes)
@@ -108,6 +108,11 @@ extension NotesClient {
                 }
             }
         }
+        // Signed out, an attachment whose chunks are all here is still assembled (no request is made for them).
+        let signedIn = try store.read { tx in try tx.settings()?.account != nil }
+        let transfer = signedIn
+            ? try await engine.withAccountConnection { (connection) throws(NotesError) in try await download(connection) }
+            : try await download(nil)
         pruneChunkCache(cache)
         return transfer
     }
