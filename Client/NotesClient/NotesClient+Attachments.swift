@@ -1,14 +1,17 @@
 import Foundation
+import MiniFlake
 import NoteSyncProtocol
 
 /// Attachments (issue 33), phase 1: files in and out of the signed-in account's chunk store, as library API for the
 /// note-level commands of phase 2 (which will keep each ``AttachmentManifest`` on its note).
 extension NotesClient {
     /// This device's chunks: `chunks/` in the data directory (a temporary directory for a client in memory).
-    var chunkCache: ChunkCache {
+    var chunkCache: ChunkCache { engine.chunkCache }
+
+    static func chunkCache(home: URL?, origin: FlakeID, limit: Int64) -> ChunkCache {
         let root = home?.appendingPathComponent("chunks", isDirectory: true)
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("notes-chunks-\(origin)", isDirectory: true)
-        return ChunkCache(root: root, limit: environment.chunkCacheLimit)
+        return ChunkCache(root: root, limit: limit)
     }
 
     /// Prunes the chunk cache after a transfer that succeeded (``ChunkCache/prune(now:)``).
