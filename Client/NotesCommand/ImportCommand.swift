@@ -11,7 +11,9 @@ struct Import: AsyncParsableCommand {
             export --format markdown` writes it) gives the note its tags and flags. Everything is added in one transaction: all \\
             or nothing. No duplicates: an exported note this device already has (same client ID and origin) is \\
             skipped, and so is a file whose text (trailing newlines aside) a live note already holds, so importing \\
-            the same files twice adds nothing. Text must be UTF-8 (the first bad byte's offset is reported).
+            the same files twice adds nothing. Text must be UTF-8 (the first bad byte's offset is reported). An \
+            export's attachments are read from the files it names (relative to the export's directory, as `notes \
+            export PATH` writes them), each checked against its checksum.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -72,8 +74,17 @@ struct Import: AsyncParsableCommand {
         let text = try TextInput.decode(Array(data), source: "The file \(path)")
         if path.lowercased().hasSuffix(".json") || text.drop { $0.isWhitespace }.hasPrefix("{\"format\"") {
             do {
-                let export = try JSONDecoder().decode(NotesExport.self, from: data)
+                var export = try JSONDecoder().decode(NotesExport.self, from: data)
                 guard export.format == NotesExport.formatName else { throw CocoaError(.coderReadCorrupt) }
+                // Attachment files are named relative to the export's directory.
+                let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+                for note in export.notes.indices {
+                    for attachment in (export.notes[note].attachments ?? []).indices {
+                        if let file = export.notes[note].attachments?[attachment].file, !file.hasPrefix("/") {
+                            export.notes[note].attachments?[attachment].file = directory.appendingPathComponent(file).path
+                        }
+                    }
+                }
                 return .export(export)
             } catch {
                 if path.lowercased().hasSuffix(".json") {

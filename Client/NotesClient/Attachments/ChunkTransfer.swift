@@ -121,10 +121,17 @@ struct ChunkUploader: Sendable {
             }
             missing.append((hash, size))
         }
-        var counts = TransferCounts(skipped: batch.count - missing.count)
+        var counts = try await putAll(missing, reporter: reporter)
+        counts.skipped = batch.count - missing.count
+        return counts
+    }
+
+    /// Sends `chunks` (address and size) from their cache files, ``inFlight`` at a time.
+    func putAll(_ chunks: [(ContentHash, Int)], reporter: ProgressReporter) async throws(NotesError) -> TransferCounts {
+        var counts = TransferCounts()
         do {
             try await withThrowingTaskGroup(of: Int.self) { group in
-                var pending = missing.makeIterator()
+                var pending = chunks.makeIterator()
                 for _ in 0..<Self.inFlight {
                     guard let (hash, size) = pending.next() else { break }
                     group.addTask { try await put(hash, size: size, reporter: reporter) }
@@ -146,7 +153,7 @@ struct ChunkUploader: Sendable {
     }
 
     /// Sends chunk `hash` from its cache file; returns its size.
-    private func put(_ hash: ContentHash, size: Int, reporter: ProgressReporter) async throws(NotesError) -> Int {
+    func put(_ hash: ContentHash, size: Int, reporter: ProgressReporter) async throws(NotesError) -> Int {
         try Task.checkCancellation(orThrow: NotesError(.serverUnreachable, "The upload was cancelled; attach the file again to resume."))
         let request = WireRequest(.putChunk, hash: hash, bearerToken: connection.token)
         let file = cache.url(hash)
@@ -168,7 +175,8 @@ struct ChunkUploader: Sendable {
 /// checking every chunk again and the whole file's SHA-256 and size. Resuming is calling again: what the cache has is
 /// not fetched again.
 struct ChunkDownloader: Sendable {
-    let connection: ServerConnection
+    /// Nil while signed out: an attachment whose chunks are all in the cache is assembled without a server.
+    let connection: ServerConnection?
     let cache: ChunkCache
     let progress: (@Sendable (AttachmentProgress) -> Void)?
 
@@ -213,6 +221,9 @@ struct ChunkDownloader: Sendable {
 
     /// Downloads chunk `hash` into the cache, checked.
     private func fetch(_ hash: ContentHash, size: Int, reporter: ProgressReporter) async throws(NotesError) -> TransferCounts {
+        guard let connection else {
+            throw NotesError(.notSignedIn, "Chunk \(hash) is not on this device and fetching it needs an account; sign in with `notes login`.")
+        }
         let temporary = try cache.temporaryFile()
         let request = WireRequest(.getChunk, hash: hash, bearerToken: connection.token)
         do {
