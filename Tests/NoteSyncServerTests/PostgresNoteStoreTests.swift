@@ -259,11 +259,13 @@ struct PostgresNoteStoreTests {
 
     @Test func renewalKeepsTheNumber() async throws {
         let store = try await TestPostgres.store()
-        let lease = InstanceLease(database: store.database, ttl: .seconds(2), logger: TestPostgres.logger)
+        // A lease of 6 s renewed every 2.4 s: 3.6 s of slack for a renewal on a loaded machine (with 2 s and 0.8 s, a
+        // renewal delayed 1.2 s by a CI run beside three builds let the lease expire).
+        let lease = InstanceLease(database: store.database, ttl: .seconds(6), logger: TestPostgres.logger)
         let number = try await lease.acquire()
         // Renewed three times over longer than the lease itself lasts.
         for _ in 0..<3 {
-            try await Task.sleep(for: .milliseconds(800))
+            try await Task.sleep(for: .milliseconds(2400))
             try await lease.renew()
         }
         #expect(lease.instance == number)
