@@ -1,14 +1,17 @@
 import Foundation
+import MiniFlake
 import NoteSyncProtocol
 
 /// Attachments (issue 33), phase 1: files in and out of the signed-in account's chunk store, as library API for the
 /// note-level commands of phase 2 (which will keep each ``AttachmentManifest`` on its note).
 extension NotesClient {
     /// This device's chunks: `chunks/` in the data directory (a temporary directory for a client in memory).
-    var chunkCache: ChunkCache {
+    var chunkCache: ChunkCache { engine.chunkCache }
+
+    static func chunkCache(home: URL?, origin: FlakeID, limit: Int64) -> ChunkCache {
         let root = home?.appendingPathComponent("chunks", isDirectory: true)
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("notes-chunks-\(origin)", isDirectory: true)
-        return ChunkCache(root: root, limit: environment.chunkCacheLimit)
+        return ChunkCache(root: root, limit: limit)
     }
 
     /// Prunes the chunk cache after a transfer that succeeded (``ChunkCache/prune(now:)``).
@@ -99,7 +102,7 @@ extension NotesClient {
         _ manifest: AttachmentManifest, writingTo handle: FileHandle, path: String, progress: (@Sendable (AttachmentProgress) -> Void)?
     ) async throws(NotesError) -> AttachmentTransfer {
         let cache = chunkCache
-        let transfer = try await engine.withAccountConnection { (connection) throws(NotesError) in
+        let download = { (connection: ServerConnection?) async throws(NotesError) -> AttachmentTransfer in
             try await ChunkDownloader(connection: connection, cache: cache, progress: progress).download(manifest) { (bytes) throws(NotesError) in
                 do {
                     try handle.write(contentsOf: bytes)
@@ -108,6 +111,11 @@ extension NotesClient {
                 }
             }
         }
+        // Signed out, an attachment whose chunks are all here is still assembled (no request is made for them).
+        let signedIn = try store.read { tx in try tx.settings()?.account != nil }
+        let transfer = signedIn
+            ? try await engine.withAccountConnection { (connection) throws(NotesError) in try await download(connection) }
+            : try await download(nil)
         pruneChunkCache(cache)
         return transfer
     }

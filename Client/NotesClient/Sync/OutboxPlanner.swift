@@ -114,8 +114,9 @@ enum OutboxPlanner {
     }
 
     /// The refusals every sync tries again: the account's quota (space may have been freed since, here or on
-    /// another device, or the limit raised). Any other refusal waits for an edit.
-    static let retriedAtEverySync: [APIErrorCode] = [.quotaExceeded]
+    /// another device, or the limit raised), and a chunk the account does not have (`unknown_chunk`: the sync
+    /// uploads what this device's cache holds first, ``ChunkPlanner``). Any other refusal waits for an edit.
+    static let retriedAtEverySync: [APIErrorCode] = [.quotaExceeded, ChunkPlanner.unknownChunk]
 
     /// Whether a note refused with `code` is tried again at the next sync without an edit: its refusal is cleared
     /// at the start of the sync; refused again, the note keeps the new refusal until the sync after.

@@ -111,9 +111,11 @@ enum PullPlanner {
     private static func pulled(_ record: NoteRecord, keeping kept: TagsAndFlags, base keptBase: TagsAndFlags) -> SyncedState {
         let tags = record.tags.map(Tags.canonical)
         let current = TagsAndFlags(
-            tags: tags ?? kept.tags, pinned: record.pinned ?? kept.pinned, archived: record.archived ?? kept.archived)
+            tags: tags ?? kept.tags, pinned: record.pinned ?? kept.pinned, archived: record.archived ?? kept.archived,
+            attachments: kept.attachments)
         let base = TagsAndFlags(
-            tags: tags ?? keptBase.tags, pinned: record.pinned ?? keptBase.pinned, archived: record.archived ?? keptBase.archived)
+            tags: tags ?? keptBase.tags, pinned: record.pinned ?? keptBase.pinned, archived: record.archived ?? keptBase.archived,
+            attachments: keptBase.attachments)
         return SyncedState(
             serverID: record.serverID.rawValue, version: record.version, text: record.text, deleted: record.deleted,
             baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue,

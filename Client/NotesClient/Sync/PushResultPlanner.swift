@@ -111,7 +111,7 @@ enum PushResultPlanner {
             let settled = pushed.map { pushed in
                 TagsAndFlags(
                     tags: result.tags.map(Tags.canonical) ?? pushed.tags, pinned: result.pinned ?? pushed.pinned,
-                    archived: result.archived ?? pushed.archived)
+                    archived: result.archived ?? pushed.archived, attachments: pushed.attachments)
             }
             acceptance.update = .settle(
                 Settle(
