@@ -60,6 +60,7 @@ extension NotesClient {
             }
             var state = current.tagsAndFlags
             state.attachments = StoredAttachments.canonical(state.attachments + added)
+            try Self.requireChunkAddresses(state.attachments, base: current.baseAttachments)
             try tx.replaceState(ofNote: current, with: state, now: now)
             return try tx.note(id)
         }
@@ -124,13 +125,21 @@ extension NotesClient {
         return manifest
     }
 
-    /// The most attachments a note may have.
-    static let maxAttachmentsPerNote = 100
-
     /// Refuses more attachments than a note may have (``AttachmentRules/maxAttachmentsPerNote``).
     static func requireAttachmentCount(_ count: Int) throws(NotesError) {
-        if count > maxAttachmentsPerNote {
-            throw NotesError(.invalidInput, "A note has at most \(maxAttachmentsPerNote) attachments; this would give it \(count).")
+        if count > AttachmentRules.maxAttachmentsPerNote {
+            throw NotesError(.invalidInput, "A note has at most \(AttachmentRules.maxAttachmentsPerNote) attachments; this would give it \(count).")
+        }
+    }
+
+    /// Refuses attachments whose change could not be pushed: more chunk addresses, with what was last synced of them
+    /// (`base`), than one change may carry (``AttachmentRules/maxChunkAddressesPerChange``, 48 GiB of files).
+    static func requireChunkAddresses(_ attachments: [AttachmentManifest], base: [AttachmentManifest]) throws(NotesError) {
+        let count = AttachmentRules.chunkAddressCount(attachments: attachments, baseAttachments: base, chunkRefs: nil)
+        if count > AttachmentRules.maxChunkAddressesPerChange {
+            throw NotesError(
+                .invalidInput,
+                "A note's change refers to at most \(AttachmentRules.maxChunkAddressesPerChange) chunks (48 GiB of attachments); this one would refer to \(count).")
         }
     }
 

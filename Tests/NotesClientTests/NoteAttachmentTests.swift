@@ -130,4 +130,130 @@ struct NoteAttachmentTests {
         let hashes = (0..<(ChunkRules.maxMissingHashes + 1)).map { ContentHash(digest: SHA256.hash(data: Data("\($0)".utf8))) }
         #expect(ChunkPlanner.missingRequests(hashes).map(\.count) == [ChunkRules.maxMissingHashes, 1])
     }
+
+    @Test func aChangeSendsAttachmentsAndTheirBaseOnlyWhenEitherHasSome() {
+        let photo = Self.manifest("photo.png", [1, 2])
+        #expect(Self.entry(1, attachments: []).change.attachments == nil, "none on either side: nothing to say")
+        let change = Self.entry(1, attachments: [photo]).change
+        #expect(change.attachments == [photo] && change.baseAttachments == [])
+        var detached = Self.entry(1, attachments: [])
+        detached.snapshot.baseTagsAndFlags?.attachments = [photo]
+        #expect(detached.change.attachments == [] && detached.change.baseAttachments == [photo], "a detach is sent")
+        var sealed = Self.entry(1, attachments: [photo])
+        sealed.sealed = SealedChange(text: "sealed", seq: 1)
+        #expect(sealed.change.attachments == nil && sealed.change.chunkRefs == nil, "seam: an encrypted account's are not sent")
+    }
+
+    @Test func aPushResultAndAPulledRecordGiveTheNoteTheServersAttachments() {
+        let mine = Self.manifest("a", [1])
+        let theirs = Self.manifest("b", [2])
+        let entry = Self.entry(1, attachments: [mine])
+        let merged = ChangeResult(
+            clientID: entry.clientID, editID: entry.editID, status: .merged, serverID: try! FlakeID(validating: 5), version: 3,
+            attachments: [theirs, mine])
+        guard case .accept(let acceptance) = PushResultPlanner.apply(merged, to: entry, localRevision: 1, now: 0),
+            case .settle(let settle) = acceptance.update
+        else {
+            Issue.record("not settled")
+            return
+        }
+        #expect(settle.tagsAndFlags?.attachments == [mine, theirs], "the merged set, by name")
+        var same = merged
+        same.attachments = nil
+        guard case .accept(let kept) = PushResultPlanner.apply(same, to: entry, localRevision: 1, now: 0),
+            case .settle(let settleKept) = kept.update
+        else {
+            Issue.record("not settled")
+            return
+        }
+        #expect(settleKept.tagsAndFlags?.attachments == [mine], "absent: the pushed set is the note's")
+
+        let record = NoteRecord(
+            serverID: try! FlakeID(validating: 5), clientID: entry.clientID, origin: entry.origin, version: 4, text: "t",
+            deleted: false, conflictOf: nil, updatedAt: "2026-11-26T00:00:00.000Z", attachments: [theirs])
+        let inserted = PullPlanner.apply(record, local: LocalNoteValue?.none, now: 0)
+        guard case .insert(let new) = inserted.action else {
+            Issue.record("not inserted")
+            return
+        }
+        #expect(new.state.tagsAndFlags.attachments == [theirs] && new.state.baseTagsAndFlags.attachments == [theirs])
+    }
+
+    // MARK: - Sync
+
+    /// Alice's two devices with their data in `directory`, behind transports that record requests.
+    static func twoDevices(_ directory: URL) async throws -> (a: NotesClient, aTransport: FaultInjectingTransport, b: NotesClient, bTransport: FaultInjectingTransport) {
+        let server = try TestServer.make()
+        let aTransport = FaultInjectingTransport(server.transport)
+        let bTransport = FaultInjectingTransport(server.transport)
+        let a = try makeDevice(aTransport, seed: 1, home: directory.appendingPathComponent("a"))
+        let b = try makeDevice(bTransport, seed: 2, home: directory.appendingPathComponent("b"))
+        try await signUp(a, "alice")
+        try await signIn(b, "alice")
+        return (a, aTransport, b, bTransport)
+    }
+
+    @Test func anAttachmentSyncsToAnotherDeviceWhichDownloadsItOnlyWhenSaved() async throws {
+        try await withTemporaryDirectory("note-attachments-sync") { directory in
+            let (a, aTransport, b, bTransport) = try await Self.twoDevices(directory)
+            let (film, filmBytes) = try Self.file(directory, "film.mov", size: 3 * Self.mib + 10, seed: 4)
+            let note = try a.add("trip")
+            try a.attach([film], to: note.id)
+            let pushed = try await a.syncOK()
+            #expect(pushed.chunksUploaded == 4 && pushed.chunkBytesUploaded == Int64(filmBytes.count))
+            #expect(AttachmentTests.puts(aTransport) == 4)
+            let settled = try a.note(note.id)
+            #expect(!settled.isDirty && settled.baseAttachments == settled.attachments)
+
+            let pulled = try await b.syncOK()
+            #expect(pulled.applied == 1)
+            #expect(AttachmentTests.gets(bTransport) == 0, "a pull downloads no chunk")
+            let there = try #require(try b.notes().first)
+            #expect(there.attachments == settled.attachments)
+            #expect(try b.attachments(of: there.id).map(\.isOnDevice) == [false])
+            let saved = directory.appendingPathComponent("saved.mov")
+            let transfer = try await b.saveAttachment("film.mov", of: there.id, to: saved)
+            #expect(try Data(contentsOf: saved) == filmBytes)
+            #expect(transfer.chunksTransferred == 4 && AttachmentTests.gets(bTransport) == 4)
+
+            // The same file on a second note: no chunk is sent again.
+            let second = try b.add("copy")
+            try b.attach([saved], to: second.id, names: ["film.mov"])
+            let again = try await b.syncOK()
+            #expect(again.chunksUploaded == 0 && AttachmentTests.puts(bTransport) == 0)
+
+            // Detached on one device, gone from the other.
+            try a.detach("film.mov", from: note.id)
+            try await a.syncOK()
+            try await b.syncOK()
+            #expect(try b.note(there.id).attachments.isEmpty)
+        }
+    }
+
+    @Test func aChangeReferringToAChunkNoSideHasIsRefusedKeptAndRetriedAtEverySync() async throws {
+        try await withTemporaryDirectory("note-attachments-absent") { directory in
+            let (a, aTransport, _, _) = try await Self.twoDevices(directory)
+            let (scan, _) = try Self.file(directory, "scan.pdf", size: 2 * Self.mib + 1, seed: 5)
+            let note = try a.add("taxes")
+            let attached = try a.attach([scan], to: note.id)
+            let lost = attached.attachments[0].chunks[1]
+            let cache = ChunkCache(root: directory.appendingPathComponent("a/chunks"))
+            let moved = directory.appendingPathComponent("lost-chunk")
+            try FileManager.default.moveItem(at: cache.url(lost), to: moved)
+
+            let report = try await a.sync()
+            #expect(report.failures.map(\.error.code) == ["unknown_chunk"])
+            #expect(report.failures.first?.error.message.contains("scan.pdf") == true)
+            #expect(report.chunksUploaded == 2, "what the cache holds is sent")
+            #expect(!aTransport.requests.contains { $0.path == Endpoint.push.path && $0.body.map { String(decoding: $0, as: UTF8.self).contains("scan.pdf") } == true })
+            let refused = try a.note(note.id)
+            #expect(refused.isDirty && refused.pushError?.code == "unknown_chunk" && refused.attachments == attached.attachments)
+
+            // Back in the cache, the next sync sends it and the note, without an edit.
+            try FileManager.default.moveItem(at: moved, to: cache.url(lost))
+            let retried = try await a.syncOK()
+            #expect(retried.chunksUploaded == 1 && retried.failures.isEmpty && retried.refused.isEmpty)
+            #expect(try !a.note(note.id).isDirty)
+        }
+    }
 }

@@ -25,8 +25,9 @@ enum StoredAttachments {
         return (try? WireJSON.decoder().decode([AttachmentManifest].self, from: Data(text.utf8))) ?? []
     }
 
-    /// `manifests` in the order the store keeps them: by name (names are unique within a note).
+    /// `manifests` in the order the store keeps them, the server's (``AttachmentRules/sorted(_:)``: by name as UTF-8
+    /// bytes; names are unique within a note).
     static func canonical(_ manifests: [AttachmentManifest]) -> [AttachmentManifest] {
-        manifests.sorted { $0.name < $1.name }
+        AttachmentRules.sorted(manifests)
     }
 }

@@ -66,5 +66,5 @@ enum ChunkPlanner {
     }
 
     /// The code of a change referring to a chunk the account does not have.
-    static let unknownChunk = APIErrorCode("unknown_chunk")
+    static let unknownChunk = APIErrorCode.unknownChunk
 }
