@@ -181,7 +181,7 @@ extension Simulation {
 
     /// Whether the server keeps a note's attachments, so that devices' attachment sets must equal their account's
     /// (`attachments-downloadable`'s convergence part).
-    static let serverStoresAttachments = false
+    static let serverStoresAttachments = true
 
     /// A note's attachments as convergence compares them: name and content.
     static func attachmentSet(_ manifests: [AttachmentManifest]) -> Set<String> {
