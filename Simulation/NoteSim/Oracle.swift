@@ -113,7 +113,7 @@ struct Oracle {
     var files: [ContentHash: SimFile] = [:]
     var manifests: [ContentHash: AttachmentManifest] = [:]
     var attachedTo: [ContentHash: Set<NoteKeyValue>] = [:]
-    /// The accounts the devices attaching each file were signed in to.
+    /// The accounts whose notes each file was attached to.
     var attachedIn: [ContentHash: Set<Int>] = [:]
 
     mutating func added(token: String, by device: Int) { author[token] = device }

@@ -33,7 +33,9 @@ extension Simulation {
         guard let manifest = attached.attachments.first(where: { $0.name == file.name }) else {
             throw fail(.unexpectedError, "device \(d): \(file.name) is not among the note's attachments after attaching it")
         }
-        oracle.attached(file, as: manifest, to: target.key, in: try accountIndex(of: device))
+        // The note's owner, not the device's account: a signed-out device still shows its account's notes.
+        let owner = owner(of: target, on: device)
+        oracle.attached(file, as: manifest, to: target.key, in: owner.flatMap { id in accounts.firstIndex { $0.accountID == id } })
         summary.filesAttached += 1
         note(d, .edit, "\(target.clientID.base32): attach \(file.name) (\(file.size) bytes, \(manifest.chunks.count) chunks)")
     }
@@ -190,7 +192,8 @@ extension Simulation {
 }
 
 extension Oracle {
-    /// A step attached `file` to `note`, which holds it as `manifest`, on a device signed in to `account` (nil: to none).
+    /// A step attached `file` to `note`, which holds it as `manifest`; `account` owns the note (nil: no account, or a
+    /// deleted one).
     mutating func attached(_ file: SimFile, as manifest: AttachmentManifest, to note: NoteKeyValue, in account: Int?) {
         files[manifest.sha256] = file
         manifests[manifest.sha256] = manifest
@@ -198,9 +201,8 @@ extension Oracle {
         if let account { attachedIn[manifest.sha256, default: []].insert(account) }
     }
 
-    /// Whether the file of that SHA-256 may be seen in account `k`: it was attached to a note of it (a device signed
-    /// in to it shows only its notes, conflict copies the server made included), or to a note the account may hold
-    /// (carried or copied into it).
+    /// Whether the file of that SHA-256 may be seen in account `k`: it was attached to a note of it (a conflict copy
+    /// the server made included), or to a note the account may hold (carried or copied into it).
     func isPermitted(_ sha256: ContentHash, in k: Int) -> Bool {
         if attachedIn[sha256]?.contains(k) == true { return true }
         guard let notes = attachedTo[sha256], let permitted = permitted[k] else { return false }
