@@ -316,9 +316,10 @@ public enum ScheduleGenerator {
             return .watchWake(device: d, fault: fault)
         }
         // Attachment steps (issue 33) come from a stream of their own too, on top of `parameters.steps`: after each
-        // step, one with probability 0.08. Of them: 40% attach a file (nine in ten of 1–8 KiB, one chunk; one in ten of
-        // two or three chunks, so that a cut can fall mid-file), 15% detach one, 25% save one (a third of those cut
-        // mid-download), 20% attach a file of two or three chunks and cut the sync that uploads it mid-file, then resume.
+        // step, one with probability 0.08. Of them: 45% attach a file (19 in 20 of 1–8 KiB, one chunk; one in 20 of two
+        // or three chunks), 15% detach one, 30% save one (a third of those cut mid-download: mid-file when the file has
+        // several chunks), 10% attach a file of two or three chunks and cut the sync that uploads it mid-file, then
+        // resume. Larger files are rare: they cost the run most of its time.
         var attachRNG = SplitMix64(seed: parameters.seed ^ 0xA77A_C4ED)
         var fileCounter = 0
         func attachmentStep() -> SimAction? {
@@ -333,9 +334,9 @@ public enum ScheduleGenerator {
                 return SimFile(name: "f\(fileCounter).bin", seed: attachRNG.next(), size: size)
             }
             switch attachRNG.next() % 20 {
-            case 0..<8: return .attach(device: d, note: note, file: file(chunks: attachRNG.chance(0.1)))
-            case 8..<11: return .detach(device: d, note: note, index: Int(attachRNG.next() % 64))
-            case 11..<16:
+            case 0..<9: return .attach(device: d, note: note, file: file(chunks: attachRNG.chance(0.05)))
+            case 9..<12: return .detach(device: d, note: note, index: Int(attachRNG.next() % 64))
+            case 12..<18:
                 let cut = attachRNG.chance(1.0 / 3) ? Int(attachRNG.next() % 3) : nil
                 return .save(device: d, note: note, index: Int(attachRNG.next() % 64), cutAfter: cut)
             default: return .cutUpload(device: d, note: note, file: file(chunks: true), afterChunks: Int(attachRNG.next() % 3))

@@ -176,7 +176,8 @@ public final class Simulation {
     var mintAccountID: (() throws -> FlakeID)!
     /// Notes devices refused as tampered in the step (``SyncReport/tampered``), checked after the step's reads.
     var tampered: [String] = []
-    /// A directory of this run's own (issue 33): the files steps attach and save, and each device's chunk cache.
+    /// A directory of this run's own (issue 33), in memory where there is some (``InProcessSimServer/scratchParent``):
+    /// the files steps attach and save, and each device's chunk cache.
     let scratch: URL
 
     static let password = "simulated-password"
@@ -190,7 +191,7 @@ public final class Simulation {
         self.recordEvents = recordEvents
         self.runTag = runTag
         recorder = recordEvents ? RunRecorder(devices: max(1, parameters.devices)) : nil
-        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("notes-sim-files-\(UUID().uuidString)", isDirectory: true)
+        scratch = InProcessSimServer.scratchParent.appendingPathComponent("notes-sim-files-\(UUID().uuidString)", isDirectory: true)
     }
 
     /// Runs a schedule and returns what happened. Never throws for a violation: it is in the outcome. With
