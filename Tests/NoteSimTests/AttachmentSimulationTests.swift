@@ -22,15 +22,15 @@ import Testing
         #expect(total.uploadsCut > 0, "a sync was cut mid-upload and resumed")
     }
 
-    /// A three-chunk file whose upload is cut after one chunk: the resumed sync sends the two others, each chunk goes
-    /// up once; another device's save of it, cut after one chunk, fetches the two others, and it saves as attached
-    /// everywhere.
+    /// A three-chunk file whose upload is cut after two chunks: the resumed sync sends the third, each chunk goes up
+    /// once (with the planted bug 10 the resume sends all three again: 4 counted); another device's save of it, cut
+    /// after one chunk, fetches the two others, and it saves as attached everywhere.
     @Test func aCutUploadResumesWithoutSendingAChunkTwice() async throws {
         let file = SimFile(name: "big.bin", seed: 99, size: 2 * ChunkRules.chunkSize + 1000)
         let steps: [SimAction] = [
             .signIn(device: 0, account: 0, faults: []), .signIn(device: 1, account: 0, faults: []),
             .create(device: 0, token: "a"), .sync(device: 0, faults: []),
-            .cutUpload(device: 0, note: 0, file: file, afterChunks: 1),
+            .cutUpload(device: 0, note: 0, file: file, afterChunks: 2),
             .sync(device: 1, faults: []), .save(device: 1, note: 0, index: 0, cutAfter: 1), .save(device: 0, note: 0, index: 0, cutAfter: nil),
         ]
         let parameters = SimParameters(seed: 5, accounts: 1, devices: 2, steps: steps.count, encryptedShare: 0)
