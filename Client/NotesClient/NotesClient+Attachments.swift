@@ -8,8 +8,8 @@ extension NotesClient {
     /// This device's chunks: `chunks/` in the data directory (a temporary directory for a client in memory).
     var chunkCache: ChunkCache { engine.chunkCache }
 
-    static func chunkCache(home: URL?, origin: FlakeID, limit: Int64) -> ChunkCache {
-        let root = home?.appendingPathComponent("chunks", isDirectory: true)
+    static func chunkCache(home: URL?, origin: FlakeID, limit: Int64, directory: URL? = nil) -> ChunkCache {
+        let root = home?.appendingPathComponent("chunks", isDirectory: true) ?? directory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("notes-chunks-\(origin)", isDirectory: true)
         return ChunkCache(root: root, limit: limit)
     }

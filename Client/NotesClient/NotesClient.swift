@@ -49,7 +49,9 @@ public final class NotesClient: Sendable {
         }
         engine = SyncEngine(
             store: store, minter: minter, environment: environment, origin: origin,
-            chunkCache: Self.chunkCache(home: home, origin: origin, limit: environment.chunkCacheLimit), random: random)
+            chunkCache: Self.chunkCache(
+                home: home, origin: origin, limit: environment.chunkCacheLimit, directory: environment.chunkCacheDirectory),
+            random: random)
     }
 
     /// The FlakeNotes release this client belongs to (the same number `notesyncd` reports).

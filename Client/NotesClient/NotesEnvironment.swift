@@ -32,6 +32,10 @@ public struct NotesEnvironment: Sendable {
     /// The most bytes of attachment chunks the device keeps in its chunk cache (`chunks/` in the data directory) after
     /// a transfer: the chunks used least recently go first. 1 GiB by default.
     public var chunkCacheLimit: Int64 = ChunkCache.defaultLimit
+    /// Where a client in memory (``NotesClient/inMemory(environment:)``) keeps its chunk cache; nil: a directory of
+    /// the temporary directory named for its origin. The simulation gives each device of each run its own, since a
+    /// seed makes the same origins every time it runs. A client with a data directory ignores it.
+    public var chunkCacheDirectory: URL?
     /// The Argon2id cost a new encrypted account's password is hashed with (sign-up): ``KDFCost/production``.
     public var kdfCost: KDFCost = .production
     /// Which costs a sign-in accepts from a server's prelogin answer: ``KDFPolicy/enforceMinimum`` (a server cannot

@@ -79,7 +79,12 @@ final class SimDevice {
     /// device made).
     var maxLocalID: Int64 = 0
 
-    init(index: Int, now: Int64, server: any SimServer, seed: UInt64, idScheme: IDScheme = .miniflake, recordsExchanges: Bool = false) throws {
+    /// - Parameter chunkCache: Where its chunk cache lives (issue 33): a directory of the run's own, since the seed
+    ///   gives the device the same origin in every run of it.
+    init(
+        index: Int, now: Int64, server: any SimServer, seed: UInt64, idScheme: IDScheme = .miniflake, recordsExchanges: Bool = false,
+        chunkCache: URL? = nil
+    ) throws {
         self.index = index
         clock = ManualFlakeClock(unixMilliseconds: now)
         transport = FaultyTransport(base: server.transport(forDevice: index), recordsExchanges: recordsExchanges)
@@ -91,6 +96,7 @@ final class SimDevice {
         // the production cost's 64 MiB per sign-in would dominate a run.
         environment.kdfCost = .insecureForTesting
         environment.kdfPolicy = .allowInsecureForTesting
+        environment.chunkCacheDirectory = chunkCache
         client = try NotesClient.inMemory(environment: environment)
     }
 }

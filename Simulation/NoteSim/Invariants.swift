@@ -45,6 +45,15 @@ public enum Invariant: String, Codable, Sendable, CaseIterable {
     /// files (the SQLite database, its WAL and `-shm`) hold no canary word, scanned after every server restart and at
     /// the end of every run. Every word an encrypted account's notes are written in is a canary word (``Canary``).
     case noPlaintextOnServer = "no-plaintext-on-server"
+    /// Issue 33: every attachment a device's note refers to saves with exactly the bytes attached: when a step saves
+    /// it (unless the step cut the download, or the device is signed out or revoked), and at quiescence on every device
+    /// of the account for every attachment of every live note. (With the server keeping attachments, each device's
+    /// notes also hold exactly their account's attachments at quiescence.)
+    case attachmentsDownloadable = "attachments-downloadable"
+    /// Issue 33: a transfer resumed after a cut moves no chunk again that the device knew the other side had: no
+    /// upload of a chunk the server told it it has (a `PUT` answered, or left out of a `missing` answer, in the same
+    /// session), no download of a chunk it downloaded before.
+    case noChunkResent = "no-chunk-resent"
 }
 
 /// An invariant broken at a step.
@@ -73,6 +82,7 @@ extension Simulation {
         }
         if action == .restartServer { try scanStore("after the restart") }
         try checkTampered()
+        try checkChunkTransfers()
         let acted = Set(action.devicesWhoseStoresChange)
         for device in devices {
             if acted.contains(device.index) {
@@ -314,6 +324,8 @@ extension Simulation {
             }
         }
         try checkTags(final: finalTexts)
+        try await checkAttachments(final: finalTexts)
+        try checkChunkTransfers()
         try await checkHistories()
         try scanStore("at the end of the run")
     }

@@ -107,6 +107,15 @@ struct Oracle {
         }
     }
 
+    /// Issue 33: every file a step attached, by its SHA-256 (its manifest's), with its manifest, and the notes it was
+    /// attached to (copies of them, and notes a deleted account's rekeyed, included): the accounts those notes may be
+    /// in are the only ones that may see it.
+    var files: [ContentHash: SimFile] = [:]
+    var manifests: [ContentHash: AttachmentManifest] = [:]
+    var attachedTo: [ContentHash: Set<NoteKeyValue>] = [:]
+    /// The accounts whose notes each file was attached to.
+    var attachedIn: [ContentHash: Set<Int>] = [:]
+
     mutating func added(token: String, by device: Int) { author[token] = device }
     mutating func removed(tokens: [String]) { legitimatelyRemoved.formUnion(tokens) }
     mutating func seen(tokens: [String], in account: Int) { seenOnServer[account, default: []].formUnion(tokens) }

@@ -1,4 +1,6 @@
+import Foundation
 import MiniFlake
+import NoteSyncProtocol
 
 /// One step of a simulation. Steps are plain data, generated up front from the seed, so that any subsequence of
 /// them is again a runnable schedule: that is what lets a failing trace be shortened and replayed. Where a step
@@ -47,12 +49,26 @@ public enum SimAction: Codable, Sendable, Equatable {
     /// is held from the new cursor. `fault` is what goes wrong on the feed in this iteration. A device with such
     /// steps is in watch mode: at quiescence it converges through these iterations alone (no `sync` step).
     case watchWake(device: Int, fault: FeedFault?)
+    /// The device attaches a file to one of its live notes (issue 33): `file`'s bytes come from its seed, so the
+    /// checks can make them again; it is read into the device's chunk cache, and its next sync uploads it.
+    case attach(device: Int, note: Int, file: SimFile)
+    /// The device takes the `index`-th attachment (modulo their count) off one of its live notes; a no-op without.
+    case detach(device: Int, note: Int, index: Int)
+    /// The device saves the `index`-th attachment of one of its live notes and compares the bytes with those
+    /// attached. With `cutAfter`, the connection goes down before the chunk download after that many (the save
+    /// fails mid-file), and the device saves again: the resumed download fetches only what it still lacks.
+    case save(device: Int, note: Int, index: Int, cutAfter: Int?)
+    /// The device attaches `file` (two or three chunks) to one of its live notes and syncs, and the connection goes
+    /// down before the chunk upload after `afterChunks` of them (the sync fails mid-upload, mid-file); then it syncs
+    /// again, which resumes: it must send no chunk the server told it it has.
+    case cutUpload(device: Int, note: Int, file: SimFile, afterChunks: Int)
 
     /// The devices the step touches.
     public var devices: [Int] {
         switch self {
         case .create(let d, _), .edit(let d, _, _), .delete(let d, _), .tagNote(let d, _, _), .sync(let d, _), .signOut(let d, _),
-            .signIn(let d, _, _, _), .clockJump(let d, _), .copy(let d, _, _), .revoke(let d, _), .deleteAccount(let d), .watchWake(let d, _):
+            .signIn(let d, _, _, _), .clockJump(let d, _), .copy(let d, _, _), .revoke(let d, _), .deleteAccount(let d), .watchWake(let d, _),
+            .attach(let d, _, _), .detach(let d, _, _), .save(let d, _, _, _), .cutUpload(let d, _, _, _):
             [d]
         case .concurrentEdit(let a, let b, _, _, _), .concurrentTags(let a, let b, _, _, _), .collide(let a, let b, _, _): [a, b]
         case .restartServer: []
@@ -62,7 +78,7 @@ public enum SimAction: Codable, Sendable, Equatable {
     /// Whether the step writes notes locally (a `notes` command), which a watching device's local trigger syncs.
     public var writesLocally: Bool {
         switch self {
-        case .create, .edit, .delete, .tagNote, .concurrentTags, .copy, .concurrentEdit, .collide: true
+        case .create, .edit, .delete, .tagNote, .concurrentTags, .copy, .concurrentEdit, .collide, .attach, .detach, .cutUpload: true
         default: false
         }
     }
@@ -98,6 +114,27 @@ public enum TagOp: Codable, Sendable, Equatable {
     case pin(Bool)
     /// Archive (true) or unarchive it.
     case archive(Bool)
+}
+
+/// A file a step attaches (issue 33): `size` bytes drawn from a ``SplitMix64`` seeded with `seed` (see
+/// ``bytes``), under a name unique in the run.
+public struct SimFile: Codable, Sendable, Equatable {
+    public var name: String
+    public var seed: UInt64
+    public var size: Int
+
+    public init(name: String, seed: UInt64, size: Int) {
+        self.name = name
+        self.seed = seed
+        self.size = size
+    }
+
+    /// The file's bytes: the generator's words, little-endian, cut at `size`.
+    public var bytes: Data {
+        var random = SplitMix64(seed: seed)
+        let words = (0..<(size + 7) / 8).map { _ in random.next().littleEndian }
+        return words.withUnsafeBytes { Data($0.prefix(size)) }
+    }
 }
 
 /// A transport fault on one request of a step.
@@ -278,11 +315,38 @@ public enum ScheduleGenerator {
             }
             return .watchWake(device: d, fault: fault)
         }
+        // Attachment steps (issue 33) come from a stream of their own too, on top of `parameters.steps`: after each
+        // step, one with probability 0.08. Of them: 45% attach a file (19 in 20 of 1–8 KiB, one chunk; one in 20 of two
+        // or three chunks), 15% detach one, 30% save one (a third of those cut mid-download: mid-file when the file has
+        // several chunks), 10% attach a file of two or three chunks and cut the sync that uploads it mid-file, then
+        // resume. Larger files are rare: they cost the run most of its time.
+        var attachRNG = SplitMix64(seed: parameters.seed ^ 0xA77A_C4ED)
+        var fileCounter = 0
+        func attachmentStep() -> SimAction? {
+            guard attachRNG.chance(0.08) else { return nil }
+            let d = Int(attachRNG.next() % UInt64(max(1, parameters.devices)))
+            let note = Int(attachRNG.next() % 1024)
+            func file(chunks: Bool) -> SimFile {
+                fileCounter += 1
+                let size = chunks
+                    ? ChunkRules.chunkSize + 1 + Int(attachRNG.next() % UInt64(2 * ChunkRules.chunkSize - 1))
+                    : 1024 + Int(attachRNG.next() % (7 * 1024))
+                return SimFile(name: "f\(fileCounter).bin", seed: attachRNG.next(), size: size)
+            }
+            switch attachRNG.next() % 20 {
+            case 0..<9: return .attach(device: d, note: note, file: file(chunks: attachRNG.chance(0.05)))
+            case 9..<12: return .detach(device: d, note: note, index: Int(attachRNG.next() % 64))
+            case 12..<18:
+                let cut = attachRNG.chance(1.0 / 3) ? Int(attachRNG.next() % 3) : nil
+                return .save(device: d, note: note, index: Int(attachRNG.next() % 64), cutAfter: cut)
+            default: return .cutUpload(device: d, note: note, file: file(chunks: true), afterChunks: Int(attachRNG.next() % 3))
+            }
+        }
         // Every device starts signed in to an account, so the first steps sync something.
         for d in 0..<parameters.devices where steps.count < parameters.steps {
             steps.append(.signIn(device: d, account: d % max(1, parameters.accounts), faults: []))
         }
-        var tagSteps = 0
+        var tagSteps = 0  // and attachment steps: both come on top of the count
         while steps.count - tagSteps < parameters.steps {
             let roll = rng.next() % 100
             let step: SimAction
@@ -314,6 +378,10 @@ public enum ScheduleGenerator {
             if steps.count - tagSteps < parameters.steps, let watch = watchStep() { steps.append(watch) }
             if let tags = tagStep() {
                 steps.append(tags)
+                tagSteps += 1
+            }
+            if let attachment = attachmentStep() {
+                steps.append(attachment)
                 tagSteps += 1
             }
         }

@@ -67,11 +67,7 @@ final class InProcessSimServer: SimServer {
     let storeFiles: [String]?
 
     init(clock: ManualFlakeClock) async throws {
-        let memory = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
-        var isDirectory: ObjCBool = false
-        let parent = FileManager.default.fileExists(atPath: memory.path, isDirectory: &isDirectory) && isDirectory.boolValue
-            && FileManager.default.isWritableFile(atPath: memory.path) ? memory : FileManager.default.temporaryDirectory
-        directory = parent.appendingPathComponent("notes-sim-\(UUID().uuidString)", isDirectory: true)
+        directory = Self.scratchParent.appendingPathComponent("notes-sim-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent(SQLiteNoteStore.fileName).path
         storeFiles = StoreScan.sqliteFiles(of: path)
@@ -82,6 +78,15 @@ final class InProcessSimServer: SimServer {
             logger: Logger(label: "notes-sim.server", factory: { _ in SwiftLogNoOpLogHandler() }),
             // Holds waiting pulls, so that watching devices' pulls wait for a push's signal (issue 19).
             changeFeed: ChangeFeed())
+    }
+
+    /// Where a run keeps its files: `/dev/shm` where there is one (memory: an fsync costs no disk flush there), else
+    /// the temporary directory.
+    static var scratchParent: URL {
+        let memory = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: memory.path, isDirectory: &isDirectory) && isDirectory.boolValue
+            && FileManager.default.isWritableFile(atPath: memory.path) ? memory : FileManager.default.temporaryDirectory
     }
 
     /// Small batches and pages, so that the simulation's stores (tens to a few thousand notes) push in several

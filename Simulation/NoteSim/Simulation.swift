@@ -63,6 +63,14 @@ public struct SimSummary: Sendable, Equatable {
     public var deviceMerges = 0
     public var storeScans = 0
     public var bytesScanned = 0
+    /// Issue 33: files attached, attachments saved and compared with what was attached, syncs cut mid-upload and
+    /// saves cut mid-download (each resumed), and the chunks devices uploaded and downloaded.
+    public var filesAttached = 0
+    public var attachmentsSaved = 0
+    public var uploadsCut = 0
+    public var downloadsCut = 0
+    public var chunksUploaded = 0
+    public var chunksDownloaded = 0
 
     public init() {}
 
@@ -83,6 +91,8 @@ public struct SimSummary: Sendable, Equatable {
         encryptedAccounts += other.encryptedAccounts; canaryWords += other.canaryWords; envelopesOpened += other.envelopesOpened
         staleAnswers += other.staleAnswers; deviceMerges += other.deviceMerges
         storeScans += other.storeScans; bytesScanned += other.bytesScanned
+        filesAttached += other.filesAttached; attachmentsSaved += other.attachmentsSaved; uploadsCut += other.uploadsCut
+        downloadsCut += other.downloadsCut; chunksUploaded += other.chunksUploaded; chunksDownloaded += other.chunksDownloaded
     }
 
     public var fields: [(String, String)] {
@@ -105,6 +115,10 @@ public struct SimSummary: Sendable, Equatable {
             ("envelopes opened by the auditor", "\(envelopesOpened)"), ("pushes answered stale", "\(staleAnswers)"),
             ("stale changes merged on the device", "\(deviceMerges)"), ("store scans for canary words", "\(storeScans)"),
             ("store bytes scanned", "\(bytesScanned)"), ("canary words found in the store", "0"),
+            ("files attached", "\(filesAttached)"), ("attachments saved as attached", "\(attachmentsSaved)"),
+            ("uploads cut mid-file", "\(uploadsCut)"), ("downloads cut mid-file", "\(downloadsCut)"),
+            ("chunks uploaded", "\(chunksUploaded)"), ("chunks downloaded", "\(chunksDownloaded)"),
+            ("chunks sent again after a resume", "0"),
         ] + watchFields + schemeFields
     }
 }
@@ -162,6 +176,9 @@ public final class Simulation {
     var mintAccountID: (() throws -> FlakeID)!
     /// Notes devices refused as tampered in the step (``SyncReport/tampered``), checked after the step's reads.
     var tampered: [String] = []
+    /// A directory of this run's own (issue 33), in memory where there is some (``InProcessSimServer/scratchParent``):
+    /// the files steps attach and save, and each device's chunk cache.
+    let scratch: URL
 
     static let password = "simulated-password"
 
@@ -174,6 +191,7 @@ public final class Simulation {
         self.recordEvents = recordEvents
         self.runTag = runTag
         recorder = recordEvents ? RunRecorder(devices: max(1, parameters.devices)) : nil
+        scratch = InProcessSimServer.scratchParent.appendingPathComponent("notes-sim-files-\(UUID().uuidString)", isDirectory: true)
     }
 
     /// Runs a schedule and returns what happened. Never throws for a violation: it is in the outcome. With
@@ -184,6 +202,7 @@ public final class Simulation {
         runTag: String = ""
     ) async throws -> SimOutcome {
         let simulation = Simulation(parameters: parameters, target: target, recordEvents: recordEvents, runTag: runTag)
+        defer { try? FileManager.default.removeItem(at: simulation.scratch) }
         try await simulation.setUp()
         var violation: Violation?
         do {
@@ -217,6 +236,7 @@ public final class Simulation {
 
     func setUp() async throws {
         serverClock = ManualFlakeClock(unixMilliseconds: now)
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         switch target {
         case .inProcess:
             server = try await InProcessSimServer(clock: serverClock)
@@ -239,7 +259,9 @@ public final class Simulation {
         var seeds = SplitMix64(seed: parameters.seed ^ 0xD1CE_5EED)
         for d in 0..<max(1, parameters.devices) {
             devices.append(
-                try SimDevice(index: d, now: now, server: server, seed: seeds.next(), idScheme: idScheme, recordsExchanges: recorder != nil))
+                try SimDevice(
+                    index: d, now: now, server: server, seed: seeds.next(), idScheme: idScheme, recordsExchanges: recorder != nil,
+                    chunkCache: scratch.appendingPathComponent("device-\(d)-chunks", isDirectory: true)))
             if let recorder { recorder.learn(origin: try devices[d].client.status().origin, of: d) }
         }
         recorder?.learn(accounts: accounts)
@@ -312,8 +334,15 @@ public final class Simulation {
             // plaintext account puts them in the clear, as the user asked: not a step of this simulation, whose
             // invariant is that no such word reaches the server.
             if !target.isEncrypted && (Canary.isIn(source.text) || source.tags.contains(where: Canary.isIn)) { return }
+            // A copy refers to its source's chunks, which the device uploads into the other account from its cache: a
+            // note with an attachment this device never downloaded cannot be copied whole (see Docs/TESTING.md).
+            if !source.attachments.allSatisfy(device.client.hasAttachment) { return }
+            // An encrypted account's notes take no attachments while the client cannot seal them (it refuses `attach`):
+            // a copy would bring them in unsealed.
+            if target.isEncrypted && !source.attachments.isEmpty { return }
             let copy = try local(d) { try device.client.copy(source.id, to: target.username) }
             oracle.permit(copy.key, in: account)
+            for manifest in copy.attachments { oracle.attachedTo[manifest.sha256, default: []].insert(copy.key) }
             for tag in copy.tags { oracle.addedTag(TagPair(note: copy.key, tag: Tags.key(tag)), by: d) }
             summary.copies += 1
             note(d, .create, "copy of \(source.clientID.base32) into account \(account): \(copy.clientID.base32)")
@@ -376,6 +405,19 @@ public final class Simulation {
             guard let device = devices[safe: d] else { return }
             watching.insert(d)
             try await watchIteration(device, fault: fault)
+
+        case .attach(let d, let index, let file):
+            try attach(file, note: index, on: d)
+
+        case .detach(let d, let index, let attachment):
+            try detach(note: index, attachment: attachment, on: d)
+
+        case .save(let d, let index, let attachment, let cutAfter):
+            try await save(note: index, attachment: attachment, on: d, cutAfter: cutAfter)
+
+        case .cutUpload(let d, let index, let file, let afterChunks):
+            try attach(file, note: index, on: d)
+            try await cutUpload(on: d, afterChunks: afterChunks)
         }
     }
 
@@ -506,6 +548,9 @@ public final class Simulation {
         for note in rekeyed {
             let new = NoteKeyValue(clientID: note.clientID, origin: note.origin)
             let tags = Set(notes.filter { $0.key == new }.flatMap(\.tags).map(Tags.key))
+            for manifest in notes.filter({ $0.key == new }).flatMap(\.attachments) {
+                oracle.attachedTo[manifest.sha256, default: []].insert(new)
+            }
             oracle.rekeyed(
                 from: NoteKeyValue(clientID: note.oldClientID, origin: note.oldOrigin), to: new, on: device.index, holding: tags)
         }
@@ -595,8 +640,10 @@ public final class Simulation {
     // MARK: - Network operations under faults
 
     /// Runs a network operation with the step's faults armed. A failure is expected only when a fault was injected.
-    func withFaults<T>(_ device: SimDevice, _ faults: [FaultPlan], _ what: String, _ body: () async throws -> T) async throws -> T? {
-        device.transport.arm(faults)
+    func withFaults<T>(
+        _ device: SimDevice, _ faults: [FaultPlan], _ what: String, cut: TransferCut? = nil, _ body: () async throws -> T
+    ) async throws -> T? {
+        device.transport.arm(faults, cut: cut)
         let outcome: Result<T, any Error>
         do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
         let (injected, replayMismatch) = device.transport.disarm()

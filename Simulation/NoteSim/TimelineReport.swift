@@ -298,6 +298,10 @@ extension Invariant {
         case .historyComplete: "Every version of a note the server acknowledged is in the note's history, as it was acknowledged."
         case .noPlaintextOnServer:
             "The server holds no word of an encrypted account in the clear: it serves its notes only as envelopes that open, and its store's files hold no canary word."
+        case .attachmentsDownloadable:
+            "Every attachment a note refers to saves with exactly the bytes attached, on every device of the account."
+        case .noChunkResent:
+            "A transfer resumed after a cut sends no chunk the server said it has, and downloads no chunk the device downloaded before."
         }
     }
 }
@@ -347,6 +351,12 @@ extension SimAction {
         case .revoke(let d, let request): return "another device revokes device \(d)'s session before request \(request + 1) of its sync"
         case .deleteAccount(let d): return "device \(d) deletes its account (the username is signed up again, empty)"
         case .watchWake(let d, let fault): return "device \(d)'s watch wakes\(fault.map { " (feed fault: \($0.plainName))" } ?? "")"
+        case .attach(let d, _, let file): return "device \(d) attaches \(file.name) (\(file.size) bytes) to a note"
+        case .detach(let d, _, _): return "device \(d) detaches an attachment from a note"
+        case .save(let d, _, _, let cut):
+            return "device \(d) saves an attachment\(cut.map { ", the download cut after \($0) chunks, then resumed" } ?? "")"
+        case .cutUpload(let d, _, let file, let after):
+            return "device \(d) attaches \(file.name) (\(file.size) bytes) and syncs, the upload cut after \(after) chunks, then syncs again"
         }
     }
 

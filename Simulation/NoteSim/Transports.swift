@@ -47,14 +47,26 @@ public final class FaultyTransport: SyncTransport {
         } ?? []
     }
 
-    /// Arms the faults of one step; request indices count from here.
-    public func arm(_ plans: [FaultPlan]) {
+    /// Arms the faults of one step; request indices count from here. With `cut`, the connection also goes down
+    /// (an ``FaultKind/interrupt``) at the chunk transfer of that direction after `cut.after` of them (issue 33).
+    public func arm(_ plans: [FaultPlan], cut: TransferCut? = nil) {
         injected.withLock { $0 = [] }
         sent.withLock { $0 = 0 }
         _ = injector.takeDuplicates()
         let interrupted = Locked(false)
-        injector.setPlan { [injected] _, index in
+        let transfers = Locked(0)
+        injector.setPlan { [injected] request, index in
             if interrupted.withLock({ $0 }) { return .refuse }
+            if let cut, ChunkLedger.transfer(request) == cut.direction {
+                if transfers.withLock({ count in
+                    defer { count += 1 }
+                    return count >= cut.after
+                }) {
+                    interrupted.withLock { $0 = true }
+                    injected.withLock { $0.append(.interrupt) }
+                    return .refuse
+                }
+            }
             guard let plan = plans.first(where: { $0.request == index }) else { return nil }
             injected.withLock { $0.append(plan.kind) }
             switch plan.kind {
@@ -88,9 +100,27 @@ public final class FaultyTransport: SyncTransport {
             return pending.action
         }
         if let due { await due() }
+        ledger.withLock { $0.sending(request) }
         let response = try await injector.send(request)
+        ledger.withLock { $0.answered(request, response) }
         exchanges?.withLock { $0.append((request, response)) }
         return response
+    }
+
+    /// What the device sent of chunks, and what it was told the server has (issue 33).
+    private let ledger = Locked(ChunkLedger())
+
+    /// The chunks the device transferred again since the last call although it knew the other side had them
+    /// (``ChunkLedger/again``), removed, with the chunks it uploaded and downloaded in that time.
+    public func takeChunkTransfers() -> (again: [String], uploaded: Int, downloaded: Int) {
+        ledger.withLock { ledger in
+            defer {
+                ledger.again = []
+                ledger.uploaded = 0
+                ledger.downloaded = 0
+            }
+            return (ledger.again, ledger.uploaded, ledger.downloaded)
+        }
     }
 
     /// A push delivered twice must be answered the same both times: the second delivery replays the stored outcome
@@ -115,5 +145,77 @@ public final class FaultyTransport: SyncTransport {
             }
         }
         return nil
+    }
+}
+
+/// A cut connection in the middle of a file's chunks: before the chunk transfer in `direction` after `after` of them.
+public struct TransferCut: Sendable, Equatable {
+    public var direction: ChunkLedger.Direction
+    public var after: Int
+
+    public init(_ direction: ChunkLedger.Direction, after: Int) {
+        self.direction = direction
+        self.after = after
+    }
+}
+
+/// One device's chunk transfers as it saw them (issue 33), for `no-chunk-resent`: an upload (`PUT /v1/chunks/{hash}`)
+/// of a chunk the server told it it has, in a `PUT`'s success or a `missing` answer that left it out, within the same
+/// session (a session of another account is another chunk store), is a chunk sent twice; so is a download (`GET`) of
+/// a chunk it fetched before (its cache keeps it: the run's transfers stay far below the cache's limit). A request
+/// whose answer was lost taught the device nothing: its chunk may be sent again.
+public struct ChunkLedger: Sendable {
+    public enum Direction: Sendable, Equatable {
+        case upload, download
+    }
+
+    /// Per session (bearer token): the chunks the server told the device it has.
+    var onServer: [String: Set<String>] = [:]
+    /// The chunks the device downloaded.
+    var fetched: Set<String> = []
+    /// The transfers made again, described.
+    var again: [String] = []
+    var uploaded = 0
+    var downloaded = 0
+
+    static let chunkPath = Endpoint.getChunk.path(parameter: "")
+
+    /// Whether `request` moves a chunk's bytes, and which way.
+    static func transfer(_ request: WireRequest) -> Direction? {
+        guard request.path.hasPrefix(chunkPath), request.path != Endpoint.missingChunks.path else { return nil }
+        if request.method == Endpoint.putChunk.method { return .upload }
+        if request.method == Endpoint.getChunk.method { return .download }
+        return nil
+    }
+
+    mutating func sending(_ request: WireRequest) {
+        let hash = String(request.path.dropFirst(Self.chunkPath.count))
+        switch Self.transfer(request) {
+        case .upload where onServer[request.bearerToken ?? "", default: []].contains(hash):
+            again.append("uploaded chunk \(hash.prefix(12)) the server had told it it has")
+        case .download where fetched.contains(hash):
+            again.append("downloaded chunk \(hash.prefix(12)) it had downloaded before")
+        default: break
+        }
+    }
+
+    mutating func answered(_ request: WireRequest, _ response: WireResponse) {
+        guard response.isSuccess else { return }
+        let hash = String(request.path.dropFirst(Self.chunkPath.count))
+        switch Self.transfer(request) {
+        case .upload:
+            uploaded += 1
+            onServer[request.bearerToken ?? "", default: []].insert(hash)
+        case .download:
+            downloaded += 1
+            fetched.insert(hash)
+        case nil:
+            guard request.method == Endpoint.missingChunks.method, request.path == Endpoint.missingChunks.path,
+                let body = request.body, let asked = try? JSONDecoder().decode(MissingChunksRequest.self, from: body),
+                let answer = try? JSONDecoder().decode(MissingChunksResponse.self, from: response.body)
+            else { return }
+            let missing = Set(answer.missing.map(\.hex))
+            onServer[request.bearerToken ?? "", default: []].formUnion(asked.hashes.map(\.hex).filter { !missing.contains($0) })
+        }
     }
 }

@@ -46,14 +46,14 @@ import Testing
         let steps: [SimAction] = [.signIn(device: 0, account: 0, faults: []), .create(device: 0, token: "a")]
         let plain = try await Simulation.run(steps, parameters: SimParameters(seed: 1, accounts: 1, devices: 1, steps: 2))
         #expect(!plain.summary.fields.contains { $0.0.contains("client-ID collisions") })
-        #expect(plain.summary.fields.count == 33)
+        #expect(plain.summary.fields.count == 40)
         #expect(plain.summary.fields.first { $0.0 == "forced ID collisions" }?.1 == "\(plain.summary.collisions)")
         // The parameters encode as before too (a trace written without a scheme is unchanged).
         let json = String(decoding: try JSONEncoder().encode(SimParameters(seed: 1)), as: UTF8.self)
         #expect(!json.contains("idScheme"))
         let explicit = SimParameters(seed: 1, accounts: 1, devices: 1, steps: 2, idScheme: .miniflake)
         let chosen = try await Simulation.run(steps, parameters: explicit)
-        #expect(chosen.summary.fields.count == 34)
+        #expect(chosen.summary.fields.count == 41)
         #expect(try JSONDecoder().decode(SimParameters.self, from: JSONEncoder().encode(explicit)) == explicit)
     }
 
