@@ -502,7 +502,9 @@ public struct ChangeResult: Codable, Sendable, Equatable {
     public var archived: Bool?
     /// The note's attachments after this change (in ``AttachmentRules/sorted(_:)`` order), when the change carried
     /// `attachments` and the note's differ from them: merged with another device's change (`AttachmentMerge`), or
-    /// (`conflict`, `kept`) the note's own. Absent when the note holds the pushed set, and from older servers.
+    /// (`conflict`, `kept`) the note's own; and when the change carried no `attachments` but the note has some (a
+    /// device that knows of none sends none: it learns the set here). Absent when the note holds the pushed set, and
+    /// from older servers.
     public var attachments: [AttachmentManifest]?
     /// Present for `conflict`: the note that now holds the pushed text.
     public var conflict: ConflictCopy?

@@ -50,6 +50,30 @@ struct AttachmentRouteTests {
         }
     }
 
+    /// A device that knows of no attachment sends none (the client sends `attachments` only when the note or its
+    /// base has some): the answer carries the note's set, or that device would never learn of it (notes-sim seed 52:
+    /// its cursor was past the version that added them).
+    @Test func aChangeWithoutAttachmentsLearnsTheNotesAttachmentsFromTheAnswer() async throws {
+        let server = try TestServer.make()
+        try await server.application.test(.router) { client in
+            let api = APIClient(http: client)
+            let token = try await api.account("alice").token
+            let uploaded = try await client.execute(
+                uri: Endpoint.putChunk.path(hash: ChunkStoreConformance.address(Self.photo)), method: .put,
+                headers: [.authorization: "Bearer \(token)", .contentType: ChunkRules.mediaType], body: ByteBuffer(bytes: Self.photo))
+            #expect(uploaded.status == .created)
+            let created = try api.decode(PushResponse.self, try await api.call(.push, token: token, rawJSON: Self.push(#""attachments":[\#(Self.manifestJSON())]"#)))
+            let serverID = try #require(created.results[0].serverID)
+            let manifest = try AttachmentManifest.decode(Data(Self.manifestJSON().utf8))
+            // Another device's edit of the text, based on version 1, sending no attachments.
+            let edit = #"{"changes":[{"clientID":"1","origin":"11","serverID":"\#(serverID)","editID":"7","text":"y","baseVersion":1,"baseText":"x"}]}"#
+            let answer = try api.decode(PushResponse.self, try await api.call(.push, token: token, rawJSON: edit))
+            #expect(answer.results[0].status == .updated)
+            #expect(answer.results[0].attachments == [manifest], "the note keeps its attachment, and the answer says so")
+            #expect(try await api.pullAll(token).map(\.attachments) == [[manifest]])
+        }
+    }
+
     /// Each hostile attachment field: 400 with a stable code naming the field, and not one change of the batch
     /// stored.
     @Test(arguments: [

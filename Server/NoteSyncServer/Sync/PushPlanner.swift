@@ -501,9 +501,15 @@ public enum PushPlanner {
             let tags = change.tags.flatMap { pushed in note.flatMap { sameDisplayForms(pushed, $0.tags) ? nil : $0.tags } }
             let pinned = change.pinned.flatMap { pushed in note.flatMap { $0.pinned == pushed ? nil : $0.pinned } }
             let archived = change.archived.flatMap { pushed in note.flatMap { $0.archived == pushed ? nil : $0.archived } }
-            let attachments = change.attachments.flatMap { pushed in
-                note.flatMap { AttachmentRules.sameSet(pushed, $0.attachments) ? nil : $0.attachments }
-            }
+            // Attachments: as tags when the change carried them; when it did not (a device sends none while the note and
+            // its base have none), the note's own, if it has any: otherwise a device would never learn the attachments
+            // another device gave the note since its base (its cursor is past that version once it pulls).
+            let attachments: [AttachmentManifest]? =
+                if let pushed = change.attachments {
+                    note.flatMap { AttachmentRules.sameSet(pushed, $0.attachments) ? nil : $0.attachments }
+                } else {
+                    note.flatMap { $0.attachments.isEmpty ? nil : $0.attachments }
+                }
             let noteKey = NoteKey(clientID: change.clientID, origin: change.origin)
             let edit = AppliedEdit(
                 editID: change.editID, noteKey: noteKey, pusher: pusher, status: status, serverID: serverID, version: version, text: text,
