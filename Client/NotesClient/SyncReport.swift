@@ -79,6 +79,10 @@ public struct SyncReport: Sendable, Equatable {
     /// Attachments: chunks sent before the pushes that refer to them (those the server lacked), and their bytes.
     public var chunksUploaded = 0
     public var chunkBytesUploaded: Int64 = 0
+    /// Attachments left out of the changes sent (and so dropped from their notes) because their bytes are on neither
+    /// this device nor the server (``ChunkPlanner``): the account that stored them was deleted, or the chunk cache
+    /// was emptied by hand. No device could save them.
+    public var attachmentsDropped = 0
     /// How many push requests and pull pages were exchanged.
     public var requests = 0
     /// Encrypted accounts: changes the server answered `stale` (the note changed there since the change's base); the

@@ -41,6 +41,8 @@ struct SyncOutput: Encodable {
     /// Attachments: chunks sent (those the server lacked), and their bytes.
     var chunksUploaded: Int
     var chunkBytesUploaded: Int64
+    /// Attachments dropped because their bytes are on neither this device nor the server.
+    var attachmentsDropped: Int
 
     init(_ report: SyncReport, ids: [Int64: String]) {
         pushed = report.pushed
@@ -68,6 +70,7 @@ struct SyncOutput: Encodable {
         tampered = report.tampered.map { Failure(id: $0.clientID.base32, code: "tampered", message: $0.reason) }
         chunksUploaded = report.chunksUploaded
         chunkBytesUploaded = report.chunkBytesUploaded
+        attachmentsDropped = report.attachmentsDropped
     }
 }
 
@@ -123,6 +126,10 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
             ? "" : "; \(plural(report.chunksUploaded, "attachment chunk")) sent (\(byteCount(report.chunkBytesUploaded)))"
         Console.out("Synced: \(pushSummary(report))\(chunks); \(received)\(found).")
         func id(_ noteID: Int64) -> String { ids[noteID] ?? "a note" }
+        if report.attachmentsDropped > 0 {
+            Console.warn(
+                "\(plural(report.attachmentsDropped, "attachment")) dropped from \(report.attachmentsDropped == 1 ? "its note" : "their notes"): the bytes are on neither this device nor the server (the account that stored them was deleted, or the chunk cache emptied); attach the files again to keep them.")
+        }
         for noteID in report.conflictNotes + report.deviceConflicts {
             Console.warn(
                 "\(id(noteID)): your edit overlapped another device's: the note keeps the other device's text, and this device's text is in a conflict copy; see `notes conflicts --diff`, then `notes resolve`.")

@@ -230,30 +230,26 @@ struct NoteAttachmentTests {
         }
     }
 
-    @Test func aChangeReferringToAChunkNoSideHasIsRefusedKeptAndRetriedAtEverySync() async throws {
+    @Test func anAttachmentWhoseBytesNoSideHasIsDroppedAndTheNoteSyncs() async throws {
         try await withTemporaryDirectory("note-attachments-absent") { directory in
             let (a, aTransport, _, _) = try await Self.twoDevices(directory)
             let (scan, _) = try Self.file(directory, "scan.pdf", size: 2 * Self.mib + 1, seed: 5)
+            let (kept, _) = try Self.file(directory, "kept.txt", size: 100, seed: 6)
             let note = try a.add("taxes")
-            let attached = try a.attach([scan], to: note.id)
-            let lost = attached.attachments[0].chunks[1]
+            let attached = try a.attach([scan, kept], to: note.id)
+            let lost = try #require(attached.attachments.first { $0.name == "scan.pdf" }).chunks[1]
             let cache = ChunkCache(root: directory.appendingPathComponent("a/chunks"))
-            let moved = directory.appendingPathComponent("lost-chunk")
-            try FileManager.default.moveItem(at: cache.url(lost), to: moved)
+            try FileManager.default.removeItem(at: cache.url(lost))
 
             let report = try await a.sync()
-            #expect(report.failures.map(\.error.code) == ["unknown_chunk"])
-            #expect(report.failures.first?.error.message.contains("scan.pdf") == true)
-            #expect(report.chunksUploaded == 2, "what the cache holds is sent")
-            #expect(!aTransport.requests.contains { $0.path == Endpoint.push.path && $0.body.map { String(decoding: $0, as: UTF8.self).contains("scan.pdf") } == true })
-            let refused = try a.note(note.id)
-            #expect(refused.isDirty && refused.pushError?.code == "unknown_chunk" && refused.attachments == attached.attachments)
-
-            // Back in the cache, the next sync sends it and the note, without an edit.
-            try FileManager.default.moveItem(at: moved, to: cache.url(lost))
-            let retried = try await a.syncOK()
-            #expect(retried.chunksUploaded == 1 && retried.failures.isEmpty && retried.refused.isEmpty)
-            #expect(try !a.note(note.id).isDirty)
+            #expect(report.failures.isEmpty && report.refused.isEmpty, "the note is not held back: \(report.failures)")
+            #expect(report.attachmentsDropped == 1)
+            let pushes = aTransport.requests.filter { $0.path == Endpoint.push.path }.compactMap(\.body).map { String(decoding: $0, as: UTF8.self) }
+            #expect(!pushes.contains { $0.contains("scan.pdf") } && pushes.contains { $0.contains("kept.txt") })
+            let synced = try a.note(note.id)
+            #expect(!synced.isDirty && synced.pushError == nil)
+            #expect(synced.attachments.map(\.name) == ["kept.txt"], "the note holds what any device can save")
+            #expect(try await a.syncOK().attachmentsDropped == 0)
         }
     }
 

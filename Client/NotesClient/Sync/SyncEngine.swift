@@ -20,7 +20,8 @@ import Synchronization
 ///    2. refuse locally what the server could never take, and batch the rest (``OutboxPlanner``: `plan`; a 413
 ///       answer: `whenTooLarge`);
 ///    3. make every chunk the batch's attachments refer to present on the server, sending those it lacks from the
-///       chunk cache, and refuse the changes referring to a chunk neither side has (``ChunkPlanner``);
+///       chunk cache; leave out of plaintext changes the attachments whose chunks neither side has, and refuse sealed
+///       changes referring to one (``ChunkPlanner``);
 ///    4. send each batch and apply its answer in one transaction (``PushResultPlanner``: `apply`; refusals:
 ///       `refusal(for:)`).
 /// 4. Pull from the stored cursor (when the sync pulled first and a push result was a replay, from where that
@@ -235,7 +236,16 @@ final class SyncEngine: Sendable {
         let (sent, absent) = try await uploader.uploadCached(chunks)
         report.chunksUploaded += sent.chunks
         report.chunkBytesUploaded += sent.bytes
-        let refusals = ChunkPlanner.refusals(entries, absent: absent)
+        // Attachments whose bytes neither side has are left out of their plaintext changes (``ChunkPlanner``).
+        let (kept, dropped) = ChunkPlanner.droppingAbsent(entries, absent: absent)
+        report.attachmentsDropped += dropped
+        var batch = batch
+        if dropped > 0 {
+            for index in batch.indices where kept[index] != batch[index].entry {
+                batch[index] = OutboxPlanner.Prepared(entry: kept[index], json: kept[index].change.encodedJSON())
+            }
+        }
+        let refusals = ChunkPlanner.refusals(kept, absent: absent)
         guard !refusals.isEmpty else { return batch }
         try store.write { tx in
             for refused in refusals { try refuse(refused, in: tx, report: &report) }
