@@ -60,7 +60,7 @@ enum EventLoopHTTP {
 
     /// Sends `request` to `url` and collects its answer (at most ``maxResponseBytes``) within `timeout` seconds.
     static func send(_ request: WireRequest, to url: URL, timeout: TimeInterval) async throws -> WireResponse {
-        try await send(request, body: request.body.map { ByteBuffer(bytes: $0) }, contentType: "application/json", to: url, timeout: timeout)
+        try await send(request, body: request.body.map { ByteBuffer(bytes: $0) }, contentType: request.contentType ?? "application/json", to: url, timeout: timeout)
     }
 
     /// Sends `request` to `url` with the bytes of `file` (a chunk: at most 1 MiB, read into one buffer: no copy of it

@@ -26,6 +26,7 @@ extension SyncTransport {
     public func upload(_ request: WireRequest, file: URL) async throws -> WireResponse {
         var request = request
         request.body = try Data(contentsOf: file)
+        request.contentType = ChunkRules.mediaType
         return try await send(request)
     }
 
@@ -120,7 +121,8 @@ public struct URLSessionTransport: SyncTransport {
         return try Self.wireResponse(response, body: Data(), url: url)
     }
 
-    /// The URLRequest for a protocol request: method, `Accept`, bearer token, and a JSON body when it has one.
+    /// The URLRequest for a protocol request: method, `Accept`, bearer token, and its body when it has one (JSON, or
+    /// the request's ``WireRequest/contentType``).
     private func urlRequest(for request: WireRequest) throws -> (URLRequest, URL) {
         guard let url = url(for: request) else { throw TransportError("cannot build a URL from \(baseURL)") }
         var urlRequest = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
@@ -130,7 +132,7 @@ public struct URLSessionTransport: SyncTransport {
             urlRequest.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         }
         if let body = request.body {
-            urlRequest.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            urlRequest.setValue(request.contentType ?? "application/json", forHTTPHeaderField: "Content-Type")
             urlRequest.httpBody = body
         }
         return (urlRequest, url)

@@ -13,6 +13,8 @@ public struct WireRequest: Sendable, Equatable {
     public var bearerToken: String?
     /// The JSON body, if any.
     public var body: Data?
+    /// The body's media type when it is not JSON (`application/octet-stream` for a chunk); nil: `application/json`.
+    public var contentType: String? = nil
     /// The peer's address, for logs; set by the server side (nil in process).
     public var remoteAddress: String?
     /// The request id for logs; set by the server side.
@@ -41,7 +43,7 @@ public struct WireRequest: Sendable, Equatable {
 
     public static func == (a: WireRequest, b: WireRequest) -> Bool {
         a.method == b.method && a.path == b.path && a.query.elementsEqual(b.query, by: ==) && a.bearerToken == b.bearerToken
-            && a.body == b.body && a.remoteAddress == b.remoteAddress && a.requestID == b.requestID
+            && a.body == b.body && a.contentType == b.contentType && a.remoteAddress == b.remoteAddress && a.requestID == b.requestID
     }
 }
 

@@ -21,7 +21,8 @@ struct NoteSimReportEndToEndTests {
         #expect((run["command"] as? String)?.hasPrefix("notes-sim --seed 2 --steps 60 ") == true)
         let steps = try #require(run["steps"] as? [String])
         let tagSteps = steps.filter { $0.contains("tag") || $0.contains("pins") || $0.contains("archives") }.count
-        #expect(steps.count == 61 + tagSteps, "60 steps, the tag steps on top of them, and the end")
+        let attachmentSteps = steps.filter { step in ["attach", "detach", "save", "cut upload", "cutUpload"].contains { step.contains($0) } }.count
+        #expect(steps.count == 61 + tagSteps + attachmentSteps, "60 steps, the tag and attachment steps on top of them, and the end: \(steps)")
 
         let index = directory.appendingPathComponent("sweep.html")
         let sweep = try await Subprocess.run(
