@@ -147,7 +147,7 @@ let package = Package(
         // Tests.
         .testTarget(name: "MiniFlakeTests", dependencies: ["MiniFlake", "MiniFlakeCommand"], path: "Tests/MiniFlakeTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "NoteCryptoTests", dependencies: ["NoteCrypto", "CSodium", "MiniFlake"], path: "Tests/NoteCryptoTests",
+            name: "NoteCryptoTests", dependencies: ["NoteCrypto", "CSodium", "MiniFlake", "NoteSyncProtocol"], path: "Tests/NoteCryptoTests",
             exclude: ["known_answers.py"], swiftSettings: swiftSettings),
         .testTarget(name: "NoteMergeTests", dependencies: ["NoteMerge", "MiniFlake", "TestSupport"], path: "Tests/NoteMergeTests", swiftSettings: swiftSettings),
         .testTarget(
