@@ -51,9 +51,10 @@ let package = Package(
         ),
         .executableTarget(name: "miniflake", dependencies: ["MiniFlakeCommand"], path: "Sources/miniflake", swiftSettings: swiftSettings),
         .target(name: "NoteSyncProtocol", dependencies: ["MiniFlake"], path: "Sources/NoteSyncProtocol", swiftSettings: swiftSettings),
-        // End-to-end encryption: libsodium (Debian's libsodium-dev, found through pkg-config) and the typed API over it.
+        // End-to-end encryption: libsodium (Debian's libsodium-dev, found through pkg-config) and the typed API over it
+        // (which reads attachment manifests, NoteSyncProtocol's, in note payloads).
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
-        .target(name: "NoteCrypto", dependencies: ["CSodium", "MiniFlake"], path: "Sources/NoteCrypto", swiftSettings: swiftSettings),
+        .target(name: "NoteCrypto", dependencies: ["CSodium", "MiniFlake", "NoteSyncProtocol"], path: "Sources/NoteCrypto", swiftSettings: swiftSettings),
         // The line diff and the three-way merges (texts, tags, flags): the server merges pushed edits, the device
         // shows and merges conflicts. Tags are compared by the wire module's TagRules.
         .target(name: "NoteMerge", dependencies: ["NoteSyncProtocol"], path: "Sources/NoteMerge", swiftSettings: swiftSettings),
