@@ -1,4 +1,5 @@
 import Foundation
+import NoteCrypto
 import NoteSyncProtocol
 
 /// Attachments (issue 33), phase 1: files in and out of the signed-in account's chunk store, as library API for the
@@ -24,6 +25,12 @@ extension NotesClient {
     /// daemon restart) resumes: the server's answer leaves out what it stored, so at most the chunk that was in flight
     /// is sent again; the same file uploaded twice sends nothing the second time.
     ///
+    /// For an encrypted account (this device holds its keys) the file is read twice: once to hash it, which derives
+    /// its key (``AttachmentKey``, under the current key generation), then to seal each chunk (``AttachmentCipher``)
+    /// into the cache and the server. The manifest lists the sealed chunks' addresses and carries the key (`key`):
+    /// it must travel inside the note's envelope only. The same file twice in one account and generation gives the
+    /// same sealed chunks, so it still sends nothing the second time.
+    ///
     /// - Parameters:
     ///   - name: The attachment's name; the file's own by default.
     ///   - mediaType: Its media type; guessed from the name's extension by default.
@@ -45,8 +52,11 @@ extension NotesClient {
             throw NotesError(.invalidInput, "A media type is type/subtype, such as image/png; '\(mediaType)' is not one.")
         }
         let cache = chunkCache
+        let keys = try store.read { tx in try tx.settings()?.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
         let transfer = try await engine.withAccountConnection { (connection) throws(NotesError) in
-            try await ChunkUploader(connection: connection, cache: cache, progress: progress).upload(file: file, name: name, mediaType: mediaType)
+            let sealing = try keys.map { (keys) throws(NotesError) in try ChunkSealing.forFile(file, keys: keys) }
+            return try await ChunkUploader(connection: connection, cache: cache, progress: progress)
+                .upload(file: file, name: name, mediaType: mediaType, sealing: sealing)
         }
         pruneChunkCache(cache)
         return transfer
@@ -58,7 +68,8 @@ extension NotesClient {
     /// Chunks this device's cache has are not fetched; the others are fetched one at a time, each checked against
     /// its address before it joins the cache, so calling again after an interruption fetches only what is still
     /// missing. The file is assembled from the cache a chunk at a time, every chunk checked again and the whole
-    /// file's SHA-256 and size against the manifest.
+    /// file's SHA-256 and size against the manifest. A manifest with a `key` (an encrypted account's) has its chunks
+    /// opened with it as they are assembled; one that does not open is `attachment_corrupt`.
     ///
     /// - Throws: `attachment_corrupt` (a malformed manifest, a chunk the server lacks or sends wrong, a file that
     ///   does not match its checksum), `file_access` (the destination cannot be written), `not_signed_in`,
@@ -117,6 +128,6 @@ extension NotesClient {
     /// long ago, or larger than the limit, may have left it.
     public func hasAttachment(_ manifest: AttachmentManifest) -> Bool {
         let cache = chunkCache
-        return manifest.chunks.indices.allSatisfy { cache.contains(manifest.chunks[$0], size: manifest.size(ofChunk: $0)) }
+        return manifest.chunks.indices.allSatisfy { cache.contains(manifest.chunks[$0], size: manifest.storedSize(ofChunk: $0)) }
     }
 }
