@@ -115,10 +115,16 @@ public enum AttachmentCipher {
     /// The stored form of chunk `index` (0 for the first) of the file `key` belongs to.
     public static func seal(_ plaintext: UnsafeRawBufferPointer, index: Int, key: AttachmentKey) -> [UInt8] {
         precondition(index >= 0, "a chunk index is 0 or more")
-        var stored: [UInt8] = [version]
-        stored.reserveCapacity(overheadByteCount + plaintext.count)
-        AEAD.seal(plaintext, associatedData: associatedData(index: index), nonce: nonce(index: index, key: key), key: key.secret, appendingTo: &stored)
-        return stored
+        let associatedData = associatedData(index: index)
+        let nonce = nonce(index: index, key: key)
+        let count = overheadByteCount + plaintext.count
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            buffer[0] = version
+            AEAD.seal(
+                plaintext, associatedData: associatedData, nonce: nonce, key: key.secret,
+                into: UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[1...]))
+            initialized = count
+        }
     }
 
     /// ``seal(_:index:key:)`` of an array.
