@@ -207,16 +207,9 @@ public struct NotePayload: Sendable, Hashable {
 
         mutating func seq() throws(NoteCryptoError) -> UInt64 {
             let start = index
-            var value: UInt64 = 0
-            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
-                guard index - start < 16 else { throw Self.malformed("seq has too many digits") }
-                value = value * 10 + UInt64(bytes[index] - UInt8(ascii: "0"))
-                index += 1
-            }
-            guard index > start, bytes[start] != UInt8(ascii: "0"), value <= NotePayload.maximumSeq else {
-                throw Self.malformed("seq is not an integer from 1 to 2^53 at byte \(start)")
-            }
-            return value
+            let value = try natural("seq")
+            guard value >= 1 else { throw Self.malformed("seq is not an integer from 1 to 2^53 at byte \(start)") }
+            return UInt64(value)
         }
 
         /// A decimal integer from 0 to 2⁵³ without sign, leading zeros, fraction or exponent.
