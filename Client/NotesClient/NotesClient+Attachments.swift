@@ -12,6 +12,16 @@ extension NotesClient {
         return ChunkCache(root: root, limit: environment.chunkCacheLimit)
     }
 
+    /// How `file`'s chunks are stored for the signed-in account: sealed under its key when this device holds the
+    /// account's keys (an encrypted account: the file is read once here to hash it, see ``ChunkSealing``), nil (as
+    /// read) otherwise. Every path that chunks a file for the account passes it to ``Chunker``.
+    ///
+    /// - Throws: `file_access` when the file cannot be read.
+    func attachmentSealing(for file: URL) throws(NotesError) -> ChunkSealing? {
+        let keys = try store.read { tx in try tx.settings()?.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
+        return try keys.map { (keys) throws(NotesError) in try ChunkSealing.forFile(file, keys: keys) }
+    }
+
     /// Prunes the chunk cache after a transfer that succeeded (``ChunkCache/prune(now:)``).
     private func pruneChunkCache(_ cache: ChunkCache) {
         cache.prune(now: Date(timeIntervalSince1970: TimeInterval(now) / 1000))
@@ -52,9 +62,8 @@ extension NotesClient {
             throw NotesError(.invalidInput, "A media type is type/subtype, such as image/png; '\(mediaType)' is not one.")
         }
         let cache = chunkCache
-        let keys = try store.read { tx in try tx.settings()?.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
         let transfer = try await engine.withAccountConnection { (connection) throws(NotesError) in
-            let sealing = try keys.map { (keys) throws(NotesError) in try ChunkSealing.forFile(file, keys: keys) }
+            let sealing = try attachmentSealing(for: file)
             return try await ChunkUploader(connection: connection, cache: cache, progress: progress)
                 .upload(file: file, name: name, mediaType: mediaType, sealing: sealing)
         }

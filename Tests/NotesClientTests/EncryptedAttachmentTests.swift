@@ -109,6 +109,30 @@ import TestSupport
         }
     }
 
+    /// A file that changed between the read that derived its key and the read that sealed it is refused: its
+    /// manifest would name a key of other content (and its chunks would not dedupe with the file's own).
+    @Test func aFileChangedBetweenItsTwoReadsIsRefused() async throws {
+        try await withTemporaryDirectory("sealed-attachments") { directory in
+            let server = try InProcessServer(store: try SQLiteNoteStore.temporary(), instance: 1000, tokenSeed: 7, logger: quietLogger)
+            let (phone, _) = try await Self.alice(directory, server: server)
+            let before = try AttachmentTests.file(directory, "before", AttachmentTests.bytes(AttachmentTests.mib + 9, seed: 1))
+            let sealing = try #require(try phone.attachmentSealing(for: before))
+            // The file is rewritten after it was hashed for its key.
+            let after = try AttachmentTests.file(directory, "before", AttachmentTests.bytes(AttachmentTests.mib + 9, seed: 2))
+            let cache = phone.chunkCache
+            let error = await #expect(throws: NotesError.self) {
+                try await phone.engine.withAccountConnection { (connection) throws(NotesError) in
+                    try await ChunkUploader(connection: connection, cache: cache, progress: nil)
+                        .upload(file: after, name: "f", mediaType: "a/b", sealing: sealing)
+                }
+            }
+            #expect(error?.code == .fileAccess && error?.message.contains("changed while it was being attached") == true)
+            // Unchanged, it goes through.
+            let upload = try await phone.uploadAttachment(file: after)
+            #expect(upload.manifest.key != nil && upload.chunksTransferred == 2)
+        }
+    }
+
     /// A plaintext account's attachments stay as they were: chunks stored as read, no key in the manifest.
     @Test func aPlaintextAccountsChunksAreNotSealed() async throws {
         try await withTemporaryDirectory("plain-attachments") { directory in
