@@ -1,4 +1,5 @@
 import MiniFlake
+import NoteSyncProtocol
 
 /// One note as this device stores it. A read-only value: change notes through ``NotesClient``.
 public struct LocalNote: Sendable, Equatable, Identifiable {
@@ -50,6 +51,12 @@ public struct LocalNote: Sendable, Equatable, Identifiable {
     /// The flags last synced with the note's owner (false for a note never synced).
     public var basePinned = false
     public var baseArchived = false
+    /// The note's attached files (issue 33), sorted by name: each a manifest of its chunks; the bytes are in this
+    /// device's chunk cache or on the server (``NotesClient/attachments(of:)`` says which).
+    public var attachments: [AttachmentManifest] = []
+    /// The attachments last synced with the note's owner (empty for a note never synced): the base of the server's
+    /// three-way merge, as ``baseTags``.
+    public var baseAttachments: [AttachmentManifest] = []
 
     /// The first non-blank line of the text, trimmed (for listings).
     public var title: String { NoteSummary.title(of: text) }

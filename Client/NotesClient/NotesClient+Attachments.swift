@@ -1,4 +1,5 @@
 import Foundation
+import MiniFlake
 import NoteCrypto
 import NoteSyncProtocol
 
@@ -6,10 +7,12 @@ import NoteSyncProtocol
 /// note-level commands of phase 2 (which will keep each ``AttachmentManifest`` on its note).
 extension NotesClient {
     /// This device's chunks: `chunks/` in the data directory (a temporary directory for a client in memory).
-    var chunkCache: ChunkCache {
+    var chunkCache: ChunkCache { engine.chunkCache }
+
+    static func chunkCache(home: URL?, origin: FlakeID, limit: Int64) -> ChunkCache {
         let root = home?.appendingPathComponent("chunks", isDirectory: true)
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("notes-chunks-\(origin)", isDirectory: true)
-        return ChunkCache(root: root, limit: environment.chunkCacheLimit)
+        return ChunkCache(root: root, limit: limit)
     }
 
     /// How `file`'s chunks are stored for the signed-in account: sealed under its key when this device holds the
@@ -119,7 +122,7 @@ extension NotesClient {
         _ manifest: AttachmentManifest, writingTo handle: FileHandle, path: String, progress: (@Sendable (AttachmentProgress) -> Void)?
     ) async throws(NotesError) -> AttachmentTransfer {
         let cache = chunkCache
-        let transfer = try await engine.withAccountConnection { (connection) throws(NotesError) in
+        let download = { (connection: ServerConnection?) async throws(NotesError) -> AttachmentTransfer in
             try await ChunkDownloader(connection: connection, cache: cache, progress: progress).download(manifest) { (bytes) throws(NotesError) in
                 do {
                     try handle.write(contentsOf: bytes)
@@ -128,6 +131,11 @@ extension NotesClient {
                 }
             }
         }
+        // Signed out, an attachment whose chunks are all here is still assembled (no request is made for them).
+        let signedIn = try store.read { tx in try tx.settings()?.account != nil }
+        let transfer = signedIn
+            ? try await engine.withAccountConnection { (connection) throws(NotesError) in try await download(connection) }
+            : try await download(nil)
         pruneChunkCache(cache)
         return transfer
     }

@@ -27,11 +27,14 @@ public struct NoteHistory: Sendable, Equatable {
         public let savedAt: Int64
         /// The name of the device that pushed it, when it gave one at sign-in.
         public let device: String?
+        /// Its attachments, by name (none from a server older than attachments).
+        public var attachments: [AttachmentManifest] = []
 
         init(
             version: Int64, text: String, isDeleted: Bool, tags: [String], isPinned: Bool, isArchived: Bool, editedAt: Int64,
-            savedAt: Int64, device: String?
+            savedAt: Int64, device: String?, attachments: [AttachmentManifest] = []
         ) {
+            self.attachments = attachments
             self.version = version
             self.text = text
             self.isDeleted = isDeleted
@@ -49,7 +52,7 @@ public struct NoteHistory: Sendable, Equatable {
             self.init(
                 version: version.version, text: version.text, isDeleted: version.deleted, tags: Tags.canonical(version.tags),
                 isPinned: version.pinned, isArchived: version.archived, editedAt: WireTime.parse(version.editedAt) ?? saved,
-                savedAt: saved, device: version.device)
+                savedAt: saved, device: version.device, attachments: StoredAttachments.canonical(version.attachments ?? []))
         }
     }
 
@@ -144,7 +147,7 @@ extension NotesClient {
         return version
     }
 
-    /// Makes version `number` of a note its current state: that version's text, tags and flags become the note's as
+    /// Makes version `number` of a note its current state: that version's text, tags, flags and attachments become the note's as
     /// a new edit, which syncs and merges like any edit. Works for a deleted note too, even one deleted on another
     /// device that was never in this device's trash (its tombstone came with a sync): it comes back.
     ///
@@ -157,7 +160,8 @@ extension NotesClient {
             throw NotesError(.invalidInput, "Version \(number) is the note's delete; restore a version before it.")
         }
         try Self.requireContent(version.text)
-        let state = TagsAndFlags(tags: version.tags, pinned: version.isPinned, archived: version.isArchived)
+        let state = TagsAndFlags(
+            tags: version.tags, pinned: version.isPinned, archived: version.isArchived, attachments: version.attachments)
         let now = now
         return try store.write { tx in
             let note = try tx.note(id)

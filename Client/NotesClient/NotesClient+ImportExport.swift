@@ -17,7 +17,8 @@ extension NotesClient {
                     createdAt: WireTime.format(unixMilliseconds: note.createdAt),
                     editedAt: WireTime.format(unixMilliseconds: note.updatedAt), pending: note.isDirty,
                     tags: note.tags.isEmpty ? nil : note.tags, pinned: note.isPinned ? true : nil,
-                    archived: note.isArchived ? true : nil)
+                    archived: note.isArchived ? true : nil,
+                    attachments: note.attachments.isEmpty ? nil : note.attachments.map { ExportedAttachment($0) })
             })
     }
 
@@ -30,11 +31,17 @@ extension NotesClient {
     ///   aside), so importing the same files twice adds nothing the second time. A Markdown file's front matter
     ///   (``MarkdownNote``) gives the note its tags and flags.
     ///
+    /// - An exported note's attachments (``ExportedAttachment/file``, a path the caller made absolute) are read into
+    ///   this device's chunk cache, before the transaction, and must have the checksum the export gives.
+    ///
     /// - Throws: `empty_note` never (empty texts are skipped and counted); `invalid_text` for a text over the
-    ///   remembered server's limit, `invalid_input` for a tag that breaks ``TagRules`` (nothing is imported).
+    ///   remembered server's limit, `invalid_input` for a tag that breaks ``TagRules``; `file_access` (an attachment
+    ///   file that cannot be read, or an export that lists one without its file), `attachment_corrupt` (an attachment
+    ///   file whose checksum is not the export's). Nothing is imported then.
     public func importNotes(
         _ items: [ImportItem], progress: ((_ done: Int, _ total: Int) -> Void)? = nil
     ) throws(NotesError) -> ImportReport {
+        let attachments = try stageAttachments(of: items)
         let total = items.reduce(0) { count, item in
             switch item {
             case .export(let export): count + export.notes.count
@@ -84,7 +91,8 @@ extension NotesClient {
                         try Self.requireFits(note.text, baseText: nil, settings: settings)
                         let edited = WireTime.parse(note.editedAt ?? "") ?? now
                         let state = TagsAndFlags(
-                            tags: try Tags.validatedSet(note.tags ?? []), pinned: note.pinned ?? false, archived: note.archived ?? false)
+                            tags: try Tags.validatedSet(note.tags ?? []), pinned: note.pinned ?? false, archived: note.archived ?? false,
+                            attachments: attachments[NoteKey(clientID: note.clientID, origin: note.origin)] ?? [])
                         try tx.insertNote(
                             clientID: note.clientID, origin: note.origin, text: note.text, createdAt: note.clientID.unixMilliseconds,
                             editedAt: edited, state: state)
@@ -107,6 +115,45 @@ extension NotesClient {
             if let highest { try tx.raiseHighWaterMark(to: highest) }
             return report
         }
+    }
+
+    /// The attachments of the exported notes among `items`, read into the chunk cache and checked against the
+    /// export's checksums, by note.
+    private func stageAttachments(of items: [ImportItem]) throws(NotesError) -> [NoteKey: [AttachmentManifest]] {
+        var staged: [NoteKey: [AttachmentManifest]] = [:]
+        let cache = chunkCache
+        for case .export(let export) in items {
+            for note in export.notes {
+                guard let attachments = note.attachments, !attachments.isEmpty else { continue }
+                try Self.requireAttachmentCount(attachments.count)
+                var manifests: [AttachmentManifest] = []
+                for attachment in attachments {
+                    guard let file = attachment.file else {
+                        throw NotesError(.fileAccess, "The export lists the attachment \(attachment.name) without its file; export to a file (`notes export PATH`).")
+                    }
+                    guard AttachmentManifest.isAcceptableName(attachment.name), !manifests.contains(where: { $0.name == attachment.name }) else {
+                        throw NotesError(.invalidInput, "The export's attachment name '\(attachment.name)' is not one a note can have twice or at all.")
+                    }
+                    let mediaType = AttachmentManifest.isAcceptableMediaType(attachment.mediaType)
+                        ? attachment.mediaType : Chunker.mediaType(forName: attachment.name)
+                    let url = URL(fileURLWithPath: file)
+                    let manifest = try cache.stage(file: url, name: attachment.name, mediaType: mediaType, sealing: attachmentSealing(for: url))
+                    guard manifest.sha256.hex == attachment.sha256, manifest.size == attachment.size else {
+                        throw NotesError(
+                            .attachmentCorrupt, "\(file) is not the attachment the export lists (its checksum or size differs); nothing was imported.")
+                    }
+                    manifests.append(manifest)
+                }
+                staged[NoteKey(clientID: note.clientID, origin: note.origin)] = StoredAttachments.canonical(manifests)
+            }
+        }
+        return staged
+    }
+
+    /// A note's identity.
+    private struct NoteKey: Hashable {
+        var clientID: FlakeID
+        var origin: FlakeID
     }
 
     /// What decides that a plain text is already here: the text without trailing newlines.
@@ -154,11 +201,15 @@ public struct ExportedNote: Codable, Sendable, Equatable {
     public var pinned: Bool?
     /// Archived (absent: no).
     public var archived: Bool?
+    /// Its attachments (absent: none; absent from exports older than attachments).
+    public var attachments: [ExportedAttachment]?
 
     public init(
         clientID: FlakeID, origin: FlakeID, text: String, conflict: Bool = false, createdAt: String? = nil,
-        editedAt: String? = nil, pending: Bool? = nil, tags: [String]? = nil, pinned: Bool? = nil, archived: Bool? = nil
+        editedAt: String? = nil, pending: Bool? = nil, tags: [String]? = nil, pinned: Bool? = nil, archived: Bool? = nil,
+        attachments: [ExportedAttachment]? = nil
     ) {
+        self.attachments = attachments
         self.tags = tags
         self.pinned = pinned
         self.archived = archived
@@ -169,6 +220,28 @@ public struct ExportedNote: Codable, Sendable, Equatable {
         self.createdAt = createdAt
         self.editedAt = editedAt
         self.pending = pending
+    }
+}
+
+/// An attachment of an exported note: what it is, and where its file was written beside the export.
+public struct ExportedAttachment: Codable, Sendable, Equatable {
+    public var name: String
+    public var mediaType: String
+    /// Bytes.
+    public var size: Int64
+    /// The file's SHA-256 (hex): `notes import` checks the file against it.
+    public var sha256: String
+    /// The file, relative to the export's directory (`notes export PATH` writes it under `PATH.attachments/`); absent
+    /// when the export went to standard output. ``NotesClient/importNotes(_:progress:)`` reads it as given: the
+    /// caller makes it absolute.
+    public var file: String?
+
+    public init(_ manifest: AttachmentManifest, file: String? = nil) {
+        name = manifest.name
+        mediaType = manifest.mediaType
+        size = manifest.size
+        sha256 = manifest.sha256.hex
+        self.file = file
     }
 }
 

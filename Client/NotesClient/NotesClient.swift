@@ -47,7 +47,9 @@ public final class NotesClient: Sendable {
         } catch {
             throw NotesError(.storage, "The stored flake instance is invalid: \(error.description)")
         }
-        engine = SyncEngine(store: store, minter: minter, environment: environment, origin: origin, random: random)
+        engine = SyncEngine(
+            store: store, minter: minter, environment: environment, origin: origin,
+            chunkCache: Self.chunkCache(home: home, origin: origin, limit: environment.chunkCacheLimit), random: random)
     }
 
     /// The FlakeNotes release this client belongs to (the same number `notesyncd` reports).

@@ -46,6 +46,10 @@ public struct NotesError: Error, Sendable, Equatable, CustomStringConvertible {
         /// An attachment's bytes do not match its manifest (a chunk or the whole file hashes to something else), or
         /// the manifest itself is malformed. Nothing was saved.
         case attachmentCorrupt = "attachment_corrupt"
+        /// A note has no attachment of this name (`notes save`, `notes detach`).
+        case attachmentNotFound = "attachment_not_found"
+        /// A note has an attachment of this name already, or two files to attach share one: detach it first.
+        case attachmentExists = "attachment_exists"
         /// End-to-end encryption failed on this device: the server offered a password-hashing cost out of bounds, the
         /// account's key does not open with the password, or the server's answer holds key material that is not
         /// well formed.

@@ -10,6 +10,9 @@ public struct PushError: Sendable, Equatable, Codable {
     /// Refused for the account's quota (`quota_exceeded`): every sync tries the note again
     /// (``OutboxPlanner/retriesAtEverySync(_:)``).
     public var isOverQuota: Bool { code == APIErrorCode.quotaExceeded.rawValue }
+    /// Refused for a reason every sync tries again (the quota, a chunk neither side has:
+    /// ``OutboxPlanner/retriesAtEverySync(_:)``), without an edit.
+    public var isRetriedAtEverySync: Bool { OutboxPlanner.retriesAtEverySync(code) }
 
     public init(code: String, message: String) {
         self.code = code
@@ -73,6 +76,9 @@ public struct SyncReport: Sendable, Equatable {
     /// Notes still waiting to be pushed after this sync (edited while it ran); refused ones are not counted (see
     /// ``NotesStatus/failed``).
     public var pending = 0
+    /// Attachments: chunks sent before the pushes that refer to them (those the server lacked), and their bytes.
+    public var chunksUploaded = 0
+    public var chunkBytesUploaded: Int64 = 0
     /// How many push requests and pull pages were exchanged.
     public var requests = 0
     /// Encrypted accounts: changes the server answered `stale` (the note changed there since the change's base); the

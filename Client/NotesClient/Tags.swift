@@ -56,19 +56,24 @@ public enum Tags {
     }
 }
 
-/// A note's tags and flags: what a push sends beside its text, a pull brings, and a version of its history holds.
+/// A note's tags and flags, and its attachments (issue 33): what a push sends beside its text, a pull brings, and a
+/// version of its history holds. Each part merges three-way on the server against what was last synced of it.
 struct TagsAndFlags: Sendable, Equatable {
     /// In canonical order (``Tags/canonical(_:)``).
     var tags: [String] = []
     var pinned = false
     var archived = false
+    /// The note's attachments, sorted by name (``StoredAttachments/canonical(_:)``).
+    var attachments: [AttachmentManifest] = []
 }
 
 extension LocalNote {
-    /// The note's tags and flags.
-    var tagsAndFlags: TagsAndFlags { TagsAndFlags(tags: tags, pinned: isPinned, archived: isArchived) }
+    /// The note's tags, flags and attachments.
+    var tagsAndFlags: TagsAndFlags { TagsAndFlags(tags: tags, pinned: isPinned, archived: isArchived, attachments: attachments) }
     /// What was last synced of them.
-    var baseTagsAndFlags: TagsAndFlags { TagsAndFlags(tags: baseTags, pinned: basePinned, archived: baseArchived) }
+    var baseTagsAndFlags: TagsAndFlags {
+        TagsAndFlags(tags: baseTags, pinned: basePinned, archived: baseArchived, attachments: baseAttachments)
+    }
 }
 
 /// A tag and how many live notes have it (`notes tags`).

@@ -12,7 +12,11 @@ struct Export: AsyncParsableCommand {
             makes no duplicate; it goes to PATH, or to standard output without one. Markdown writes one .md file \\
             per note into the directory PATH (created if needed; files of the same name are replaced), its tags \\
             and flags in a front matter (tags: [work, idea], pinned: true, archived: true). Both keep tags and \\
-            flags, which `notes import` reads back.
+            flags, which `notes import` reads back. A JSON export to PATH writes each note's attachments beside it, \
+            under PATH.attachments/ID/NAME (downloading those not on this device), and lists them in the note \
+            (name, mediaType, size, sha256, file: the path relative to PATH's directory); `notes import PATH` reads \
+            them back and checks each against its checksum. Exports to standard output and Markdown exports list or \
+            carry no attachment files.
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -29,9 +33,15 @@ struct Export: AsyncParsableCommand {
 
     func run() async throws {
         let client = try options.openClient()
-        let export = try client.export()
+        var export = try client.export()
         switch format {
         case .json:
+            if let path {
+                try await writeAttachments(of: &export, beside: path, client: client)
+            } else {
+                let count = export.notes.reduce(0) { $0 + ($1.attachments?.count ?? 0) }
+                if count > 0 { Console.warn("\(plural(count, "attachment")) listed but not written: export to a file (`notes export PATH`) to write them.") }
+            }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             let data = try encoder.encode(export)
@@ -56,6 +66,38 @@ struct Export: AsyncParsableCommand {
                 try write(Data(text.utf8), to: directory.appendingPathComponent(name).path)
             }
             Console.warn("Exported \(plural(notes.count, "note")) to \(directory.path) (one .md file each).")
+        }
+    }
+
+    /// Saves every attachment of the exported notes under `PATH.attachments/CLIENTID-ORIGIN/NAME` and names the file in
+    /// the export, relative to PATH's directory.
+    private func writeAttachments(of export: inout NotesExport, beside path: String, client: NotesClient) async throws {
+        let exportURL = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
+        let folder = exportURL.lastPathComponent + ".attachments"
+        let byIdentity = Dictionary(try client.notes().map { (NoteKey($0.clientID, $0.origin), $0) }, uniquingKeysWith: { a, _ in a })
+        for index in export.notes.indices {
+            let exported = export.notes[index]
+            guard let attachments = exported.attachments, let note = byIdentity[NoteKey(exported.clientID, exported.origin)] else { continue }
+            let relative = folder + "/\(exported.clientID.base32)-\(exported.origin.base32)"
+            let directory = exportURL.deletingLastPathComponent().appendingPathComponent(relative, isDirectory: true)
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                throw CommandFailure(message: "cannot create the directory \(directory.path)")
+            }
+            for (position, attachment) in attachments.enumerated() {
+                _ = try await client.saveAttachment(attachment.name, of: note.id, to: directory.appendingPathComponent(attachment.name))
+                export.notes[index].attachments?[position].file = relative + "/" + attachment.name
+            }
+        }
+    }
+
+    private struct NoteKey: Hashable {
+        var clientID: FlakeID
+        var origin: FlakeID
+        init(_ clientID: FlakeID, _ origin: FlakeID) {
+            self.clientID = clientID
+            self.origin = origin
         }
     }
 

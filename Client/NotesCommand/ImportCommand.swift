@@ -72,8 +72,17 @@ struct Import: AsyncParsableCommand {
         let text = try TextInput.decode(Array(data), source: "The file \(path)")
         if path.lowercased().hasSuffix(".json") || text.drop { $0.isWhitespace }.hasPrefix("{\"format\"") {
             do {
-                let export = try JSONDecoder().decode(NotesExport.self, from: data)
+                var export = try JSONDecoder().decode(NotesExport.self, from: data)
                 guard export.format == NotesExport.formatName else { throw CocoaError(.coderReadCorrupt) }
+                // Attachment files are named relative to the export's directory.
+                let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+                for note in export.notes.indices {
+                    for attachment in (export.notes[note].attachments ?? []).indices {
+                        if let file = export.notes[note].attachments?[attachment].file, !file.hasPrefix("/") {
+                            export.notes[note].attachments?[attachment].file = directory.appendingPathComponent(file).path
+                        }
+                    }
+                }
                 return .export(export)
             } catch {
                 if path.lowercased().hasSuffix(".json") {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MiniFlake
+import NoteSyncProtocol
 import NotesClient
 
 /// A note as `--json` prints it.
@@ -31,6 +32,15 @@ struct NoteOutput: Encodable {
     var tags: [String]
     var pinned: Bool
     var archived: Bool
+    /// Its attachments (name, size, media type), by name.
+    var attachments: [AttachedFile]
+
+    /// An attachment as a note's `--json` lists it (`notes attachments --json` says more).
+    struct AttachedFile: Encodable {
+        var name: String
+        var size: Int64
+        var mediaType: String
+    }
 
     init(_ note: LocalNote, id: String, conflictOf: String? = nil) {
         self.id = id
@@ -51,6 +61,7 @@ struct NoteOutput: Encodable {
         tags = note.tags
         pinned = note.isPinned
         archived = note.isArchived
+        attachments = note.attachments.map { AttachedFile(name: $0.name, size: $0.size, mediaType: $0.mediaType) }
     }
 }
 

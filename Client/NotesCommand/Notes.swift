@@ -9,8 +9,8 @@ public struct Notes: AsyncParsableCommand {
         abstract: "Keep notes in your terminal, offline or online, and sync them between machines.",
         discussion: """
             Every command but those that talk to the server (sync, watch, signup, login, logout, devices, password, \
-            account, and the history's: history, diff, show --version and restore --version, which fetch a note's \
-            versions once and keep them) works offline and never touches the network. \
+            account, the history's: history, diff, show --version and restore --version, which fetch a note's \
+            versions once and keep them, and save of an attachment that is not on this device) works offline and never touches the network. \
             Notes get a permanent ID when they are created; IDs are shown in a short base32 form and any unique \
             prefix of one is accepted (case-insensitive).
 
@@ -26,7 +26,7 @@ public struct Notes: AsyncParsableCommand {
         version: NotesClient.version,
         subcommands: [
             Add.self, List.self, Show.self, Edit.self, Remove.self, Search.self, TagNote.self, TagList.self, Pin.self, Unpin.self,
-            Archive.self, Unarchive.self, History.self, Diff.self, Conflicts.self, Resolve.self, Trash.self, Restore.self,
+            Archive.self, Unarchive.self, Attach.self, Attachments.self, Save.self, Detach.self, History.self, Diff.self, Conflicts.self, Resolve.self, Trash.self, Restore.self,
             Export.self, Import.self, Sync.self, Watch.self, SignUp.self, Login.self, Logout.self, Status.self, Copy.self,
             Devices.self, Password.self, AccountCommand.self, EncryptionCommand.self,
         ]

@@ -58,6 +58,10 @@ struct Show: AsyncParsableCommand {
         let marks = (note.isPinned ? ["pinned"] : []) + (note.isArchived ? ["archived"] : [])
         if !marks.isEmpty { Console.out("Flags:    \(marks.joined(separator: ", "))") }
         if !note.tags.isEmpty { Console.out("Tags:     \(shownTags(note.tags))") }
+        if !note.attachments.isEmpty {
+            let lines = attachmentLines(try client.attachments(of: note.id))
+            Console.out("Attached: " + lines.joined(separator: "\n          "))
+        }
         Console.out()
         if diff {
             guard let source, let original else {

@@ -38,6 +38,9 @@ struct SyncOutput: Encodable {
     /// Encrypted accounts: notes whose server version this device refused (it does not open, or is older than the
     /// version this device has seen); each keeps this device's copy.
     var tampered: [Failure]
+    /// Attachments: chunks sent (those the server lacked), and their bytes.
+    var chunksUploaded: Int
+    var chunkBytesUploaded: Int64
 
     init(_ report: SyncReport, ids: [Int64: String]) {
         pushed = report.pushed
@@ -63,6 +66,8 @@ struct SyncOutput: Encodable {
         pulledConflictCopies = report.pulledConflictCopies
         undeleted = report.undeleted.map { ids[$0] ?? String($0) }
         tampered = report.tampered.map { Failure(id: $0.clientID.base32, code: "tampered", message: $0.reason) }
+        chunksUploaded = report.chunksUploaded
+        chunkBytesUploaded = report.chunkBytesUploaded
     }
 }
 
@@ -80,9 +85,9 @@ extension PushError {
     /// What makes a note refused with this error sync: every sync tries a note over the account's quota again; any
     /// other waits for an edit.
     var remedy: String {
-        isOverQuota
-            ? "every sync tries it again: free space (shorten or empty notes) or ask the server's operator for more"
-            : "edit it to try again"
+        if isOverQuota { return "every sync tries it again: free space (shorten or empty notes) or ask the server's operator for more" }
+        if isRetriedAtEverySync { return "every sync tries it again" }
+        return "edit it to try again"
     }
 }
 
@@ -114,7 +119,9 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
     } else {
         let received = report.applied == 0 ? "nothing new from the server" : plural(report.applied, "note") + " added or changed from the server"
         let found = report.matched == 0 ? "" : "; " + plural(report.matched, "note") + " of this device already on the server"
-        Console.out("Synced: \(pushSummary(report)); \(received)\(found).")
+        let chunks = report.chunksUploaded == 0
+            ? "" : "; \(plural(report.chunksUploaded, "attachment chunk")) sent (\(byteCount(report.chunkBytesUploaded)))"
+        Console.out("Synced: \(pushSummary(report))\(chunks); \(received)\(found).")
         func id(_ noteID: Int64) -> String { ids[noteID] ?? "a note" }
         for noteID in report.conflictNotes + report.deviceConflicts {
             Console.warn(
@@ -147,6 +154,8 @@ func printSyncReport(_ report: SyncReport, client: NotesClient, json: Bool) thro
         throw CommandFailure(
             message: report.refused.allSatisfy(\.error.isOverQuota)
                 ? "\(plural(report.refused.count, "note")) over the account's quota \(report.refused.count == 1 ? "is" : "are") not synced; every sync tries again"
+                : report.refused.allSatisfy(\.error.isRetriedAtEverySync)
+                ? "\(plural(report.refused.count, "note")) \(report.refused.count == 1 ? "is" : "are") not synced; every sync tries again"
                 : "\(plural(report.refused.count, "note")) refused by the server \(report.refused.count == 1 ? "is" : "are") not synced; edit \(report.refused.count == 1 ? "it" : "them") to try again")
     }
 }

@@ -126,6 +126,12 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     /// converted instead (`notes encryption enable`).
     public static let accountNotEmpty = APIErrorCode("account_not_empty")
 
+    // Attachments on notes.
+    /// Per change: the change refers to a chunk the account does not have (in a manifest of `attachments` or
+    /// `baseAttachments`, or in `chunkRefs`); the message names one missing address. Nothing was stored for it: upload
+    /// the chunk (`PUT /v1/chunks/{hash}`) and push again.
+    public static let unknownChunk = APIErrorCode("unknown_chunk")
+
     /// Every code the protocol defines, for documentation checks.
     public static let allKnown: [APIErrorCode] = [
         .invalidJSON, .unknownField, .invalidField, .invalidID, .invalidCursor, .invalidLimit, .unauthorized,
@@ -137,12 +143,14 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
         .inviteRequired, .invalidInvite, .noteNotFound,
         .invalidHash, .chunkHashMismatch, .chunkTooLarge, .emptyChunk, .chunkNotFound,
         .notEncrypted, .staleGeneration, .alreadyEncrypted, .accountNotEmpty,
+        .unknownChunk,
     ]
 
     /// Per-change codes: they appear inside a `ChangeResult`, and never as a push's response status
     /// (`quota_exceeded` is also the 413 of a chunk upload over the account's byte limit).
     public static let perChange: Set<APIErrorCode> = [
         .noteTooLarge, .unknownNote, .clientIDMismatch, .invalidBase, .duplicateEdit, .invalidID, .quotaExceeded,
+        .unknownChunk,
     ]
     // `not_encrypted` and `invalid_field` are per-change codes too (a push of an encrypted account), and response
     // codes elsewhere, so they are not in ``perChange``.

@@ -15,6 +15,10 @@ public struct NoteVersion: Codable, Sendable, Equatable {
     public var tags: [String]
     public var pinned: Bool
     public var archived: Bool
+    /// The attachments (in ``AttachmentRules/sorted(_:)`` order). Always written by this server for a plaintext
+    /// account's version; absent for an encrypted account's (the manifests are in the envelope) and from older
+    /// servers.
+    public var attachments: [AttachmentManifest]?
     /// When the content was edited, by the editing device's clock (``WireTime`` form; informational).
     public var editedAt: String
     /// When the server accepted the change (``WireTime`` form; informational).
@@ -26,13 +30,14 @@ public struct NoteVersion: Codable, Sendable, Equatable {
     public var editID: FlakeID?
 
     public enum CodingKeys: String, WireKey {
-        case version, text, deleted, tags, pinned, archived, editedAt, savedAt, device, editID
+        case version, text, deleted, tags, pinned, archived, attachments, editedAt, savedAt, device, editID
     }
 
     public init(
         version: Int64, text: String, deleted: Bool, tags: [String], pinned: Bool, archived: Bool, editedAt: String,
-        savedAt: String, device: String?, editID: FlakeID? = nil
+        savedAt: String, device: String?, editID: FlakeID? = nil, attachments: [AttachmentManifest]? = nil
     ) {
+        self.attachments = attachments
         self.editID = editID
         self.version = version
         self.text = text

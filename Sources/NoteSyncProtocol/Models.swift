@@ -286,6 +286,11 @@ public struct DeleteAccountRequest: Codable, Sendable, Equatable {
 /// note as the server has it, so a client that knows nothing of tags keeps working. The server merges each three-way
 /// against its base (`TagMerge`, `FlagMerge`): `tags` without `baseTags` has the empty set as its base (a note never
 /// synced here: nothing the server has is removed); `pinned` or `archived` without its base wins.
+///
+/// Attachments (`attachments`, `baseAttachments`) travel the same way and merge with `AttachmentMerge`; every chunk
+/// they refer to must already be stored for the account (else the change is rejected `unknown_chunk`). An encrypted
+/// account's manifests are inside the note envelope instead: its changes carry `chunkRefs`, the addresses the sealed
+/// attachments use, which the server checks the same way and keeps for garbage collection.
 public struct NoteChange: Codable, Sendable, Equatable {
     /// The note's client ID (minted on the creating device).
     public var clientID: FlakeID
@@ -320,13 +325,25 @@ public struct NoteChange: Codable, Sendable, Equatable {
     /// The archived flag this device last synced of the note; nil with `archived` present lets this change's value
     /// win.
     public var baseArchived: Bool?
+    /// The note's attachments after the edit (a valid set under ``AttachmentRules``, any order); nil leaves the
+    /// server's attachments as they are. Plaintext accounts only (an encrypted account's are in the envelope).
+    public var attachments: [AttachmentManifest]?
+    /// The attachments this device last synced of the note; nil with `attachments` present means the empty set.
+    public var baseAttachments: [AttachmentManifest]?
+    /// Encrypted accounts only: every chunk address the note's sealed attachments use (any order, duplicates
+    /// allowed). Nil leaves the server's references as they are; `[]` says the note has no attachments.
+    public var chunkRefs: [ContentHash]?
 
     public init(
         clientID: FlakeID, origin: FlakeID, serverID: FlakeID? = nil, editID: FlakeID, text: String,
         deleted: Bool = false, baseVersion: Int64? = nil, baseText: String? = nil, editedAt: String? = nil,
         tags: [String]? = nil, pinned: Bool? = nil, archived: Bool? = nil,
-        baseTags: [String]? = nil, basePinned: Bool? = nil, baseArchived: Bool? = nil
+        baseTags: [String]? = nil, basePinned: Bool? = nil, baseArchived: Bool? = nil,
+        attachments: [AttachmentManifest]? = nil, baseAttachments: [AttachmentManifest]? = nil, chunkRefs: [ContentHash]? = nil
     ) {
+        self.attachments = attachments
+        self.baseAttachments = baseAttachments
+        self.chunkRefs = chunkRefs
         self.clientID = clientID
         self.origin = origin
         self.serverID = serverID
@@ -347,6 +364,7 @@ public struct NoteChange: Codable, Sendable, Equatable {
     public enum CodingKeys: String, WireKey {
         case clientID, origin, serverID, editID, text, deleted, baseVersion, baseText, editedAt
         case tags, pinned, archived, baseTags, basePinned, baseArchived
+        case attachments, baseAttachments, chunkRefs
         public var isID: Bool { self == .clientID || self == .origin || self == .serverID || self == .editID }
     }
     public init(from decoder: any Decoder) throws {
@@ -373,6 +391,15 @@ public struct NoteChange: Codable, Sendable, Equatable {
         baseTags = try c.decodeTagsIfPresent(forKey: .baseTags)
         basePinned = try c.decodeIfPresentRefusingNull(Bool.self, forKey: .basePinned)
         baseArchived = try c.decodeIfPresentRefusingNull(Bool.self, forKey: .baseArchived)
+        attachments = try c.decodeAttachmentsIfPresent(forKey: .attachments)
+        baseAttachments = try c.decodeAttachmentsIfPresent(forKey: .baseAttachments)
+        chunkRefs = try c.decodeIfPresentRefusingNull([ContentHash].self, forKey: .chunkRefs)
+        let addresses = AttachmentRules.chunkAddressCount(attachments: attachments, baseAttachments: baseAttachments, chunkRefs: chunkRefs)
+        if addresses > AttachmentRules.maxChunkAddressesPerChange {
+            let message = AttachmentRules.tooManyChunkAddresses(addresses)
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: c.codingPath, debugDescription: message, underlyingError: FieldRuleError(message: message)))
+        }
     }
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -391,6 +418,9 @@ public struct NoteChange: Codable, Sendable, Equatable {
         try c.encodeIfPresent(baseTags, forKey: .baseTags)
         try c.encodeIfPresent(basePinned, forKey: .basePinned)
         try c.encodeIfPresent(baseArchived, forKey: .baseArchived)
+        try c.encodeIfPresent(attachments, forKey: .attachments)
+        try c.encodeIfPresent(baseAttachments, forKey: .baseAttachments)
+        try c.encodeIfPresent(chunkRefs, forKey: .chunkRefs)
     }
 }
 
@@ -470,6 +500,10 @@ public struct ChangeResult: Codable, Sendable, Equatable {
     public var pinned: Bool?
     /// The note's archived flag after this change, when the change carried `archived` and the note's differs from it.
     public var archived: Bool?
+    /// The note's attachments after this change (in ``AttachmentRules/sorted(_:)`` order), when the change carried
+    /// `attachments` and the note's differ from them: merged with another device's change (`AttachmentMerge`), or
+    /// (`conflict`, `kept`) the note's own. Absent when the note holds the pushed set, and from older servers.
+    public var attachments: [AttachmentManifest]?
     /// Present for `conflict`: the note that now holds the pushed text.
     public var conflict: ConflictCopy?
     /// True when this edit ID had already been applied: the stored outcome is returned again, nothing is re-applied.
@@ -480,8 +514,9 @@ public struct ChangeResult: Codable, Sendable, Equatable {
     public init(
         clientID: FlakeID, editID: FlakeID, status: ChangeStatus, serverID: FlakeID? = nil, version: Int64? = nil,
         text: String? = nil, tags: [String]? = nil, pinned: Bool? = nil, archived: Bool? = nil,
-        conflict: ConflictCopy? = nil, replayed: Bool = false, error: APIErrorBody? = nil
+        attachments: [AttachmentManifest]? = nil, conflict: ConflictCopy? = nil, replayed: Bool = false, error: APIErrorBody? = nil
     ) {
+        self.attachments = attachments
         self.clientID = clientID
         self.editID = editID
         self.status = status
@@ -497,7 +532,7 @@ public struct ChangeResult: Codable, Sendable, Equatable {
     }
 
     public enum CodingKeys: String, WireKey {
-        case clientID, editID, status, serverID, version, text, tags, pinned, archived, conflict, replayed, error
+        case clientID, editID, status, serverID, version, text, tags, pinned, archived, attachments, conflict, replayed, error
     }
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -510,6 +545,7 @@ public struct ChangeResult: Codable, Sendable, Equatable {
         tags = try c.decodeIfPresent([String].self, forKey: .tags)
         pinned = try c.decodeIfPresent(Bool.self, forKey: .pinned)
         archived = try c.decodeIfPresent(Bool.self, forKey: .archived)
+        attachments = try c.decodeIfPresent([AttachmentManifest].self, forKey: .attachments)
         conflict = try c.decodeIfPresent(ConflictCopy.self, forKey: .conflict)
         replayed = try c.decodeIfPresent(Bool.self, forKey: .replayed) ?? false
         error = try c.decodeIfPresent(APIErrorBody.self, forKey: .error)
@@ -591,19 +627,25 @@ public struct NoteRecord: Codable, Sendable, Equatable {
     public var pinned: Bool?
     /// Whether the note is archived. Always written by this server; nil when absent (an older server).
     public var archived: Bool?
+    /// The note's attachments (in ``AttachmentRules/sorted(_:)`` order; `[]` for none). Always written by this
+    /// server for a plaintext account's note; absent for an encrypted account's (the manifests are in the envelope)
+    /// and from older servers: the client keeps the attachments it has.
+    public var attachments: [AttachmentManifest]?
     /// The edit ID of the change that wrote the note's current content: what an encrypted note's envelope is bound to.
     /// Absent from older servers and for notes last written before the server kept it.
     public var editID: FlakeID?
 
     public enum CodingKeys: String, WireKey {
-        case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt, editedAt, tags, pinned, archived, editID
+        case serverID, clientID, origin, version, text, deleted, conflictOf, updatedAt, editedAt, tags, pinned, archived
+        case attachments, editID
     }
 
     public init(
         serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String, deleted: Bool,
         conflictOf: FlakeID? = nil, updatedAt: String, editedAt: String? = nil, tags: [String]? = nil,
-        pinned: Bool? = nil, archived: Bool? = nil, editID: FlakeID? = nil
+        pinned: Bool? = nil, archived: Bool? = nil, attachments: [AttachmentManifest]? = nil, editID: FlakeID? = nil
     ) {
+        self.attachments = attachments
         self.editID = editID
         self.tags = tags
         self.pinned = pinned

@@ -26,6 +26,7 @@ struct PullCodecTests {
         check(NoteRecord.CodingKeys.self)
         check(PullResponse.CodingKeys.self)
         check(APIErrorBody.CodingKeys.self)
+        check(AttachmentManifest.CodingKeys.self)
     }
 
     static func write(_ response: PullResponse) -> Data {
@@ -48,7 +49,8 @@ struct PullCodecTests {
                     editedAt: rng.next() % 3 == 0 ? nil : WireTime.format(unixMilliseconds: testEpoch - Int64(rng.next() % 3) * 7_000_001),
                     tags: rng.next() % 4 == 0 ? nil : PushCodecTests.randomTags(&rng),
                     pinned: rng.next() % 4 == 0 ? nil : rng.next() % 2 == 0,
-                    archived: rng.next() % 4 == 0 ? nil : rng.next() % 2 == 0)
+                    archived: rng.next() % 4 == 0 ? nil : rng.next() % 2 == 0,
+                    attachments: rng.next() % 3 == 0 ? nil : PushCodecTests.randomAttachments(&rng))
             }
             let response = PullResponse(
                 changes: records, cursor: SyncCursor(sequence: Int64(rng.next() % 100)), hasMore: rng.next() % 2 == 0,
@@ -157,6 +159,31 @@ struct PushCodecTests {
         return tags
     }
 
+    /// Names with distinct values, escapes and the longest name among them.
+    static let attachmentNamePool: [String] = [
+        "photo.png", "Photo.png", "caf\u{e9}.txt", "a\"b\\c", "line\u{2028}sep", "\u{1F4F7} shot.jpeg", ".profile", "x y",
+        String(repeating: "n", count: AttachmentManifest.maxNameBytes),
+    ]
+
+    /// A random chunk address.
+    static func randomHash(_ rng: inout SplitMix64) -> ContentHash {
+        ContentHash(digest: (0..<32).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
+    }
+
+    /// A valid set of attachments (possibly empty), in random order: sizes of 0 to 3 chunks.
+    static func randomAttachments(_ rng: inout SplitMix64) -> [AttachmentManifest] {
+        var pool = attachmentNamePool
+        return (0..<Int(rng.next() % 4)).map { _ in
+            let name = pool.remove(at: Int(rng.next() % UInt64(pool.count)))
+            let chunkSize = rng.next() % 2 == 0 ? ChunkRules.chunkSize : Int(1 + rng.next() % 100)
+            let size = Int64(rng.next() % UInt64(3 * chunkSize + 1))
+            let count = ChunkRules.chunkCount(size: size, chunkSize: chunkSize)
+            return AttachmentManifest(
+                name: name, size: size, mediaType: ["image/png", "text/plain", AttachmentManifest.defaultMediaType][Int(rng.next() % 3)],
+                chunkSize: chunkSize, chunks: (0..<count).map { _ in randomHash(&rng) }, sha256: randomHash(&rng))
+        }
+    }
+
     static func randomRequest(_ rng: inout SplitMix64) -> PushRequest {
         PushRequest(changes: (0..<Int(rng.next() % 6)).map { _ in
             NoteChange(
@@ -169,7 +196,10 @@ struct PushCodecTests {
                 tags: rng.next() % 2 == 0 ? randomTags(&rng) : nil, pinned: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil,
                 archived: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil,
                 baseTags: rng.next() % 2 == 0 ? randomTags(&rng) : nil, basePinned: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil,
-                baseArchived: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil)
+                baseArchived: rng.next() % 3 == 0 ? rng.next() % 2 == 0 : nil,
+                attachments: rng.next() % 2 == 0 ? randomAttachments(&rng) : nil,
+                baseAttachments: rng.next() % 3 == 0 ? randomAttachments(&rng) : nil,
+                chunkRefs: rng.next() % 4 == 0 ? (0..<Int(rng.next() % 4)).map { _ in randomHash(&rng) } : nil)
         })
     }
 
@@ -253,6 +283,30 @@ struct PushCodecTests {
         #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":["\#(String(repeating: "a", count: 65))"]}]}"#,
         #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[\#((0..<51).map { "\"t\($0)\"" }.joined(separator: ","))]}]}"#,
         #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","tags":[\#((0..<50).map { "\"t\($0)\"" }.joined(separator: ","))]}]}"#,
+        // Attachments and chunk references.
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}],"baseAttachments":[],"chunkRefs":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[ {"name":"p.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"} , {"name":"q.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"} ]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"},{"name":"p.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":null}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","baseAttachments":null}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","chunkRefs":null}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[null]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","chunkRefs":[null]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":3,"key":"k","mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":null,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":-1,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":3.0,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":2000000,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"a/b","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"..","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":3,"mediaType":"png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":3,"mediaType":"image/png","chunkSize":0,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","attachments":[{"name":"p.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunkSize":1,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","chunkRefs":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"]}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","chunkRefs":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}]}"#,
+        #"{"changes":[{"clientID":"1","origin":"11","editID":"5","text":"x","chunkRefs":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"]}]}"#,
     ]
 
     @Test func agreesWithJSONDecoderOnHostileBodies() throws {
@@ -339,6 +393,7 @@ struct PushCodecTests {
                     text: rng.next() % 2 == 0 ? Self.randomText(&rng) : nil,
                     tags: rng.next() % 3 == 0 ? Self.randomTags(&rng) : nil, pinned: rng.next() % 4 == 0 ? rng.next() % 2 == 0 : nil,
                     archived: rng.next() % 4 == 0 ? rng.next() % 2 == 0 : nil,
+                    attachments: rng.next() % 3 == 0 ? Self.randomAttachments(&rng) : nil,
                     conflict: rng.next() % 3 == 0 ? ConflictCopy(serverID: id(Int64(rng.next() >> 3) | 1), clientID: id(7)) : nil,
                     replayed: rng.next() % 2 == 0,
                     error: rng.next() % 4 == 0
@@ -418,6 +473,11 @@ struct ClientCodecTests {
         #"{"results":[{"clientID":"1","editID":"5","status":"merged","tags":[1]}]}"#,
         #"{"results":[{"clientID":"1","editID":"5","status":"merged","tags":["\ud83d"]}]}"#,
         #"{"results":[{"clientID":"1","editID":"5","status":"merged","pinned":"yes"}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","serverID":"9","version":4,"attachments":[{"name":"p.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}],"replayed":false}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","serverID":"9","version":4,"attachments":null,"replayed":false}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","serverID":"9","version":4,"attachments":[],"replayed":false}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","serverID":"9","version":4,"attachments":[{"name":"p.png","size":"3","mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}],"replayed":false}]}"#,
+        #"{"results":[{"clientID":"1","editID":"5","status":"merged","serverID":"9","version":4,"attachments":[{"name":"p.png","size":3,"note":"x","mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}],"replayed":false}]}"#,
         #"{"results":[{"clientID":"1","status":"created"}]}"#, #"{"results":[{}]}"#, #"{"results":null}"#, #"{"results":[],}"#,
         #"{"results":[]} x"#, "", "null", "[]", "{}",
     ]
@@ -438,6 +498,11 @@ struct ClientCodecTests {
         #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","tags":"Work"}],"cursor":"c3","hasMore":false}"#,
         #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","tags":["a","b",]}],"cursor":"c3","hasMore":false}"#,
         #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","pinned":1}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","attachments":[{"name":"p.png","size":3,"mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","attachments":null}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","attachments":[]}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","attachments":[{"name":"p.png","size":"3","mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}],"cursor":"c3","hasMore":false}"#,
+        #"{"changes":[{"serverID":"9","clientID":"1","origin":"11","version":2,"text":"x","deleted":false,"updatedAt":"t","attachments":[{"name":"p.png","size":3,"note":"x","mediaType":"image/png","chunkSize":1048576,"chunks":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"sha256":"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}]}],"cursor":"c3","hasMore":false}"#,
     ]
 
     @Test func answersAgreeWithJSONDecoder() throws {

@@ -155,7 +155,7 @@ struct ChunkUploader: Sendable {
     }
 
     /// Sends chunk `hash` from its cache file; returns its size.
-    private func put(_ hash: ContentHash, size: Int, reporter: ProgressReporter) async throws(NotesError) -> Int {
+    func put(_ hash: ContentHash, size: Int, reporter: ProgressReporter) async throws(NotesError) -> Int {
         try Task.checkCancellation(orThrow: NotesError(.serverUnreachable, "The upload was cancelled; attach the file again to resume."))
         let request = WireRequest(.putChunk, hash: hash, bearerToken: connection.token)
         let file = cache.url(hash)
@@ -178,7 +178,8 @@ struct ChunkUploader: Sendable {
 /// not fetched again. An encrypted account's chunks (a manifest with a `key`) stay sealed in the cache and are opened
 /// one at a time as the file is assembled; the whole file's SHA-256 is then the plaintext's.
 struct ChunkDownloader: Sendable {
-    let connection: ServerConnection
+    /// Nil while signed out: an attachment whose chunks are all in the cache is assembled without a server.
+    let connection: ServerConnection?
     let cache: ChunkCache
     let progress: (@Sendable (AttachmentProgress) -> Void)?
 
@@ -226,6 +227,9 @@ struct ChunkDownloader: Sendable {
 
     /// Downloads chunk `hash` into the cache, checked.
     private func fetch(_ hash: ContentHash, size: Int, reporter: ProgressReporter) async throws(NotesError) -> TransferCounts {
+        guard let connection else {
+            throw NotesError(.notSignedIn, "Chunk \(hash) is not on this device and fetching it needs an account; sign in with `notes login`.")
+        }
         let temporary = try cache.temporaryFile()
         let request = WireRequest(.getChunk, hash: hash, bearerToken: connection.token)
         do {

@@ -12,7 +12,7 @@ extension LocalStore.Transaction {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
-                    SELECT version, text, deleted, tags, pinned, archived, edited_at, saved_at, device FROM note_versions
+                    SELECT version, text, deleted, tags, pinned, archived, edited_at, saved_at, device, attachments FROM note_versions
                     WHERE note_id = ? AND server_id = ? ORDER BY version
                     """),
             arguments: [noteID, serverID.rawValue])
@@ -21,7 +21,8 @@ extension LocalStore.Transaction {
             versions.append(
                 NoteHistory.Version(
                     version: row[0], text: row.text(at: 1), isDeleted: row[2], tags: StoredTags.names(row[3]), isPinned: row[4],
-                    isArchived: row[5], editedAt: row[6], savedAt: row[7], device: row[8]))
+                    isArchived: row[5], editedAt: row[6], savedAt: row[7], device: row[8],
+                    attachments: StoredAttachments.manifests(row[9])))
         }
         return versions
     }
@@ -41,12 +42,13 @@ extension LocalStore.Transaction {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO note_versions (note_id, server_id, version, text, deleted, tags, pinned, archived,
-                edited_at, saved_at, device) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                edited_at, saved_at, device, attachments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         for version in versions {
             try insert.execute(arguments: [
                 noteID, serverID.rawValue, version.version, version.text.stored, version.isDeleted, StoredTags.text(version.tags),
                 version.isPinned, version.isArchived, version.editedAt, version.savedAt, version.device,
+                StoredAttachments.text(version.attachments),
             ])
         }
     }

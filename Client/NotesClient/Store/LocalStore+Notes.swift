@@ -25,11 +25,11 @@ extension LocalStore.Transaction {
         try db.cachedStatement(
             sql: """
                 INSERT INTO notes (client_id, origin, text, deleted, base_text, revision, dirty, created_at, updated_at,
-                tags, pinned, archived, owner_account_id) VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?, ?, ?, ?, \(NoteInsert.owner))
+                tags, pinned, archived, attachments, owner_account_id) VALUES (?, ?, ?, 0, NULL, 1, 1, ?, ?, ?, ?, ?, ?, \(NoteInsert.owner))
                 """
         ).execute(arguments: [
             clientID.rawValue, origin.rawValue, stored, createdAt, editedAt, StoredTags.text(state.tags), state.pinned, state.archived,
-            owner?.rawValue,
+            StoredAttachments.text(state.attachments), owner?.rawValue,
         ])
         let id = db.lastInsertedRowID
         try indexForSearch(noteID: id, text: stored)
@@ -41,6 +41,7 @@ extension LocalStore.Transaction {
         note.tags = state.tags
         note.isPinned = state.pinned
         note.isArchived = state.archived
+        note.attachments = StoredAttachments.canonical(state.attachments)
         return note
     }
 
@@ -65,22 +66,28 @@ extension LocalStore.Transaction {
     func replaceContent(ofNote note: LocalNote, with text: String, state: TagsAndFlags, now: Int64) throws {
         try db.execute(
             sql: """
-                UPDATE notes SET text = ?, deleted = 0, tags = ?, pinned = ?, archived = ?, revision = revision + 1, dirty = 1,
-                push_error = NULL, push_error_message = NULL, updated_at = ? WHERE id = ?
+                UPDATE notes SET text = ?, deleted = 0, tags = ?, pinned = ?, archived = ?, attachments = ?, revision = revision + 1,
+                dirty = 1, push_error = NULL, push_error_message = NULL, updated_at = ? WHERE id = ?
                 """,
-            arguments: [text.stored, StoredTags.text(state.tags), state.pinned, state.archived, now, note.id])
+            arguments: [
+                text.stored, StoredTags.text(state.tags), state.pinned, state.archived, StoredAttachments.text(state.attachments), now,
+                note.id,
+            ])
         if note.isDeleted || note.tags != state.tags { try reindexTags(ofNote: note.id, state.tags, live: true) }
     }
 
-    /// Gives a note other tags or flags (`state`), bumps its revision and marks it dirty, as an edit does; clears its
-    /// push error. The text and the edit time stay: tags and flags are not the note's content's edit.
-    func replaceState(ofNote note: LocalNote, with state: TagsAndFlags) throws {
+    /// Gives a note other tags, flags or attachments (`state`), bumps its revision and marks it dirty, as an edit
+    /// does; clears its push error. The text stays; the edit time is `now` when given (attachments are the note's
+    /// content), else it stays (tags and flags are not).
+    func replaceState(ofNote note: LocalNote, with state: TagsAndFlags, now: Int64? = nil) throws {
         try db.cachedStatement(
             sql: """
-                UPDATE notes SET tags = ?, pinned = ?, archived = ?, revision = revision + 1, dirty = 1, push_error = NULL,
-                push_error_message = NULL WHERE id = ?
+                UPDATE notes SET tags = ?, pinned = ?, archived = ?, attachments = ?, revision = revision + 1, dirty = 1,
+                push_error = NULL, push_error_message = NULL, updated_at = COALESCE(?, updated_at) WHERE id = ?
                 """
-        ).execute(arguments: [StoredTags.text(state.tags), state.pinned, state.archived, note.id])
+        ).execute(arguments: [
+            StoredTags.text(state.tags), state.pinned, state.archived, StoredAttachments.text(state.attachments), now, note.id,
+        ])
         if note.tags != state.tags { try reindexTags(ofNote: note.id, state.tags, live: !note.isDeleted) }
     }
 

@@ -107,7 +107,7 @@ extension LocalStore.Transaction {
         try db.execute(
             sql: """
                 UPDATE notes SET owner_account_id = NULL, aside = 0, server_id = NULL, server_version = NULL,
-                    conflict_of_server_id = NULL, base_text = NULL, base_tags = '', base_pinned = 0,
+                    conflict_of_server_id = NULL, base_text = NULL, base_tags = '', base_attachments = '', base_pinned = 0,
                     base_archived = 0, dirty = NOT deleted, push_error = NULL, push_error_message = NULL
                 WHERE owner_account_id = ?
                 """,
@@ -133,7 +133,7 @@ extension LocalStore.Transaction {
             db,
             sql: """
                 SELECT s.id, s.text IS t.text AND s.deleted = t.deleted AND s.tags IS t.tags AND s.pinned = t.pinned
-                AND s.archived = t.archived, s.client_id, s.origin FROM notes s
+                AND s.archived = t.archived AND s.attachments IS t.attachments, s.client_id, s.origin FROM notes s
                 JOIN notes t ON t.client_id = s.client_id AND t.origin = s.origin AND t.id <> s.id
                 WHERE s.owner_account_id IS ? AND t.owner_account_id IS ?
                 """,
@@ -149,7 +149,7 @@ extension LocalStore.Transaction {
                 try db.execute(
                     sql: """
                         UPDATE notes SET client_id = ?, origin = ?, server_id = NULL, server_version = NULL,
-                            conflict_of_server_id = NULL, base_text = NULL, base_tags = '', base_pinned = 0,
+                            conflict_of_server_id = NULL, base_text = NULL, base_tags = '', base_attachments = '', base_pinned = 0,
                             base_archived = 0, dirty = NOT deleted, push_error = NULL, push_error_message = NULL
                         WHERE id = ?
                         """,

@@ -9,11 +9,11 @@ import NoteSyncProtocol
 let noteColumns = """
     id, client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty, is_conflict, \
     conflict_of_server_id, push_error, push_error_message, created_at, updated_at, conflict_here, tags, pinned, \
-    archived, base_tags, base_pinned, base_archived
+    archived, base_tags, base_pinned, base_archived, attachments, base_attachments
     """
 
 /// How many columns ``noteColumns`` names: a statement that selects more after them reads those from this index on.
-let noteColumnCount = 23
+let noteColumnCount = 25
 
 /// A note text as the store keeps it: its UTF-8 bytes in a BLOB, because GRDB binds and reads a Swift string as a
 /// C string, which stops at the first NUL, and a note may hold NUL. The empty text is the TEXT value `''` (GRDB binds
@@ -101,6 +101,8 @@ extension LocalNote {
         baseTags = StoredTags.names(row[20])
         basePinned = row[21]
         baseArchived = row[22]
+        attachments = StoredAttachments.manifests(row[23])
+        baseAttachments = StoredAttachments.manifests(row[24])
     }
 }
 

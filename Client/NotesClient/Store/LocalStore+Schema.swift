@@ -296,6 +296,22 @@ extension LocalStore {
             // notes of older generations to be sealed again under the newest (lazy re-seal after a rotation).
             try db.execute(sql: "ALTER TABLE note_seqs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v-attachments") { db in
+            // Issue 33: attachments on notes (see `StoredAttachments`). A note's attachments are `notes.attachments`,
+            // their manifests as a JSON array sorted by name ('' for none), and beside it what was last synced of
+            // them (`base_attachments`), which a push sends for the server's three-way merge, as `base_tags`. The
+            // outbox snapshot carries both; NULL in a snapshot taken before this migration, sent as none (with none
+            // as its base, which changes nothing on the server). A version in the history cache keeps its own.
+            // The chunks themselves are files in the data directory's `chunks/` (`ChunkCache`), not rows.
+            try db.execute(
+                sql: """
+                    ALTER TABLE notes ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE notes ADD COLUMN base_attachments TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE outbox ADD COLUMN attachments TEXT;
+                    ALTER TABLE outbox ADD COLUMN base_attachments TEXT;
+                    ALTER TABLE note_versions ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
+                    """)
+        }
         return migrator
     }
 }

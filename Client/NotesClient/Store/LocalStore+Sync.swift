@@ -23,7 +23,7 @@ extension LocalStore.Transaction {
             db.cachedStatement(
                 sql: """
                     SELECT id, text, deleted, server_version, base_text, server_id, revision, updated_at, tags, pinned, archived,
-                    base_tags, base_pinned, base_archived FROM notes
+                    base_tags, base_pinned, base_archived, attachments, base_attachments FROM notes
                     WHERE \(NoteFilter.needsSnapshot) AND \(NoteFilter.onShow) ORDER BY id
                     """))
         var notes: [OutboxPlanner.DirtyNote] = []
@@ -32,8 +32,11 @@ extension LocalStore.Transaction {
                 OutboxPlanner.DirtyNote(
                     id: row[0], text: row.text(at: 1), isDeleted: row[2], serverVersion: row[3], baseText: row.textIfPresent(at: 4),
                     serverID: try FlakeID(storedIfPresent: row[5]), revision: row[6], updatedAt: row[7],
-                    tagsAndFlags: TagsAndFlags(tags: StoredTags.names(row[8]), pinned: row[9], archived: row[10]),
-                    baseTagsAndFlags: TagsAndFlags(tags: StoredTags.names(row[11]), pinned: row[12], archived: row[13])))
+                    tagsAndFlags: TagsAndFlags(
+                        tags: StoredTags.names(row[8]), pinned: row[9], archived: row[10], attachments: StoredAttachments.manifests(row[14])),
+                    baseTagsAndFlags: TagsAndFlags(
+                        tags: StoredTags.names(row[11]), pinned: row[12], archived: row[13],
+                        attachments: StoredAttachments.manifests(row[15]))))
         }
         return notes
     }
@@ -44,7 +47,8 @@ extension LocalStore.Transaction {
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO outbox (note_id, edit_id, text, deleted, base_version, base_text, server_id, revision, edited_at,
-                tags, pinned, archived, base_tags, base_pinned, base_archived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                tags, pinned, archived, base_tags, base_pinned, base_archived, attachments, base_attachments)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
         for snapshot in snapshots {
             let state = snapshot.tagsAndFlags
@@ -53,7 +57,8 @@ extension LocalStore.Transaction {
                 snapshot.noteID, snapshot.editID.rawValue, snapshot.text.stored, snapshot.deleted, snapshot.baseVersion,
                 snapshot.baseText.stored, snapshot.serverID?.rawValue, snapshot.revision, snapshot.editedAt,
                 state.map { StoredTags.text($0.tags) }, state?.pinned, state?.archived, base.map { StoredTags.text($0.tags) },
-                base?.pinned, base?.archived,
+                base?.pinned, base?.archived, state.map { StoredAttachments.text($0.attachments) },
+                base.map { StoredAttachments.text($0.attachments) },
             ])
         }
     }
@@ -65,7 +70,7 @@ extension LocalStore.Transaction {
                 sql: """
                     SELECT o.note_id, o.edit_id, o.text, o.deleted, o.base_version, o.base_text, o.server_id, o.revision,
                     n.client_id, n.origin, n.is_conflict, o.edited_at, o.tags, o.pinned, o.archived, o.base_tags, o.base_pinned,
-                    o.base_archived
+                    o.base_archived, o.attachments, o.base_attachments
                     FROM outbox o JOIN notes n ON n.id = o.note_id WHERE \(NoteFilter.onShow)
                     """))
         var entries: [OutboxEntry] = []
@@ -75,18 +80,20 @@ extension LocalStore.Transaction {
                     snapshot: OutboxPlanner.Snapshot(
                         noteID: row[0], editID: try FlakeID(stored: row[1]), text: row.text(at: 2), deleted: row[3],
                         baseVersion: row[4], baseText: row.textIfPresent(at: 5), serverID: try FlakeID(storedIfPresent: row[6]),
-                        revision: row[7], editedAt: row[11], tagsAndFlags: Self.snapshotTagsAndFlags(row, from: 12),
-                        baseTagsAndFlags: Self.snapshotTagsAndFlags(row, from: 15)),
+                        revision: row[7], editedAt: row[11], tagsAndFlags: Self.snapshotTagsAndFlags(row, from: 12, attachments: 18),
+                        baseTagsAndFlags: Self.snapshotTagsAndFlags(row, from: 15, attachments: 19)),
                     clientID: try FlakeID(stored: row[8]), origin: try FlakeID(stored: row[9]), isConflict: row[10]))
         }
         return entries
     }
 
-    /// A snapshot's tags, pinned and archived columns from `index` on; nil when the snapshot was taken before they
-    /// existed (NULL).
-    private static func snapshotTagsAndFlags(_ row: Row, from index: Int) -> TagsAndFlags? {
+    /// A snapshot's tags, pinned and archived columns from `index` on, and its attachments column; nil when the
+    /// snapshot was taken before tags existed (NULL). Attachments NULL (a snapshot taken before they existed) are none.
+    private static func snapshotTagsAndFlags(_ row: Row, from index: Int, attachments: Int) -> TagsAndFlags? {
         guard !row.hasNull(atIndex: index) else { return nil }
-        return TagsAndFlags(tags: StoredTags.names(row[index]), pinned: row[index + 1] ?? false, archived: row[index + 2] ?? false)
+        return TagsAndFlags(
+            tags: StoredTags.names(row[index]), pinned: row[index + 1] ?? false, archived: row[index + 2] ?? false,
+            attachments: StoredAttachments.manifests(row[attachments]))
     }
 
     /// Every note on show the server refused (its error kept until the note is edited, or refused for the quota,
@@ -195,12 +202,14 @@ extension LocalStore.Transaction {
                     base_text = ?5, dirty = 0, push_error = NULL, push_error_message = NULL,
                     updated_at = CASE WHEN ?6 THEN ?7 ELSE updated_at END, tags = COALESCE(?8, tags), pinned = COALESCE(?9, pinned),
                     archived = COALESCE(?10, archived), base_tags = COALESCE(?8, base_tags), base_pinned = COALESCE(?9, base_pinned),
-                    base_archived = COALESCE(?10, base_archived) WHERE id = ?11
+                    base_archived = COALESCE(?10, base_archived), attachments = COALESCE(?12, attachments),
+                    base_attachments = COALESCE(?12, base_attachments) WHERE id = ?11
                     """)
             rebase = try db.cachedStatement(
                 sql: """
                     UPDATE notes SET server_id = ?, server_version = NULL, base_text = ?, base_tags = COALESCE(?, base_tags),
-                    base_pinned = COALESCE(?, base_pinned), base_archived = COALESCE(?, base_archived) WHERE id = ?
+                    base_pinned = COALESCE(?, base_pinned), base_archived = COALESCE(?, base_archived),
+                    base_attachments = COALESCE(?, base_attachments) WHERE id = ?
                     """)
             readTags = try db.cachedStatement(sql: "SELECT tags, deleted FROM notes WHERE id = ?")
             findCopy = try db.cachedStatement(
@@ -232,14 +241,15 @@ extension LocalStore.Transaction {
                 try settle.execute(arguments: [
                     state.serverID, state.serverVersion, state.text.stored, state.deleted, state.baseText.stored, state.updatedAt != nil,
                     state.updatedAt, state.tagsAndFlags.map { StoredTags.text($0.tags) }, state.tagsAndFlags?.pinned,
-                    state.tagsAndFlags?.archived, noteID,
+                    state.tagsAndFlags?.archived, noteID, state.tagsAndFlags.map { StoredAttachments.text($0.attachments) },
                 ])
                 if state.reindexTags, let row = try Row.fetchOne(readTags, arguments: [noteID]) {
                     try tx.reindexTags(ofNote: noteID, StoredTags.names(row[0]), live: !(row[1] as Bool))
                 }
             case .rebase(let serverID, let baseText, let base):
                 try rebase.execute(arguments: [
-                    serverID, baseText.stored, base.map { StoredTags.text($0.tags) }, base?.pinned, base?.archived, noteID,
+                    serverID, baseText.stored, base.map { StoredTags.text($0.tags) }, base?.pinned, base?.archived,
+                    base.map { StoredAttachments.text($0.attachments) }, noteID,
                 ])
             case nil:
                 break
@@ -295,7 +305,7 @@ extension LocalStore.Transaction {
                 sql: """
                     UPDATE notes SET server_id = ?, server_version = ?, text = ?, deleted = ?, base_text = ?, is_conflict = ?,
                     conflict_of_server_id = ?, push_error = NULL, push_error_message = NULL, updated_at = ?, tags = ?, pinned = ?,
-                    archived = ?, base_tags = ?, base_pinned = ?, base_archived = ? WHERE id = ?
+                    archived = ?, base_tags = ?, base_pinned = ?, base_archived = ?, attachments = ?, base_attachments = ? WHERE id = ?
                     """)
             adopt = try db.cachedStatement(sql: "UPDATE notes SET server_id = ? WHERE id = ?")
             insert = try SyncedNoteInsert(tx: tx)
@@ -325,7 +335,8 @@ extension LocalStore.Transaction {
                 try take.execute(arguments: [
                     state.serverID, state.version, state.text.stored, state.deleted, state.baseText.stored, state.isConflict,
                     state.conflictOf, updatedAt, StoredTags.text(current.tags), current.pinned, current.archived,
-                    StoredTags.text(base.tags), base.pinned, base.archived, noteID,
+                    StoredTags.text(base.tags), base.pinned, base.archived, StoredAttachments.text(current.attachments),
+                    StoredAttachments.text(base.attachments), noteID,
                 ])
                 if reindexTags { try tx.reindexTags(ofNote: noteID, current.tags, live: !state.deleted) }
             case .none:
@@ -351,8 +362,8 @@ extension LocalStore.Transaction {
                 sql: """
                     INSERT INTO notes (client_id, origin, server_id, server_version, text, deleted, base_text, revision, dirty,
                     is_conflict, conflict_of_server_id, created_at, updated_at, conflict_here, tags, pinned, archived, base_tags,
-                    base_pinned, base_archived, owner_account_id)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \(NoteInsert.owner))
+                    base_pinned, base_archived, attachments, base_attachments, owner_account_id)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, \(NoteInsert.owner))
                     """)
             index = try db.cachedStatement(sql: NoteInsert.indexText)
         }
@@ -363,11 +374,13 @@ extension LocalStore.Transaction {
             let current = state.tagsAndFlags
             let base = state.baseTagsAndFlags
             let tags = StoredTags.text(current.tags)
+            let attachments = StoredAttachments.text(current.attachments)
             try statement.execute(arguments: [
                 note.clientID, note.origin, state.serverID, state.version, text, state.deleted,
                 state.baseText == state.text ? text : state.baseText.stored, state.isConflict, state.conflictOf, note.createdAt,
                 note.updatedAt, note.conflictHere, tags, current.pinned, current.archived,
-                base.tags == current.tags ? tags : StoredTags.text(base.tags), base.pinned, base.archived, nil,
+                base.tags == current.tags ? tags : StoredTags.text(base.tags), base.pinned, base.archived, attachments,
+                base.attachments == current.attachments ? attachments : StoredAttachments.text(base.attachments), nil,
             ])
             let id = db.lastInsertedRowID
             try index.execute(arguments: [id, text])
@@ -379,7 +392,7 @@ extension LocalStore.Transaction {
     struct LookupRow: PullLocalNote {
         static let columns = """
             id, dirty, server_id, text, deleted, updated_at, server_version, base_text, is_conflict, conflict_of_server_id, push_error, \
-            tags, pinned, archived, base_tags, base_pinned, base_archived
+            tags, pinned, archived, base_tags, base_pinned, base_archived, attachments, base_attachments
             """
         let row: Row
         var id: Int64 { row[0] }
@@ -393,8 +406,14 @@ extension LocalStore.Transaction {
         var isConflict: Bool { row[8] }
         var conflictOf: Int64? { row[9] }
         var pushError: String? { row[10] }
-        var tagsAndFlags: TagsAndFlags { TagsAndFlags(tags: StoredTags.names(row[11]), pinned: row[12], archived: row[13]) }
-        var baseTagsAndFlags: TagsAndFlags { TagsAndFlags(tags: StoredTags.names(row[14]), pinned: row[15], archived: row[16]) }
+        var tagsAndFlags: TagsAndFlags {
+            TagsAndFlags(
+                tags: StoredTags.names(row[11]), pinned: row[12], archived: row[13], attachments: StoredAttachments.manifests(row[17]))
+        }
+        var baseTagsAndFlags: TagsAndFlags {
+            TagsAndFlags(
+                tags: StoredTags.names(row[14]), pinned: row[15], archived: row[16], attachments: StoredAttachments.manifests(row[18]))
+        }
     }
 
     // MARK: - Sessions and accounts
@@ -446,7 +465,8 @@ extension LocalStore.Transaction {
             db,
             sql: """
                 SELECT id, dirty, deleted, base_text IS NOT NULL, server_id IS NOT NULL,
-                text IS NOT base_text OR tags IS NOT base_tags OR pinned <> base_pinned OR archived <> base_archived,
+                text IS NOT base_text OR tags IS NOT base_tags OR pinned <> base_pinned OR archived <> base_archived
+                OR attachments IS NOT base_attachments,
                 \(NoteFilter.hasSnapshot) FROM notes WHERE \(NoteFilter.onShow)
                 """)
         var states: [(id: Int64, state: SignInPlanner.NoteState)] = []

@@ -70,14 +70,19 @@ struct DeviceMerge: Sendable {
             try tx.markClean(noteID: ours.id)
             return .tookTheirs
         }
-        let theirsState = TagsAndFlags(
-            tags: Tags.canonical(record.tags ?? []), pinned: record.pinned ?? false, archived: record.archived ?? false)
         let base = ours.baseTagsAndFlags
         let mine = ours.tagsAndFlags
+        // Seam (issue 33): an encrypted account's attachments are to travel inside the envelope (NotePayload) and merge
+        // here three-way (AttachmentMerge); until the envelope carries them, attaching to its notes is refused
+        // (`NotesClient.requireAttachable`) and the note keeps what it has here.
+        let theirsState = TagsAndFlags(
+            tags: Tags.canonical(record.tags ?? []), pinned: record.pinned ?? false, archived: record.archived ?? false,
+            attachments: mine.attachments)
         let state = TagsAndFlags(
             tags: Tags.canonical(TagMerge.merge(base: base.tags, ours: mine.tags, theirs: theirsState.tags)),
             pinned: FlagMerge.merge(base: base.pinned, ours: mine.pinned, theirs: theirsState.pinned),
-            archived: FlagMerge.merge(base: base.archived, ours: mine.archived, theirs: theirsState.archived))
+            archived: FlagMerge.merge(base: base.archived, ours: mine.archived, theirs: theirsState.archived),
+            attachments: mine.attachments)
         let text: String
         if record.deleted {
             text = ours.text

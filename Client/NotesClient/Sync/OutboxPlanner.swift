@@ -21,9 +21,10 @@ struct OutboxEntry: Sendable, Equatable {
         set { snapshot[keyPath: field] = newValue }
     }
 
-    /// The change as the server reads it: the note's whole state (text, tags and flags) with what was last synced of
-    /// it, so the server merges each part three-way; a snapshot taken before tags existed sends none (the server
-    /// leaves them as they are).
+    /// The change as the server reads it: the note's whole state (text, tags, flags and attachments) with what was
+    /// last synced of it, so the server merges each part three-way; a snapshot taken before tags existed sends none
+    /// (the server leaves them as they are). Attachments are sent only when the note or its base has some: none on
+    /// either side changes nothing on the server, and keeps changes small (and readable by servers older than them).
     ///
     /// Sealed (an encrypted account): the envelope as the text, `deleted` and `baseVersion` in the clear, nothing
     /// else of the note (the server refuses plaintext fields for an encrypted account).
@@ -40,7 +41,13 @@ struct OutboxEntry: Sendable, Equatable {
             clientID: clientID, origin: origin, serverID: snapshot.serverID, editID: snapshot.editID, text: snapshot.text,
             deleted: snapshot.deleted, baseVersion: snapshot.baseVersion, baseText: snapshot.baseText,
             editedAt: snapshot.editedAt.map { WireTime.format(unixMilliseconds: $0) }, tags: state?.tags, pinned: state?.pinned,
-            archived: state?.archived, baseTags: base?.tags, basePinned: base?.pinned, baseArchived: base?.archived)
+            archived: state?.archived, baseTags: base?.tags, basePinned: base?.pinned, baseArchived: base?.archived,
+            attachments: sendsAttachments ? state?.attachments : nil, baseAttachments: sendsAttachments ? base?.attachments : nil)
+    }
+
+    /// Whether the change carries attachments: the note or its base has some.
+    private var sendsAttachments: Bool {
+        !(snapshot.tagsAndFlags?.attachments.isEmpty ?? true) || !(snapshot.baseTagsAndFlags?.attachments.isEmpty ?? true)
     }
 }
 
@@ -114,8 +121,9 @@ enum OutboxPlanner {
     }
 
     /// The refusals every sync tries again: the account's quota (space may have been freed since, here or on
-    /// another device, or the limit raised). Any other refusal waits for an edit.
-    static let retriedAtEverySync: [APIErrorCode] = [.quotaExceeded]
+    /// another device, or the limit raised), and a chunk the account does not have (`unknown_chunk`: the sync
+    /// uploads what this device's cache holds first, ``ChunkPlanner``). Any other refusal waits for an edit.
+    static let retriedAtEverySync: [APIErrorCode] = [.quotaExceeded, ChunkPlanner.unknownChunk]
 
     /// Whether a note refused with `code` is tried again at the next sync without an edit: its refusal is cleared
     /// at the start of the sync; refused again, the note keeps the new refusal until the sync after.

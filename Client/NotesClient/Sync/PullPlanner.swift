@@ -32,9 +32,10 @@ protocol PullLocalNote {
 /// - No local note: insert the record as a clean note (its base is its text).
 /// - A dirty note (local changes wait to be pushed): keep its text, tags and flags and their bases so the server merges
 ///   them; only learn the server ID when the note lacked it or had another.
-/// - A clean note: take the record (server ID, version, text, deleted, tags and flags, their bases, conflict fields;
-///   push error cleared). A record without tags or flags (from a server older than them) leaves the note's as they
-///   are. The note's `note_tags` rows are written again only when its tags or its deleted flag changed
+/// - A clean note: take the record (server ID, version, text, deleted, tags, flags and attachments, their bases,
+///   conflict fields; push error cleared). A record without tags, flags or attachments (from a server older than
+///   them; an encrypted account's, whose attachments are in its envelope) leaves the note's as they are. A pull
+///   never downloads an attachment's chunks: `notes save` does, when asked. The note's `note_tags` rows are written again only when its tags or its deleted flag changed
 ///   (``Action/take(noteID:_:updatedAt:reindexTags:)``).
 ///   Its time becomes the record's `editedAt` (the editing device's time, so every device shows the same); from a
 ///   server that sends none, the record's `updatedAt` when the text or deleted flag changed, and stays otherwise. A
@@ -110,10 +111,13 @@ enum PullPlanner {
     /// note has here (`kept`, with their base `keptBase`).
     private static func pulled(_ record: NoteRecord, keeping kept: TagsAndFlags, base keptBase: TagsAndFlags) -> SyncedState {
         let tags = record.tags.map(Tags.canonical)
+        let attachments = record.attachments.map(StoredAttachments.canonical)
         let current = TagsAndFlags(
-            tags: tags ?? kept.tags, pinned: record.pinned ?? kept.pinned, archived: record.archived ?? kept.archived)
+            tags: tags ?? kept.tags, pinned: record.pinned ?? kept.pinned, archived: record.archived ?? kept.archived,
+            attachments: attachments ?? kept.attachments)
         let base = TagsAndFlags(
-            tags: tags ?? keptBase.tags, pinned: record.pinned ?? keptBase.pinned, archived: record.archived ?? keptBase.archived)
+            tags: tags ?? keptBase.tags, pinned: record.pinned ?? keptBase.pinned, archived: record.archived ?? keptBase.archived,
+            attachments: attachments ?? keptBase.attachments)
         return SyncedState(
             serverID: record.serverID.rawValue, version: record.version, text: record.text, deleted: record.deleted,
             baseText: record.text, isConflict: record.conflictOf != nil, conflictOf: record.conflictOf?.rawValue,

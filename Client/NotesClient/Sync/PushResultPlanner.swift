@@ -15,8 +15,8 @@ import NoteSyncProtocol
 ///   device even when the pull fails and the device then signs in to another account; a copy already here (by
 ///   server ID or by client ID and origin) is not stored twice.
 /// - Not edited while the push was in flight (same revision): the note settles, it now matches the server (its
-///   text is the server's when the result carries one, and its base is that text; likewise its tags and flags, and
-///   their bases). Edited meanwhile: it stays dirty and takes the result's server ID and the pushed text, tags and
+///   text is the server's when the result carries one, and its base is that text; likewise its tags, flags and
+///   attachments, and their bases). Edited meanwhile: it stays dirty and takes the result's server ID and the pushed text, tags and
 ///   flags as its bases, so the next push merges from what was pushed. A snapshot taken before tags existed leaves
 ///   the note's tags and flags as they are.
 /// - A conflict copy holds the pushing device's text, tags and flags; the note keeps the merged ones.
@@ -111,7 +111,8 @@ enum PushResultPlanner {
             let settled = pushed.map { pushed in
                 TagsAndFlags(
                     tags: result.tags.map(Tags.canonical) ?? pushed.tags, pinned: result.pinned ?? pushed.pinned,
-                    archived: result.archived ?? pushed.archived)
+                    archived: result.archived ?? pushed.archived,
+                    attachments: result.attachments.map(StoredAttachments.canonical) ?? pushed.attachments)
             }
             acceptance.update = .settle(
                 Settle(

@@ -19,7 +19,9 @@ import Synchronization
 ///       `pushOrder`); edit IDs are minted here, so every snapshot is committed before anything is sent;
 ///    2. refuse locally what the server could never take, and batch the rest (``OutboxPlanner``: `plan`; a 413
 ///       answer: `whenTooLarge`);
-///    3. send each batch and apply its answer in one transaction (``PushResultPlanner``: `apply`; refusals:
+///    3. make every chunk the batch's attachments refer to present on the server, sending those it lacks from the
+///       chunk cache, and refuse the changes referring to a chunk neither side has (``ChunkPlanner``);
+///    4. send each batch and apply its answer in one transaction (``PushResultPlanner``: `apply`; refusals:
 ///       `refusal(for:)`).
 /// 4. Pull from the stored cursor (when the sync pulled first and a push result was a replay, from where that
 ///    first pull started: a replay answers the stored outcome, which the first pull may have passed), page by page; each page is applied with its new cursor in one transaction
@@ -45,6 +47,8 @@ final class SyncEngine: Sendable {
     let environment: NotesEnvironment
     /// This installation's origin.
     let origin: FlakeID
+    /// This device's chunks (attachments): what a push sends before the changes that refer to them (``ChunkPlanner``).
+    let chunkCache: ChunkCache
     /// Retry jitter.
     private let random: Mutex<any RandomNumberGenerator & Sendable>
 
@@ -53,9 +57,10 @@ final class SyncEngine: Sendable {
     static let maxPushRounds = 4
 
     init(
-        store: LocalStore, minter: IDMinter, environment: NotesEnvironment, origin: FlakeID,
+        store: LocalStore, minter: IDMinter, environment: NotesEnvironment, origin: FlakeID, chunkCache: ChunkCache,
         random: any RandomNumberGenerator & Sendable
     ) {
+        self.chunkCache = chunkCache
         self.store = store
         self.minter = minter
         self.environment = environment
@@ -183,7 +188,11 @@ final class SyncEngine: Sendable {
             var done = 0
             progress?(SyncProgress(phase: .pushing, done: 0, total: plan.total))
             while !queue.isEmpty {
-                let batch = queue.removeFirst()
+                var batch = queue.removeFirst()
+                let before = batch.count
+                batch = try await presentChunks(for: batch, over: connection, report: &report)
+                done += before - batch.count
+                if batch.isEmpty { continue }
                 let response: PushResponse
                 do {
                     response = try await send(batch, over: connection)
@@ -212,6 +221,27 @@ final class SyncEngine: Sendable {
             let waiting = try store.read { tx in try tx.pendingCount() }
             if waiting == 0 { return }
         }
+    }
+
+    /// Makes every chunk `batch` refers to present on the server (``ChunkPlanner``); returns the batch without the
+    /// changes it refused (a chunk neither this device nor the server has), whose refusals are recorded.
+    private func presentChunks(
+        for batch: [OutboxPlanner.Prepared], over connection: ServerConnection, report: inout SyncReport
+    ) async throws(NotesError) -> [OutboxPlanner.Prepared] {
+        let entries = batch.map(\.entry)
+        let chunks = ChunkPlanner.chunks(of: entries)
+        guard !chunks.isEmpty else { return batch }
+        let uploader = ChunkUploader(connection: connection, cache: chunkCache, progress: nil)
+        let (sent, absent) = try await uploader.uploadCached(chunks)
+        report.chunksUploaded += sent.chunks
+        report.chunkBytesUploaded += sent.bytes
+        let refusals = ChunkPlanner.refusals(entries, absent: absent)
+        guard !refusals.isEmpty else { return batch }
+        try store.write { tx in
+            for refused in refusals { try refuse(refused, in: tx, report: &report) }
+        }
+        let refused = Set(refusals.map(\.entry.editID))
+        return batch.filter { !refused.contains($0.entry.editID) }
     }
 
     /// `entries` sealed with `keys`: each payload's `seq` is 1 + the newest this device has seen of the note.

@@ -19,7 +19,10 @@ extension NoteChange {
     /// The JSON `WireJSON.encoder()` writes for this change (the same bytes, in its encoding order).
     public func encodedJSON() -> Data {
         let tagBytes = (tags ?? []).reduce(0) { $0 + $1.utf8.count + 3 } + (baseTags ?? []).reduce(0) { $0 + $1.utf8.count + 3 }
-        let writer = Writer(bytes: JSONBytes(capacity: 200 + text.utf8.count + (baseText?.utf8.count ?? 0) + tagBytes))
+        let attachmentBytes = AttachmentManifest.estimatedBytes(attachments) + AttachmentManifest.estimatedBytes(baseAttachments)
+            + 67 * (chunkRefs?.count ?? 0)
+        let writer = Writer(
+            bytes: JSONBytes(capacity: 200 + text.utf8.count + (baseText?.utf8.count ?? 0) + tagBytes + attachmentBytes))
         writer.change(self)
         return writer.bytes.takeData()
     }
@@ -80,17 +83,30 @@ extension NoteChange {
                 field(keys.quoted(.baseArchived))
                 bool(baseArchived)
             }
+            if let attachments = change.attachments {
+                field(keys.quoted(.attachments))
+                manifests(attachments)
+            }
+            if let baseAttachments = change.baseAttachments {
+                field(keys.quoted(.baseAttachments))
+                manifests(baseAttachments)
+            }
+            if let chunkRefs = change.chunkRefs {
+                field(keys.quoted(.chunkRefs))
+                hashes(chunkRefs)
+            }
             bytes.append(UInt8(ascii: "}"))
         }
     }
 
     /// Reads one change in the common shape (string IDs, known keys once each). `null` is refused for every field
     /// (the protocol answers it `invalid_json`), so the reader gives up on it and `JSONDecoder` refuses it; so it does
-    /// on a set of tags that breaks ``TagRules`` (`invalid_field`).
+    /// on a set of tags that breaks ``TagRules`` and on attachments that break ``AttachmentRules`` (`invalid_field`).
     static func read(_ reader: inout JSONByteReader) -> NoteChange? {
         var clientID: FlakeID?, origin: FlakeID?, serverID: FlakeID?, editID: FlakeID?
         var text: String?, deleted: Bool?, baseVersion: Int64?, baseText: String?, editedAt: String?
         var tags: [String]?, pinned: Bool?, archived: Bool?, baseTags: [String]?, basePinned: Bool?, baseArchived: Bool?
+        var attachments: [AttachmentManifest]?, baseAttachments: [AttachmentManifest]?, chunkRefs: [ContentHash]?
         func validTags(_ reader: inout JSONByteReader) -> [String]? {
             reader.strings().flatMap { TagRules.violation(in: $0) == nil ? $0 : nil }
         }
@@ -117,14 +133,20 @@ extension NoteChange {
             case .baseTags: baseTags = validTags(&reader); return baseTags != nil
             case .basePinned: basePinned = reader.bool(); return basePinned != nil
             case .baseArchived: baseArchived = reader.bool(); return baseArchived != nil
+            case .attachments: attachments = reader.validManifests(); return attachments != nil
+            case .baseAttachments: baseAttachments = reader.validManifests(); return baseAttachments != nil
+            case .chunkRefs: chunkRefs = reader.hashes(); return chunkRefs != nil
             }
         }
-        guard complete, let clientID, let origin, let editID, let text else { return nil }
+        guard complete, let clientID, let origin, let editID, let text,
+            AttachmentRules.chunkAddressCount(attachments: attachments, baseAttachments: baseAttachments, chunkRefs: chunkRefs)
+                <= AttachmentRules.maxChunkAddressesPerChange
+        else { return nil }
         return NoteChange(
             clientID: clientID, origin: origin, serverID: serverID, editID: editID, text: text,
             deleted: deleted ?? false, baseVersion: baseVersion, baseText: baseText, editedAt: editedAt,
             tags: tags, pinned: pinned, archived: archived, baseTags: baseTags, basePinned: basePinned,
-            baseArchived: baseArchived)
+            baseArchived: baseArchived, attachments: attachments, baseAttachments: baseAttachments, chunkRefs: chunkRefs)
     }
 }
 
@@ -155,6 +177,7 @@ extension NoteRecord {
         private static let tags = NoteKeys.record.quoted(.tags)
         private static let pinned = NoteKeys.record.quoted(.pinned)
         private static let archived = NoteKeys.record.quoted(.archived)
+        private static let attachments = NoteKeys.record.quoted(.attachments)
         private static let editID = NoteKeys.record.quoted(.editID)
 
         mutating func record(_ record: NoteRecord) {
@@ -193,6 +216,10 @@ extension NoteRecord {
                 field(Self.archived)
                 bool(archived)
             }
+            if let attachments = record.attachments {
+                field(Self.attachments)
+                manifests(attachments)
+            }
             if let editID = record.editID {
                 field(Self.editID)
                 quotedInteger(editID.rawValue)
@@ -216,7 +243,7 @@ extension NoteRecord {
     static func read(_ reader: inout JSONByteReader) -> NoteRecord? {
         var serverID: FlakeID?, clientID: FlakeID?, origin: FlakeID?, version: Int64?, text: String?, deleted: Bool?
         var conflictOf: FlakeID?, updatedAt: String?, editedAt: String?
-        var tags: [String]?, pinned: Bool?, archived: Bool?, editID: FlakeID?
+        var tags: [String]?, pinned: Bool?, archived: Bool?, attachments: [AttachmentManifest]?, editID: FlakeID?
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = NoteKeys.record.match(name), seen & bit == 0 else { return false }
@@ -234,6 +261,7 @@ extension NoteRecord {
             case .tags: return reader.optional(&tags) { $0.strings() }
             case .pinned: return reader.optional(&pinned) { $0.bool() }
             case .archived: return reader.optional(&archived) { $0.bool() }
+            case .attachments: return reader.optional(&attachments) { $0.manifests() }
             case .editID: return reader.optional(&editID) { $0.id() }
             }
         }
@@ -242,6 +270,6 @@ extension NoteRecord {
         return NoteRecord(
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
             conflictOf: conflictOf, updatedAt: updatedAt, editedAt: editedAt, tags: tags, pinned: pinned,
-            archived: archived, editID: editID)
+            archived: archived, attachments: attachments, editID: editID)
     }
 }

@@ -73,6 +73,7 @@ extension PushResponse: WireFastDecodable {
         for result in results {
             estimate += 160 + (result.text?.utf8.count ?? 0) + (result.error?.message.utf8.count ?? 0)
                 + (result.tags?.reduce(16) { $0 + $1.utf8.count + 3 } ?? 0)
+                + (result.attachments.map { AttachmentManifest.estimatedBytes($0) } ?? 0)
         }
         let writer = ResultWriter(bytes: JSONBytes(capacity: estimate))
         writer.bytes.append(UInt8(ascii: "{"))
@@ -136,6 +137,10 @@ extension PushResponse: WireFastDecodable {
                 field(keys.quoted(.archived))
                 bool(archived)
             }
+            if let attachments = result.attachments {
+                field(keys.quoted(.attachments))
+                manifests(attachments)
+            }
             if let conflict = result.conflict {
                 field(keys.quoted(.conflict))
                 bytes.append(UInt8(ascii: "{"))
@@ -169,7 +174,7 @@ extension ChangeResult {
     static func read(_ reader: inout JSONByteReader) -> ChangeResult? {
         var clientID: FlakeID?, editID: FlakeID?, status: ChangeStatus?, serverID: FlakeID?, version: Int64?
         var text: String?, conflict: ConflictCopy?, replayed: Bool?, error: APIErrorBody?
-        var tags: [String]?, pinned: Bool?, archived: Bool?
+        var tags: [String]?, pinned: Bool?, archived: Bool?, attachments: [AttachmentManifest]?
         var seen: UInt32 = 0
         let complete = reader.object { reader, name in
             guard let (key, bit) = PushKeys.result.match(name), seen & bit == 0 else { return false }
@@ -184,6 +189,7 @@ extension ChangeResult {
             case .tags: return reader.optional(&tags) { $0.strings() }
             case .pinned: return reader.optional(&pinned) { $0.bool() }
             case .archived: return reader.optional(&archived) { $0.bool() }
+            case .attachments: return reader.optional(&attachments) { $0.manifests() }
             case .conflict: return reader.optional(&conflict) { ConflictCopy.read(&$0) }
             case .replayed: return reader.optional(&replayed) { $0.bool() }
             case .error: return reader.optional(&error) { APIErrorBody.read(&$0) }
@@ -192,7 +198,7 @@ extension ChangeResult {
         guard complete, let clientID, let editID, let status else { return nil }
         return ChangeResult(
             clientID: clientID, editID: editID, status: status, serverID: serverID, version: version, text: text,
-            tags: tags, pinned: pinned, archived: archived, conflict: conflict, replayed: replayed ?? false, error: error)
+            tags: tags, pinned: pinned, archived: archived, attachments: attachments, conflict: conflict, replayed: replayed ?? false, error: error)
     }
 }
 

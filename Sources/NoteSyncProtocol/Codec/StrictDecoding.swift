@@ -82,3 +82,20 @@ extension KeyedDecodingContainer {
         return tags
     }
 }
+
+extension KeyedDecodingContainer {
+    /// The value of an optional request field holding a set of attachments: nil when absent, `null` refused, and a
+    /// set breaking ``AttachmentRules`` refused as `invalid_field` naming the offending manifest's field
+    /// (`changes[3].attachments[1].name`).
+    func decodeAttachmentsIfPresent(forKey key: Key) throws -> [AttachmentManifest]? {
+        guard let attachments = try decodeIfPresentRefusingNull([AttachmentManifest].self, forKey: key) else { return nil }
+        if let violation = AttachmentRules.violation(in: attachments) {
+            var path: [any CodingKey] = codingPath + [key]
+            if let index = violation.index { path.append(IndexCodingKey(index)) }
+            if let field = violation.field { path.append(AnyCodingKey(stringValue: field)) }
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: path, debugDescription: violation.message, underlyingError: FieldRuleError(message: violation.message)))
+        }
+        return attachments
+    }
+}

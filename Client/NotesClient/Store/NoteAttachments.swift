@@ -1,0 +1,33 @@
+import Foundation
+import NoteSyncProtocol
+
+/// A note's attachments as the store keeps them (`notes.attachments` and `base_attachments`, the outbox's, the history
+/// cache's): a JSON array of their manifests sorted by name, each written by ``AttachmentManifest/encodedJSON()`` (keys
+/// sorted), '' for none. Equal sets are always stored as equal texts, so SQL compares them
+/// (`attachments IS NOT base_attachments`), as ``StoredTags`` does for tags.
+enum StoredAttachments {
+    /// The stored form of `manifests` (any order: they are sorted by name here).
+    static func text(_ manifests: [AttachmentManifest]) -> String {
+        guard !manifests.isEmpty else { return "" }
+        var data = Data("[".utf8)
+        for (index, manifest) in canonical(manifests).enumerated() {
+            if index > 0 { data.append(UInt8(ascii: ",")) }
+            data.append(manifest.encodedJSON())
+        }
+        data.append(UInt8(ascii: "]"))
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The manifests of a stored form ([] for '' and NULL, and for a value that is not a JSON array of manifests, which
+    /// only a damaged database holds).
+    static func manifests(_ text: String?) -> [AttachmentManifest] {
+        guard let text, !text.isEmpty else { return [] }
+        return (try? WireJSON.decoder().decode([AttachmentManifest].self, from: Data(text.utf8))) ?? []
+    }
+
+    /// `manifests` in the order the store keeps them, the server's (``AttachmentRules/sorted(_:)``: by name as UTF-8
+    /// bytes; names are unique within a note).
+    static func canonical(_ manifests: [AttachmentManifest]) -> [AttachmentManifest] {
+        AttachmentRules.sorted(manifests)
+    }
+}
