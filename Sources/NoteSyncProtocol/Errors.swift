@@ -127,8 +127,8 @@ public struct APIErrorCode: RawRepresentable, Codable, Hashable, Sendable, Custo
     public static let accountNotEmpty = APIErrorCode("account_not_empty")
 
     // Attachments on notes.
-    /// Per change: the change refers to a chunk the account does not have (in a manifest of `attachments` or
-    /// `baseAttachments`, or in `chunkRefs`); the message names one missing address. Nothing was stored for it: upload
+    /// Per change: the change refers to a chunk the account does not have (in a manifest of its `attachments`, or in
+    /// its `chunkRefs`; a base's chunks are not checked); the message names one missing address. Nothing was stored for it: upload
     /// the chunk (`PUT /v1/chunks/{hash}`) and push again.
     public static let unknownChunk = APIErrorCode("unknown_chunk")
 

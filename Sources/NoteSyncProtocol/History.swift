@@ -15,9 +15,8 @@ public struct NoteVersion: Codable, Sendable, Equatable {
     public var tags: [String]
     public var pinned: Bool
     public var archived: Bool
-    /// The attachments (in ``AttachmentRules/sorted(_:)`` order). Always written by this server for a plaintext
-    /// account's version; absent for an encrypted account's (the manifests are in the envelope) and from older
-    /// servers.
+    /// The attachments (in ``AttachmentRules/sorted(_:)`` order). Always written by this server (`[]` for an
+    /// encrypted account's version, whose manifests are in the envelope); absent from older servers.
     public var attachments: [AttachmentManifest]?
     /// When the content was edited, by the editing device's clock (``WireTime`` form; informational).
     public var editedAt: String

@@ -628,8 +628,8 @@ public struct NoteRecord: Codable, Sendable, Equatable {
     /// Whether the note is archived. Always written by this server; nil when absent (an older server).
     public var archived: Bool?
     /// The note's attachments (in ``AttachmentRules/sorted(_:)`` order; `[]` for none). Always written by this
-    /// server for a plaintext account's note; absent for an encrypted account's (the manifests are in the envelope)
-    /// and from older servers: the client keeps the attachments it has.
+    /// server; always `[]` for an encrypted account's note (its manifests are in the envelope). Nil when absent (an
+    /// older server): the client keeps the attachments it has.
     public var attachments: [AttachmentManifest]?
     /// The edit ID of the change that wrote the note's current content: what an encrypted note's envelope is bound to.
     /// Absent from older servers and for notes last written before the server kept it.

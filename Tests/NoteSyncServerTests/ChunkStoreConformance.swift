@@ -91,7 +91,7 @@ enum ChunkStoreConformance {
         }
     }
 
-    static let checks: [Check] = [
+    static let checks: [Check] = attachmentChecks + [
         Check(name: "stored chunks are found and read back") { store in
             let alice = try await NoteStoreConformance.makeAccount(store, "alice")
             let chunks = [bytes(1 << 20, seed: 1), bytes(1, seed: 2), bytes(300_000, seed: 3)]

@@ -323,6 +323,9 @@ struct FaultyStore: NoteStore {
 
     var backendName: String { inner.backendName }
     func createAccount(_ account: AccountRecord) async throws { try await inner.createAccount(account) }
+    func referencedChunks(accountID: FlakeID, among hashes: [ContentHash]) async throws -> Set<ContentHash> {
+        try await inner.referencedChunks(accountID: accountID, among: hashes)
+    }
     func account(byUsername username: String) async throws -> AccountRecord? { try await inner.account(byUsername: username) }
     func account(byID id: FlakeID) async throws -> AccountRecord? { try await inner.account(byID: id) }
     func createSession(_ session: SessionRecord) async throws { try await inner.createSession(session) }

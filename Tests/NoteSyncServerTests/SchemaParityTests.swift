@@ -41,7 +41,7 @@ struct SchemaParityTests {
         }
         // The comparison saw what matters (a catalog query that read nothing would compare equal).
         #expect(sqlite["applied_edits"]?.primaryKey == ["account_id", "edit_id", "client_id", "origin", "pusher"])
-        #expect(sqlite["notes"]?.indexes.count == 3)
+        #expect(sqlite["notes"]?.indexes.count == 4)
         #expect(sqlite["sessions"]?.foreignKeys == [ForeignKey(column: "account_id", table: "accounts", referenced: "id", onDelete: "CASCADE")])
     }
 

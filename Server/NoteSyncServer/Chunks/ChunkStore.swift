@@ -156,8 +156,10 @@ public struct ChunkStatistics: Sendable, Equatable, Codable {
 
 /// Which chunks notes refer to: the garbage collector asks it before deleting (``ChunkStore/collectChunks(references:unreferencedSince:now:batch:)``).
 ///
-/// Phase 2 answers it from the manifests the notes hold (the note store); until then nothing refers to a chunk
-/// (``NoChunkReferences``), so every chunk is collected once its grace period has passed. Contract for an
+/// Every ``NoteStore`` answers it from the chunk references its notes and kept versions hold (``StoredNote/chunkRefs``:
+/// a plaintext note's manifests' chunks, an encrypted note's pushed `chunkRefs`), live notes, tombstones (a restore
+/// brings their attachments back) and history versions alike; ``NoChunkReferences`` says no chunk is referenced (a
+/// test's collector). Contract for an
 /// implementation: a write that starts referring to a chunk sets the chunk's `referenced_at` to its time in the same
 /// transaction (the collector re-checks it before deleting), so that no chunk goes between this answer and the
 /// delete.
@@ -166,7 +168,7 @@ public protocol ChunkReferences: Sendable {
     func referencedChunks(accountID: FlakeID, among hashes: [ContentHash]) async throws -> Set<ContentHash>
 }
 
-/// No note refers to any chunk (phase 1: notes hold no attachments yet).
+/// No note refers to any chunk (every chunk is collected once its grace period has passed).
 public struct NoChunkReferences: ChunkReferences {
     public init() {}
     public func referencedChunks(accountID: FlakeID, among hashes: [ContentHash]) async throws -> Set<ContentHash> { [] }
@@ -226,4 +228,42 @@ enum ChunkQueries {
         FROM accounts a LEFT JOIN (SELECT account_id, SUM(size) AS b FROM chunks GROUP BY account_id) t ON t.account_id = a.id
         WHERE a.chunk_bytes <> COALESCE(t.b, 0) LIMIT 20
         """
+
+    /// The chunk references of one account's notes and kept versions (its ID bound twice): one `chunk_refs` text per
+    /// row that refers to a chunk (``ChunkRefsColumn``).
+    static let accountReferences = """
+        SELECT chunk_refs FROM notes WHERE account_id = $1 AND chunk_refs <> ''
+        UNION ALL SELECT chunk_refs FROM note_versions WHERE account_id = $1 AND chunk_refs <> ''
+        """
+
+    /// Every note and kept version that refers to a chunk: what it is (`note 12`, `version 3 of note 12`), its
+    /// account, its `chunk_refs`.
+    static let allReferences = """
+        SELECT 'note ' || server_id, account_id, chunk_refs FROM notes WHERE chunk_refs <> ''
+        UNION ALL SELECT 'version ' || version || ' of note ' || server_id, account_id, chunk_refs FROM note_versions
+        WHERE chunk_refs <> ''
+        """
+
+    /// Of `references` (``allReferences``' rows), one line per note or version that refers to a chunk its account does
+    /// not store (`stored` holds `account/hash` keys), at most `limit`.
+    static func absentChunks(_ references: [(what: String, account: Int64, refs: String)], stored: Set<String>, limit: Int = 1000) -> [String] {
+        var problems: [String] = []
+        for (what, account, refs) in references {
+            for hash in ChunkRefsColumn.hashes(refs) where !stored.contains("\(account)/\(hash.hex)") {
+                guard problems.count < limit else { return problems }
+                problems.append("\(what) of account \(account) refers to chunk \(hash), which the account does not store")
+            }
+        }
+        return problems
+    }
+
+    /// Of `hashes`, those the `chunk_refs` texts name.
+    static func referenced(_ hashes: [ContentHash], by texts: some Sequence<String>) -> Set<ContentHash> {
+        let wanted = Set(hashes)
+        var referenced = Set<ContentHash>()
+        for text in texts {
+            for hash in ChunkRefsColumn.hashes(text) where wanted.contains(hash) { referenced.insert(hash) }
+        }
+        return referenced
+    }
 }

@@ -163,7 +163,7 @@ public func buildApplication(
         PruneService(
             store: store, editRetention: PruneService.milliseconds(days: configuration.editRetentionDays),
             historyRetention: PruneService.milliseconds(days: configuration.history.retentionDays),
-            chunks: serverServices.chunks, chunkReferences: NoChunkReferences(), chunkGraceDays: configuration.chunkGraceDays,
+            chunks: serverServices.chunks, chunkReferences: store, chunkGraceDays: configuration.chunkGraceDays,
             interval: .seconds(3600), clock: SystemFlakeClock.coarse, logger: logger
         )
     )
@@ -220,7 +220,7 @@ struct PruneService: Service {
     let historyRetention: Int64?
     /// The chunks to collect, nil for none.
     var chunks: ChunkService?
-    /// Which chunks notes refer to (phase 1: none, ``NoChunkReferences``).
+    /// Which chunks notes refer to (the note store: ``NoteStore`` is the collector's ``ChunkReferences``).
     var chunkReferences: any ChunkReferences = NoChunkReferences()
     var chunkGraceDays = 7
     let interval: Duration

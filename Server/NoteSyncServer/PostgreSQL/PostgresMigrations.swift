@@ -274,6 +274,20 @@ extension PostgresDatabase {
                 "CREATE INDEX notes_still_plaintext ON notes(account_id) WHERE plaintext",
             ]
         ),
+        (
+            // Attachments on notes (SQLite's "v13: attachments on notes"; renumber freely at a merge): a note's and a
+            // version's manifests as a JSON array ('' for none) and the chunks each refers to (addresses joined by
+            // "\n"), what the chunk collector keeps; partial indexes over the rows that refer to a chunk.
+            14,
+            [
+                "ALTER TABLE notes ADD COLUMN attachments TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE notes ADD COLUMN chunk_refs TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE note_versions ADD COLUMN attachments TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE note_versions ADD COLUMN chunk_refs TEXT NOT NULL DEFAULT ''",
+                "CREATE INDEX notes_with_chunks ON notes(account_id) WHERE chunk_refs <> ''",
+                "CREATE INDEX note_versions_with_chunks ON note_versions(account_id) WHERE chunk_refs <> ''",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -158,10 +158,35 @@ extension PostgresNoteStore: ChunkStore {
         return collected
     }
 
+    public func referencedChunks(accountID: FlakeID, among hashes: [ContentHash]) async throws -> Set<ContentHash> {
+        try await run { client in
+            var texts: [String] = []
+            var query = PostgresQuery(unsafeSQL: ChunkQueries.accountReferences)
+            try query.binds.append(accountID.rawValue, context: .default)
+            for try await text in try await client.query(query, logger: self.logger).decode(String.self) { texts.append(text) }
+            return ChunkQueries.referenced(hashes, by: texts)
+        }
+    }
+
     public func checkChunks(_ verification: ChunkVerification) async throws -> [String] {
         let sample = verification == .all ? "" : "ORDER BY random() LIMIT \(ChunkVerification.sampleSize)"
         return try await run { client in
             var problems: [String] = []
+            var references: [(what: String, account: Int64, refs: String)] = []
+            for try await (what, account, refs) in try await client.query(PostgresQuery(unsafeSQL: ChunkQueries.allReferences), logger: self.logger)
+                .decode((String, Int64, String).self)
+            {
+                references.append((what, account, refs))
+            }
+            if !references.isEmpty {
+                var stored = Set<String>()
+                for try await (account, hash) in try await client.query("SELECT account_id, hash FROM chunks", logger: self.logger)
+                    .decode((Int64, String).self)
+                {
+                    stored.insert("\(account)/\(hash)")
+                }
+                problems += ChunkQueries.absentChunks(references, stored: stored)
+            }
             for try await line in try await client.query(PostgresQuery(unsafeSQL: ChunkQueries.runningTotal), logger: self.logger)
                 .decode(String.self)
             {

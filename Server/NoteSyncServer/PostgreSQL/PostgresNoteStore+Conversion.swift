@@ -11,7 +11,7 @@ extension PostgresNoteStore {
         let account = accountID.rawValue
         try await connection.execute("UPDATE notes SET plaintext = true WHERE account_id = \(account) AND NOT deleted", logger: logger)
         try await connection.execute(
-            "UPDATE notes SET tags = '', pinned = false, archived = false WHERE account_id = \(account) AND deleted", logger: logger)
+            "UPDATE notes SET tags = '', attachments = '', pinned = false, archived = false WHERE account_id = \(account) AND deleted", logger: logger)
         try await connection.execute("UPDATE note_versions SET plaintext = true WHERE account_id = \(account)", logger: logger)
         _ = try await finishConversionIfDone(accountID: accountID, on: connection, logger: logger)
         return try await plaintextNoteCount(accountID: accountID, on: connection, logger: logger)

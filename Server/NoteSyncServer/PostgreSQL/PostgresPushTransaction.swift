@@ -29,6 +29,20 @@ struct PostgresPushTransaction: AsyncPushTransaction {
         return locked
     }
 
+    func knownChunks(_ hashes: [ContentHash], accountID: FlakeID, now: Int64) async throws -> Set<ContentHash> {
+        var known = Set<ContentHash>()
+        let rows = try await connection.query(
+            """
+            UPDATE chunks SET referenced_at = \(now) WHERE account_id = \(accountID.rawValue) AND hash = ANY(\(hashes.map(\.hex)))
+            RETURNING hash
+            """,
+            logger: logger)
+        for try await hash in rows.decode(String.self) {
+            if let hash = ContentHash(hash) { known.insert(hash) }
+        }
+        return known
+    }
+
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) async throws -> LoadedBatch {
         let account = accountID.rawValue
         let editIDs = keys.editIDs.map(\.rawValue)

@@ -9,7 +9,7 @@ enum PostgresRows {
     /// The columns of a note row, in the order of ``NoteRow``.
     static let noteColumns =
         "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at, edited_at, "
-        + "tags, pinned, archived, edit_id"
+        + "tags, pinned, archived, edit_id, attachments, chunk_refs"
 
     /// ``noteColumns``, each qualified by a table's alias (`n.server_id, n.account_id, ...`).
     static func noteColumns(of alias: String) -> String {
@@ -17,7 +17,8 @@ enum PostgresRows {
     }
 
     typealias NoteRow = (
-        Int64, Int64, Int64, Int64, Int64, ByteBuffer, Bool, Int64?, Int64, Int64, Int64, Int64?, String, Bool, Bool, Int64?
+        Int64, Int64, Int64, Int64, Int64, ByteBuffer, Bool, Int64?, Int64, Int64, Int64, Int64?, String, Bool, Bool, Int64?,
+        String, String
     )
 
     /// A row of a pull (``PostgresNoteStore``): the account's change sequence and note count, how many rows the page
@@ -25,24 +26,24 @@ enum PostgresRows {
     /// (a `LEFT JOIN`).
     typealias PullRow = (
         Int64, Int64, Int64?, Int64?, Int64?, Int64?, Int64?, Int64?, ByteBuffer?, Bool?, Int64?, Int64?, Int64?, Int64?, Int64?,
-        String?, Bool?, Bool?, Int64?
+        String?, Bool?, Bool?, Int64?, String?, String?
     )
 
     /// A pull's row: the account's change sequence and note count, the rows read, and the note, if it has one.
     static func pulled(_ row: PullRow) throws -> (sequence: Int64, noteCount: Int64, rowsRead: Int64, note: StoredNote?) {
         let (
             sequence, noteCount, rowsRead, serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt,
-            updatedAt, editedAt, tags, pinned, archived, editID
+            updatedAt, editedAt, tags, pinned, archived, editID, attachments, chunkRefs
         ) = row
         guard let serverID, let accountID, let clientID, let origin, let version, let text, let deleted, let changeSeq, let createdAt,
-            let updatedAt, let tags, let pinned, let archived
+            let updatedAt, let tags, let pinned, let archived, let attachments, let chunkRefs
         else { return (sequence, noteCount, rowsRead ?? 0, nil) }
         return (
             sequence, noteCount, rowsRead ?? 0,
             try note(
                 (
                     serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt,
-                    tags, pinned, archived, editID
+                    tags, pinned, archived, editID, attachments, chunkRefs
                 ))
         )
     }
@@ -51,13 +52,14 @@ enum PostgresRows {
     static func note(_ row: NoteRow) throws -> StoredNote {
         let (
             serverID, accountID, clientID, origin, version, text, deleted, conflictOf, changeSeq, createdAt, updatedAt, editedAt, tags,
-            pinned, archived, editID
+            pinned, archived, editID, attachments, chunkRefs
         ) = row
         return StoredNote(
             accountID: try flake(accountID), serverID: try flake(serverID), clientID: try flake(clientID),
             origin: try flake(origin), version: version, text: String(buffer: text), deleted: deleted,
             conflictOf: try conflictOf.map(flake), changeSeq: changeSeq, createdAt: createdAt, updatedAt: updatedAt,
-            editedAt: editedAt, tags: TagsColumn.tags(tags), pinned: pinned, archived: archived, editID: try editID.map(flake)
+            editedAt: editedAt, tags: TagsColumn.tags(tags), pinned: pinned, archived: archived, editID: try editID.map(flake),
+            attachments: try AttachmentsColumn.attachments(attachments), chunkRefs: ChunkRefsColumn.hashes(chunkRefs)
         )
     }
 
@@ -94,16 +96,19 @@ enum PostgresRows {
 
     /// The columns of a version row, in the order of ``VersionRow``.
     static let versionColumns =
-        "account_id, server_id, version, text, deleted, tags, pinned, archived, edited_at, saved_at, device, edit_id"
+        "account_id, server_id, version, text, deleted, tags, pinned, archived, edited_at, saved_at, device, edit_id, attachments, "
+        + "chunk_refs"
 
-    typealias VersionRow = (Int64, Int64, Int64, ByteBuffer, Bool, String, Bool, Bool, Int64, Int64, String?, Int64?)
+    typealias VersionRow = (Int64, Int64, Int64, ByteBuffer, Bool, String, Bool, Bool, Int64, Int64, String?, Int64?, String, String)
 
     static func version(_ row: VersionRow) throws -> StoredVersion {
-        let (accountID, serverID, version, text, deleted, tags, pinned, archived, editedAt, savedAt, device, editID) = row
+        let (accountID, serverID, version, text, deleted, tags, pinned, archived, editedAt, savedAt, device, editID, attachments, chunkRefs) =
+            row
         return StoredVersion(
             accountID: try flake(accountID), serverID: try flake(serverID), version: version, text: String(buffer: text),
             deleted: deleted, tags: TagsColumn.tags(tags), pinned: pinned, archived: archived, editedAt: editedAt, savedAt: savedAt,
-            device: device, editID: try editID.map(flake))
+            device: device, editID: try editID.map(flake), attachments: try AttachmentsColumn.attachments(attachments),
+            chunkRefs: ChunkRefsColumn.hashes(chunkRefs))
     }
 
     // MARK: - The push's write
@@ -130,24 +135,27 @@ enum PostgresRows {
         return """
             WITH inserted AS (
                 INSERT INTO notes (server_id, account_id, client_id, origin, version, text, deleted, conflict_of,
-                                   change_seq, created_at, updated_at, edited_at, tags, pinned, archived, edit_id)
+                                   change_seq, created_at, updated_at, edited_at, tags, pinned, archived, edit_id,
+                                   attachments, chunk_refs)
                 SELECT s, \(account), c, o, v, t, d, NULLIF(cf, 0), q, ca, ua, NULLIF(ea, \(NoteColumns.noTime)), tg, pn, ar,
-                       NULLIF(ei, 0)
+                       NULLIF(ei, 0), at, cr
                 FROM unnest(\(new.serverID)::int8[], \(new.clientID)::int8[], \(new.origin)::int8[],
                             \(new.version)::int8[], \(new.text)::bytea[], \(new.deleted)::bool[],
                             \(new.conflictOf)::int8[], \(new.changeSeq)::int8[], \(new.createdAt)::int8[],
                             \(new.updatedAt)::int8[], \(new.editedAt)::int8[], \(new.tags)::text[], \(new.pinned)::bool[],
-                            \(new.archived)::bool[], \(new.editID)::int8[])
-                     AS u(s, c, o, v, t, d, cf, q, ca, ua, ea, tg, pn, ar, ei)
+                            \(new.archived)::bool[], \(new.editID)::int8[], \(new.attachments)::text[],
+                            \(new.chunkRefs)::text[])
+                     AS u(s, c, o, v, t, d, cf, q, ca, ua, ea, tg, pn, ar, ei, at, cr)
             ), updated AS (
                 UPDATE notes SET version = u.v, text = u.t, deleted = u.d, change_seq = u.q, updated_at = u.ua,
                                  edited_at = NULLIF(u.ea, \(NoteColumns.noTime)), tags = u.tg, pinned = u.pn, archived = u.ar,
-                                 edit_id = NULLIF(u.ei, 0)
+                                 edit_id = NULLIF(u.ei, 0), attachments = u.at, chunk_refs = u.cr
                 FROM unnest(\(changed.serverID)::int8[], \(changed.version)::int8[], \(changed.text)::bytea[],
                             \(changed.deleted)::bool[], \(changed.changeSeq)::int8[], \(changed.updatedAt)::int8[],
                             \(changed.editedAt)::int8[], \(changed.tags)::text[], \(changed.pinned)::bool[],
-                            \(changed.archived)::bool[], \(changed.editID)::int8[])
-                     AS u(s, v, t, d, q, ua, ea, tg, pn, ar, ei)
+                            \(changed.archived)::bool[], \(changed.editID)::int8[], \(changed.attachments)::text[],
+                            \(changed.chunkRefs)::text[])
+                     AS u(s, v, t, d, q, ua, ea, tg, pn, ar, ei, at, cr)
                 WHERE notes.server_id = u.s AND notes.account_id = \(account)
             ), edits AS (
                 INSERT INTO applied_edits (account_id, edit_id, status, server_id, version, conflict_server_id,
@@ -165,12 +173,13 @@ enum PostgresRows {
                      AS u(e, st, s, v, cs, cc, ca, c, o, p, ht, tx, hg, tg, fp, fa)
             ), versions AS (
                 INSERT INTO note_versions (\(unescaped: versionColumns))
-                SELECT \(account), s, v, t, d, tg, pn, ar, ea, sa, CASE WHEN hd THEN dv END, NULLIF(ei, 0)
+                SELECT \(account), s, v, t, d, tg, pn, ar, ea, sa, CASE WHEN hd THEN dv END, NULLIF(ei, 0), at, cr
                 FROM unnest(\(versions.serverID)::int8[], \(versions.version)::int8[], \(versions.text)::bytea[],
                             \(versions.deleted)::bool[], \(versions.tags)::text[], \(versions.pinned)::bool[],
                             \(versions.archived)::bool[], \(versions.editedAt)::int8[], \(versions.savedAt)::int8[],
-                            \(versions.hasDevice)::bool[], \(versions.device)::text[], \(versions.editID)::int8[])
-                     AS u(s, v, t, d, tg, pn, ar, ea, sa, hd, dv, ei)
+                            \(versions.hasDevice)::bool[], \(versions.device)::text[], \(versions.editID)::int8[],
+                            \(versions.attachments)::text[], \(versions.chunkRefs)::text[])
+                     AS u(s, v, t, d, tg, pn, ar, ea, sa, hd, dv, ei, at, cr)
             )
             UPDATE accounts SET change_seq = \(plan.newSequence), note_count = \(plan.newUsage.noteCount),
                                 text_bytes = \(plan.newUsage.textBytes), replay_text_bytes = \(plan.newUsage.replayTextBytes),
@@ -188,6 +197,7 @@ enum PostgresRows {
         var text: [ByteBuffer] = [], deleted: [Bool] = [], conflictOf: [Int64] = [], changeSeq: [Int64] = []
         var createdAt: [Int64] = [], updatedAt: [Int64] = [], editedAt: [Int64] = []
         var tags: [String] = [], pinned: [Bool] = [], archived: [Bool] = [], editID: [Int64] = []
+        var attachments: [String] = [], chunkRefs: [String] = []
 
         /// Stands for an absent edit time (no ``WireTime`` comes near it).
         static let noTime = Int64.min
@@ -208,6 +218,8 @@ enum PostgresRows {
             pinned.append(note.pinned)
             archived.append(note.archived)
             editID.append(note.editID?.rawValue ?? 0)
+            attachments.append(AttachmentsColumn.text(note.attachments))
+            chunkRefs.append(ChunkRefsColumn.text(note.chunkRefs))
         }
     }
 
@@ -216,6 +228,7 @@ enum PostgresRows {
         var serverID: [Int64] = [], version: [Int64] = [], text: [ByteBuffer] = [], deleted: [Bool] = []
         var tags: [String] = [], pinned: [Bool] = [], archived: [Bool] = [], editedAt: [Int64] = [], savedAt: [Int64] = []
         var hasDevice: [Bool] = [], device: [String] = [], editID: [Int64] = []
+        var attachments: [String] = [], chunkRefs: [String] = []
 
         mutating func append(_ version: StoredVersion) {
             serverID.append(version.serverID.rawValue)
@@ -230,6 +243,8 @@ enum PostgresRows {
             hasDevice.append(version.device != nil)
             device.append(version.device ?? "")
             editID.append(version.editID?.rawValue ?? 0)
+            attachments.append(AttachmentsColumn.text(version.attachments))
+            chunkRefs.append(ChunkRefsColumn.text(version.chunkRefs))
         }
     }
 

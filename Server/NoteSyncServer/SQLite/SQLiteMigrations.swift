@@ -237,6 +237,22 @@ extension SQLiteNoteStore {
                     """
             )
         }
+        migrator.registerMigration(Self.attachmentsMigration) { db in
+            // Attachments on notes (issue 33 phase 2): a note's and a version's manifests as a JSON array ('' for
+            // none; always '' in an encrypted account, whose manifests are in the envelope), and the chunks each
+            // refers to (ascending addresses joined by "\n"; an encrypted note's pushed chunkRefs): what the chunk
+            // collector keeps. The partial indexes list only the rows that refer to a chunk.
+            try db.execute(
+                sql: """
+                    ALTER TABLE notes ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE notes ADD COLUMN chunk_refs TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE note_versions ADD COLUMN attachments TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE note_versions ADD COLUMN chunk_refs TEXT NOT NULL DEFAULT '';
+                    CREATE INDEX notes_with_chunks ON notes(account_id) WHERE chunk_refs <> '';
+                    CREATE INDEX note_versions_with_chunks ON note_versions(account_id) WHERE chunk_refs <> '';
+                    """
+            )
+        }
         return migrator
     }
 
@@ -245,4 +261,7 @@ extension SQLiteNoteStore {
 
     /// The conversion migration's name (after the encryption migration; renumber it at a merge).
     static let conversionMigration = "v12: conversion to end-to-end encryption"
+
+    /// The attachments-on-notes migration's name (after the conversion migration; renumber it at a merge).
+    static let attachmentsMigration = "v13: attachments on notes"
 }

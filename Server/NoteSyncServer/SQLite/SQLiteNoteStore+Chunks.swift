@@ -191,9 +191,25 @@ extension SQLiteNoteStore: ChunkStore {
         return collected
     }
 
+    public func referencedChunks(accountID: FlakeID, among hashes: [ContentHash]) async throws -> Set<ContentHash> {
+        try await read { db in
+            let texts = try String.fetchAll(
+                db, sql: ChunkQueries.accountReferences.replacingOccurrences(of: "$1", with: "?1"), arguments: [accountID.rawValue])
+            return ChunkQueries.referenced(hashes, by: texts)
+        }
+    }
+
     public func checkChunks(_ verification: ChunkVerification) async throws -> [String] {
         var problems = try await read { db in
-            try String.fetchAll(db, sql: ChunkQueries.runningTotal).map { "chunk running total: \($0)" }
+            var problems = try String.fetchAll(db, sql: ChunkQueries.runningTotal).map { "chunk running total: \($0)" }
+            let references = try Row.fetchAll(db, sql: ChunkQueries.allReferences).map { (row: Row) in
+                (what: row[0] as String, account: row[1] as Int64, refs: row[2] as String)
+            }
+            if !references.isEmpty {
+                let stored = Set(try Row.fetchAll(db, sql: "SELECT account_id, hash FROM chunks").map { "\($0[0] as Int64)/\($0[1] as String)" })
+                problems += ChunkQueries.absentChunks(references, stored: stored)
+            }
+            return problems
         }
         let rows = try await read { db in
             try Row.fetchAll(db, sql: "SELECT account_id, hash, size FROM chunks ORDER BY account_id, hash").map {

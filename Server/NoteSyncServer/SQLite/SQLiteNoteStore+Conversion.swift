@@ -15,7 +15,7 @@ extension SQLiteNoteStore {
         try db.execute(
             sql: """
                 UPDATE notes SET plaintext = 1 WHERE account_id = ? AND deleted = 0;
-                UPDATE notes SET tags = '', pinned = 0, archived = 0 WHERE account_id = ? AND deleted = 1;
+                UPDATE notes SET tags = '', attachments = '', pinned = 0, archived = 0 WHERE account_id = ? AND deleted = 1;
                 UPDATE note_versions SET plaintext = 1 WHERE account_id = ?;
                 """,
             arguments: [account, account, account])

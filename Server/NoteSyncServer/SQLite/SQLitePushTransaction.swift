@@ -56,6 +56,21 @@ struct SQLitePushTransaction: PushTransaction {
         return loaded
     }
 
+    func knownChunks(_ hashes: [ContentHash], accountID: FlakeID, now: Int64) throws -> Set<ContentHash> {
+        var known = Set<ContentHash>()
+        var start = 0
+        while start < hashes.count {
+            let chunk = hashes[start..<min(start + Self.chunkSize, hashes.count)]
+            let rows = try String.fetchAll(
+                db,
+                sql: "UPDATE chunks SET referenced_at = ? WHERE account_id = ? AND hash IN (\(Self.placeholders(chunk.count))) RETURNING hash",
+                arguments: StatementArguments([now, accountID.rawValue] + chunk.map(\.hex)))
+            known.formUnion(rows.compactMap { ContentHash($0) })
+            start += Self.chunkSize
+        }
+        return known
+    }
+
     func write(_ plan: PushPlanner.Plan, accountID: FlakeID) throws {
         let account = accountID.rawValue
         // One update of the account row per push, when a note or a replay text was written.
@@ -111,7 +126,7 @@ struct SQLitePushTransaction: PushTransaction {
         while start < versions.count {
             let count = Self.versionChunks.first { $0 <= versions.count - start }!
             var arguments: [(any DatabaseValueConvertible)?] = []
-            arguments.reserveCapacity(count * 11)
+            arguments.reserveCapacity(count * 14)
             for version in versions[start..<(start + count)] { arguments += SQLiteRows.versionArguments(version) }
             try db.cachedStatement(sql: SQLiteRows.insertVersions(count: count)).execute(arguments: StatementArguments(arguments))
             start += count

@@ -12,10 +12,10 @@ enum SQLiteRows {
     /// The columns of a note row, in the order ``note(_:at:)`` reads them and ``insertNote`` writes them.
     static let noteColumns =
         "server_id, account_id, client_id, origin, version, text, deleted, conflict_of, change_seq, created_at, updated_at, edited_at, "
-        + "tags, pinned, archived, edit_id"
+        + "tags, pinned, archived, edit_id, attachments, chunk_refs"
 
     /// Inserts a note (``insertArguments(_:)``).
-    static let insertNote = "INSERT INTO notes (\(noteColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    static let insertNote = "INSERT INTO notes (\(noteColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
     /// The values of ``insertNote``, in ``noteColumns`` order.
     static func insertArguments(_ note: StoredNote) -> StatementArguments {
@@ -23,13 +23,14 @@ enum SQLiteRows {
             note.serverID.rawValue, note.accountID.rawValue, note.clientID.rawValue, note.origin.rawValue, note.version,
             textBlob(note.text), note.deleted, note.conflictOf?.rawValue, note.changeSeq, note.createdAt, note.updatedAt,
             note.editedAt, TagsColumn.text(note.tags), note.pinned, note.archived, note.editID?.rawValue,
+            AttachmentsColumn.text(note.attachments), ChunkRefsColumn.text(note.chunkRefs),
         ]
     }
 
     /// Updates what a change changes in a stored note (``updateArguments(_:)``); its identity and creation stay.
     static let updateNote = """
         UPDATE notes SET version = ?, text = ?, deleted = ?, change_seq = ?, updated_at = ?, edited_at = ?, tags = ?, pinned = ?,
-                         archived = ?, edit_id = ?
+                         archived = ?, edit_id = ?, attachments = ?, chunk_refs = ?
         WHERE server_id = ? AND account_id = ?
         """
 
@@ -37,7 +38,8 @@ enum SQLiteRows {
     static func updateArguments(_ note: StoredNote) -> StatementArguments {
         [
             note.version, textBlob(note.text), note.deleted, note.changeSeq, note.updatedAt, note.editedAt, TagsColumn.text(note.tags),
-            note.pinned, note.archived, note.editID?.rawValue, note.serverID.rawValue, note.accountID.rawValue,
+            note.pinned, note.archived, note.editID?.rawValue, AttachmentsColumn.text(note.attachments),
+            ChunkRefsColumn.text(note.chunkRefs), note.serverID.rawValue, note.accountID.rawValue,
         ]
     }
 
@@ -71,7 +73,8 @@ enum SQLiteRows {
             origin: try flake(row[offset + 3]), version: row[offset + 4], text: try text(row, offset + 5),
             deleted: row[offset + 6], conflictOf: try conflictOf.map(flake), changeSeq: row[offset + 8],
             createdAt: row[offset + 9], updatedAt: row[offset + 10], editedAt: row[offset + 11], tags: TagsColumn.tags(row[offset + 12]),
-            pinned: row[offset + 13], archived: row[offset + 14], editID: try editID.map(flake)
+            pinned: row[offset + 13], archived: row[offset + 14], editID: try editID.map(flake),
+            attachments: try AttachmentsColumn.attachments(row[offset + 16]), chunkRefs: ChunkRefsColumn.hashes(row[offset + 17])
         )
     }
 
@@ -116,12 +119,13 @@ enum SQLiteRows {
 
     /// The columns of a version row, in the order ``version(_:)`` reads them and ``insertVersions(count:)`` writes them.
     static let versionColumns =
-        "account_id, server_id, version, text, deleted, tags, pinned, archived, edited_at, saved_at, device, edit_id"
+        "account_id, server_id, version, text, deleted, tags, pinned, archived, edited_at, saved_at, device, edit_id, attachments, "
+        + "chunk_refs"
 
     /// Inserts `count` versions in one statement (``versionArguments(_:)`` of each, in order). The empty text binds as
     /// NULL and is stored as an empty blob.
     static func insertVersions(count: Int) -> String {
-        let row = "(?, ?, ?, COALESCE(?, X''), ?, ?, ?, ?, ?, ?, ?, ?)"
+        let row = "(?, ?, ?, COALESCE(?, X''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         return "INSERT INTO note_versions (\(versionColumns)) VALUES " + repeatElement(row, count: count).joined(separator: ", ")
     }
 
@@ -130,7 +134,7 @@ enum SQLiteRows {
         [
             version.accountID.rawValue, version.serverID.rawValue, version.version, textBlob(version.text), version.deleted,
             TagsColumn.text(version.tags), version.pinned, version.archived, version.editedAt, version.savedAt, version.device,
-            version.editID?.rawValue,
+            version.editID?.rawValue, AttachmentsColumn.text(version.attachments), ChunkRefsColumn.text(version.chunkRefs),
         ]
     }
 
@@ -140,6 +144,7 @@ enum SQLiteRows {
         return StoredVersion(
             accountID: try flake(row[0]), serverID: try flake(row[1]), version: row[2], text: try text(row, 3), deleted: row[4],
             tags: TagsColumn.tags(row[5]), pinned: row[6], archived: row[7], editedAt: row[8], savedAt: row[9], device: row[10],
-            editID: try editID.map(flake))
+            editID: try editID.map(flake), attachments: try AttachmentsColumn.attachments(row[12]),
+            chunkRefs: ChunkRefsColumn.hashes(row[13]))
     }
 }

@@ -8,7 +8,9 @@ import NoteSyncProtocol
 /// every other request rule by the services (``ServerServices``). Every query is scoped by account ID; nothing a store
 /// returns for one account ever comes from another. The stores are ``SQLiteNoteStore`` and ``PostgresNoteStore``;
 /// both pass one conformance suite (`NoteStoreConformance` in the tests), and a test checks that their schemas agree.
-public protocol NoteStore: Sendable {
+///
+/// A store is also the chunk collector's ``ChunkReferences``: the chunks its notes and kept versions refer to.
+public protocol NoteStore: ChunkReferences {
     /// The backend's name as `GET /healthz` reports it (`sqlite`, `postgres`).
     var backendName: String { get }
 

@@ -21,7 +21,9 @@ enum PushDriver {
         _ transaction: some PushTransaction, accountID: FlakeID, changes: [NoteChange], context: PushContext
     ) throws -> (results: [ChangeResult], convertedAccount: Bool) {
         guard let locked = try transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
-        let loaded = try transaction.load(PushPlanner.loadKeys(of: changes), accountID: accountID)
+        let keys = PushPlanner.loadKeys(of: changes)
+        var loaded = try transaction.load(keys, accountID: accountID)
+        if !keys.chunks.isEmpty { loaded.knownChunks = try transaction.knownChunks(keys.chunks, accountID: accountID, now: context.now) }
         let plan = try PushPlanner.plan(.init(accountID, changes, loaded, locked, context), mintID: context.mintID)
         try transaction.write(plan, accountID: accountID)
         guard locked.converting, !plan.writes.isEmpty else { return (plan.results, false) }
@@ -35,7 +37,11 @@ enum PushDriver {
         _ transaction: some AsyncPushTransaction, accountID: FlakeID, changes: [NoteChange], context: PushContext
     ) async throws -> (results: [ChangeResult], convertedAccount: Bool) {
         guard let locked = try await transaction.lockAccount(accountID) else { throw NoteStoreError.accountNotFound }
-        let loaded = try await transaction.load(PushPlanner.loadKeys(of: changes), accountID: accountID)
+        let keys = PushPlanner.loadKeys(of: changes)
+        var loaded = try await transaction.load(keys, accountID: accountID)
+        if !keys.chunks.isEmpty {
+            loaded.knownChunks = try await transaction.knownChunks(keys.chunks, accountID: accountID, now: context.now)
+        }
         let plan = try PushPlanner.plan(.init(accountID, changes, loaded, locked, context), mintID: context.mintID)
         try await transaction.write(plan, accountID: accountID)
         guard locked.converting, !plan.writes.isEmpty else { return (plan.results, false) }
@@ -51,6 +57,9 @@ protocol PushTransaction {
     func lockAccount(_ accountID: FlakeID) throws -> LockedAccount?
     /// The account's applied edits and notes that `keys` names (see ``PushPlanner/LoadKeys``).
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) throws -> LoadedBatch
+    /// Of `hashes`, the chunks the account stores, each referenced again at `now` (`referenced_at`) in this
+    /// transaction: a note that starts referring to a chunk is never one the collector deletes under it.
+    func knownChunks(_ hashes: [ContentHash], accountID: FlakeID, now: Int64) throws -> Set<ContentHash>
     /// Writes the plan: its notes (inserted or updated), its versions (one batched insert into `note_versions`), its
     /// new applied edits and, when it wrote a note, the account's new change sequence and usage. Writes nothing for a
     /// plan that changes nothing.
@@ -68,6 +77,8 @@ protocol AsyncPushTransaction {
     func lockAccount(_ accountID: FlakeID) async throws -> LockedAccount?
     /// See ``PushTransaction/load(_:accountID:)``.
     func load(_ keys: PushPlanner.LoadKeys, accountID: FlakeID) async throws -> LoadedBatch
+    /// See ``PushTransaction/knownChunks(_:accountID:now:)``.
+    func knownChunks(_ hashes: [ContentHash], accountID: FlakeID, now: Int64) async throws -> Set<ContentHash>
     /// See ``PushTransaction/write(_:accountID:)``.
     func write(_ plan: PushPlanner.Plan, accountID: FlakeID) async throws
     /// See ``PushTransaction/converted(_:accountID:)``.
@@ -96,6 +107,9 @@ struct LockedAccount {
 struct LoadedBatch {
     var appliedEdits: [AppliedEdit] = []
     var notes: [StoredNote] = []
+    /// Of ``PushPlanner/LoadKeys/chunks``, the ones the account stores, each referenced again at the push's time in
+    /// the push's transaction (so that the chunk collector never deletes one a change starts referring to).
+    var knownChunks: Set<ContentHash> = []
 }
 
 extension PushPlanner.Input {
@@ -104,7 +118,8 @@ extension PushPlanner.Input {
         self.init(
             accountID: accountID, changes: changes, notes: loaded.notes, appliedEdits: loaded.appliedEdits,
             currentSequence: locked.sequence, limits: context.limits, now: context.now, pusher: context.pusher,
-            usage: locked.usage, quota: context.quota, device: context.device, encryption: locked.encryption
+            usage: locked.usage, quota: context.quota, device: context.device, encryption: locked.encryption,
+            knownChunks: loaded.knownChunks
         )
     }
 }

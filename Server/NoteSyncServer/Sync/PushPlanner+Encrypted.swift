@@ -15,7 +15,8 @@ extension PushPlanner {
             let plaintextFields: [(NoteChange.CodingKeys, Bool)] = [
                 (.baseText, change.baseText != nil), (.tags, change.tags != nil), (.pinned, change.pinned != nil),
                 (.archived, change.archived != nil), (.baseTags, change.baseTags != nil), (.basePinned, change.basePinned != nil),
-                (.baseArchived, change.baseArchived != nil),
+                (.baseArchived, change.baseArchived != nil), (.attachments, change.attachments != nil),
+                (.baseAttachments, change.baseAttachments != nil),
             ]
             if let (field, _) = plaintextFields.first(where: { $0.1 }) {
                 return (

@@ -57,6 +57,14 @@ import NoteSyncProtocol
 ///    merge, no conflict copy: the device makes them. Every write of such an account's note stores no tags and no
 ///    flags (they are in the envelope): a converting account's note that had them in the clear loses them there.
 /// 9. Every write of a note keeps the change's edit ID as the note's and the version's (``StoredNote/editID``).
+/// 10. Attachments (``Labels``) travel with the tags and flags: a new note takes the pushed set, an edit merges it
+///    three-way against `baseAttachments` with the note's (``AttachmentMerge``), a conflict copy takes the pushed set
+///    (the note's when the change carries none), a tombstone keeps its set. Before step 3 (after a replay is
+///    answered), a change that refers to a chunk the account does not store (``Input/knownChunks``; the chunks of its
+///    `attachments` and its `chunkRefs`, not of its base) is rejected `unknown_chunk`, and a plaintext account's
+///    change carrying `chunkRefs` `invalid_field` (its references are its manifests' chunks). Every write keeps the
+///    note's chunk references (``StoredNote/chunkRefs``): a plaintext note's manifests' chunks, an encrypted note's
+///    pushed `chunkRefs` (the last pushed when a change carries none), for the chunk collector.
 public enum PushPlanner {
     /// Whether an account's pushes must be encrypted (``EncryptionState/requiresEncryptedPushes``).
     public enum Encryption: Sendable, Equatable {
@@ -89,13 +97,16 @@ public enum PushPlanner {
         public var device: String?
         /// Whether the account's changes must be encrypted (rule 8).
         public var encryption: Encryption
+        /// Of the chunks the batch refers to (``LoadKeys/chunks``), the ones the account stores (rule 10).
+        public var knownChunks: Set<ContentHash>
 
         public init(
             accountID: FlakeID, changes: [NoteChange], notes: [StoredNote], appliedEdits: [AppliedEdit],
             currentSequence: Int64, limits: SyncLimits, now: Int64, pusher: FlakeID? = nil,
             usage: AccountUsage = AccountUsage(), quota: AccountQuota = .unlimited, device: String? = nil,
-            encryption: Encryption = .none
+            encryption: Encryption = .none, knownChunks: Set<ContentHash> = []
         ) {
+            self.knownChunks = knownChunks
             self.encryption = encryption
             self.device = device
             self.pusher = pusher
@@ -155,6 +166,9 @@ public enum PushPlanner {
         public var serverIDs: [FlakeID]
         /// The distinct client IDs of the changes that name no server ID, in order of first use.
         public var clientIDs: [FlakeID]
+        /// The distinct chunks the changes refer to (their `attachments`' chunks and their `chunkRefs`), ascending: the
+        /// store loads which of them the account has (``Input/knownChunks``) and references them again.
+        public var chunks: [ContentHash] = []
     }
 
     /// What to load for a batch (see ``LoadKeys``).
@@ -171,10 +185,16 @@ public enum PushPlanner {
                 keys.clientIDs.append(change.clientID)
             }
         }
+        keys.chunks = Set(changes.flatMap { referencedChunks($0) }).sorted()
         return keys
     }
 
     /// Plans a push. Throws only what `mintID` throws.
+    /// The chunks a change refers to (rule 10): its attachments' and its `chunkRefs`, in order, with repeats.
+    static func referencedChunks(_ change: NoteChange) -> [ContentHash] {
+        (change.attachments ?? []).flatMap(\.chunks) + (change.chunkRefs ?? [])
+    }
+
     public static func plan(_ input: Input, mintID: () throws -> FlakeID) throws -> Plan {
         var planner = State(input: input)
         var results: [ChangeResult] = []
@@ -218,8 +238,10 @@ public enum PushPlanner {
         let encryption: Encryption
         /// The edit ID of the change being applied: every note it writes keeps it (rule 9).
         var editing: FlakeID?
+        let knownChunks: Set<ContentHash>
 
         init(input: Input) {
+            knownChunks = input.knownChunks
             encryption = input.encryption
             usage = input.usage
             quota = input.quota
@@ -277,6 +299,18 @@ public enum PushPlanner {
                 )
             }
 
+            // Rule 10: the chunks it refers to are the account's.
+            if encryption == .none, change.chunkRefs != nil {
+                return reject(
+                    .invalidField, .chunkRefs,
+                    "A plaintext account's change carries no chunkRefs: the server reads them from the attachments.")
+            }
+            if let missing = referencedChunks(change).first(where: { !knownChunks.contains($0) }) {
+                return reject(
+                    .unknownChunk, change.chunkRefs?.contains(missing) == true ? .chunkRefs : .attachments,
+                    "The account stores no chunk \(missing): upload it (PUT /v1/chunks/\(missing)), then push again; nothing was stored.")
+            }
+
             // 3. Find the note.
             let found: StoredNote?
             let matched: Bool
@@ -310,7 +344,8 @@ public enum PushPlanner {
                     accountID: accountID, serverID: serverID, clientID: change.clientID, origin: change.origin,
                     version: 1, text: change.text, deleted: false, conflictOf: nil, changeSeq: 0, createdAt: now,
                     updatedAt: now, editedAt: editedAt, tags: TagRules.sorted(change.tags ?? []), pinned: change.pinned ?? false,
-                    archived: change.archived ?? false
+                    archived: change.archived ?? false, attachments: AttachmentRules.sorted(change.attachments ?? []),
+                    chunkRefs: Set(change.chunkRefs ?? []).sorted()
                 )
                 if let refused = overQuota([(note, nil)]) { return refused }
                 write(note, isNew: true)
@@ -434,7 +469,8 @@ public enum PushPlanner {
                     accountID: accountID, serverID: copyServerID, clientID: copyClientID, origin: change.origin,
                     version: 1, text: change.text, deleted: false, conflictOf: note.serverID, changeSeq: 0,
                     createdAt: now, updatedAt: now, editedAt: editedAt, tags: change.tags.map(TagRules.sorted) ?? note.tags,
-                    pinned: change.pinned ?? note.pinned, archived: change.archived ?? note.archived
+                    pinned: change.pinned ?? note.pinned, archived: change.archived ?? note.archived,
+                    attachments: change.attachments.map(AttachmentRules.sorted) ?? note.attachments
                 )
                 let relabels = labels != Labels(note)
                 if relabels {
@@ -465,6 +501,9 @@ public enum PushPlanner {
             let tags = change.tags.flatMap { pushed in note.flatMap { sameDisplayForms(pushed, $0.tags) ? nil : $0.tags } }
             let pinned = change.pinned.flatMap { pushed in note.flatMap { $0.pinned == pushed ? nil : $0.pinned } }
             let archived = change.archived.flatMap { pushed in note.flatMap { $0.archived == pushed ? nil : $0.archived } }
+            let attachments = change.attachments.flatMap { pushed in
+                note.flatMap { AttachmentRules.sameSet(pushed, $0.attachments) ? nil : $0.attachments }
+            }
             let noteKey = NoteKey(clientID: change.clientID, origin: change.origin)
             let edit = AppliedEdit(
                 editID: change.editID, noteKey: noteKey, pusher: pusher, status: status, serverID: serverID, version: version, text: text,
@@ -474,7 +513,7 @@ public enum PushPlanner {
             newEdits.append(edit)
             return ChangeResult(
                 clientID: change.clientID, editID: change.editID, status: status, serverID: serverID, version: version,
-                text: text, tags: tags, pinned: pinned, archived: archived, conflict: conflict
+                text: text, tags: tags, pinned: pinned, archived: archived, attachments: attachments, conflict: conflict
             )
         }
 
@@ -514,6 +553,9 @@ public enum PushPlanner {
             if encryption != .none {
                 // Rule 8: the tags and flags are in the envelope; what a converting account's note held in the clear goes.
                 (note.tags, note.pinned, note.archived) = ([], false, false)
+                note.attachments = []
+            } else {
+                note.chunkRefs = AttachmentRules.chunks(of: note.attachments)
             }
             sequence += 1
             note.changeSeq = sequence

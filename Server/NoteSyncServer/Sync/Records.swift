@@ -1,3 +1,4 @@
+import Foundation
 import MiniFlake
 import NoteCrypto
 import NoteSyncProtocol
@@ -244,12 +245,21 @@ public struct StoredNote: Sendable, Equatable {
     /// The edit ID of the change that wrote the current content (``NoteRecord/editID``); nil for notes last written
     /// before the server kept it.
     public var editID: FlakeID?
+    /// The note's attachments, in ``AttachmentRules/sorted(_:)`` order (a tombstone keeps those it had); always empty
+    /// for an encrypted account's note (they are in its envelope).
+    public var attachments: [AttachmentManifest]
+    /// Every chunk the note refers to, each once, in address order: a plaintext note's manifests' chunks, an
+    /// encrypted note's pushed ``NoteChange/chunkRefs``. What the chunk collector keeps (``ChunkReferences``).
+    public var chunkRefs: [ContentHash]
 
     public init(
         accountID: FlakeID, serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String,
         deleted: Bool, conflictOf: FlakeID?, changeSeq: Int64, createdAt: Int64, updatedAt: Int64, editedAt: Int64? = nil,
-        tags: [String] = [], pinned: Bool = false, archived: Bool = false, editID: FlakeID? = nil
+        tags: [String] = [], pinned: Bool = false, archived: Bool = false, editID: FlakeID? = nil,
+        attachments: [AttachmentManifest] = [], chunkRefs: [ContentHash] = []
     ) {
+        self.attachments = attachments
+        self.chunkRefs = chunkRefs
         self.editID = editID
         self.tags = tags
         self.pinned = pinned
@@ -284,7 +294,7 @@ public struct StoredNote: Sendable, Equatable {
             serverID: serverID, clientID: clientID, origin: origin, version: version, text: text, deleted: deleted,
             conflictOf: conflictOf, updatedAt: times.format(unixMilliseconds: updatedAt),
             editedAt: times.format(unixMilliseconds: editedAt ?? updatedAt), tags: tags, pinned: pinned, archived: archived,
-            editID: editID
+            attachments: attachments, editID: editID
         )
     }
 }
@@ -313,11 +323,18 @@ public struct StoredVersion: Sendable, Equatable {
     public var device: String?
     /// The edit ID of the change that wrote it; nil for versions saved before the server kept it.
     public var editID: FlakeID?
+    /// The attachments (``StoredNote/attachments``).
+    public var attachments: [AttachmentManifest]
+    /// The chunks it refers to (``StoredNote/chunkRefs``): a kept version keeps them from the chunk collector.
+    public var chunkRefs: [ContentHash]
 
     public init(
         accountID: FlakeID, serverID: FlakeID, version: Int64, text: String, deleted: Bool, tags: [String], pinned: Bool,
-        archived: Bool, editedAt: Int64, savedAt: Int64, device: String?, editID: FlakeID? = nil
+        archived: Bool, editedAt: Int64, savedAt: Int64, device: String?, editID: FlakeID? = nil,
+        attachments: [AttachmentManifest] = [], chunkRefs: [ContentHash] = []
     ) {
+        self.attachments = attachments
+        self.chunkRefs = chunkRefs
         self.editID = editID
         self.accountID = accountID
         self.serverID = serverID
@@ -337,7 +354,7 @@ public struct StoredVersion: Sendable, Equatable {
         self.init(
             accountID: note.accountID, serverID: note.serverID, version: note.version, text: note.text, deleted: note.deleted,
             tags: note.tags, pinned: note.pinned, archived: note.archived, editedAt: note.editedAt ?? savedAt,
-            savedAt: savedAt, device: device, editID: note.editID)
+            savedAt: savedAt, device: device, editID: note.editID, attachments: note.attachments, chunkRefs: note.chunkRefs)
     }
 
     /// The version as the history endpoint returns it, its times formatted through `times`.
@@ -345,7 +362,7 @@ public struct StoredVersion: Sendable, Equatable {
         NoteVersion(
             version: version, text: text, deleted: deleted, tags: tags, pinned: pinned, archived: archived,
             editedAt: times.format(unixMilliseconds: editedAt), savedAt: times.format(unixMilliseconds: savedAt), device: device,
-            editID: editID)
+            editID: editID, attachments: attachments)
     }
 }
 
@@ -474,5 +491,42 @@ enum TagsColumn {
     /// The set a column holds.
     static func tags(_ text: String) -> [String] {
         text.isEmpty ? [] : text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+}
+
+/// How both stores keep a note's attachments in one text column (`notes.attachments`, `note_versions.attachments`):
+/// the manifests as a JSON array (each as ``AttachmentManifest/encodedJSON()`` writes it), '' for none. A column, not
+/// a table, like the tags: read and written with the note's row.
+enum AttachmentsColumn {
+    /// The column's text for a set (already in canonical order).
+    static func text(_ attachments: [AttachmentManifest]) -> String {
+        guard !attachments.isEmpty else { return "" }
+        return "[" + attachments.map { String(decoding: $0.encodedJSON(), as: UTF8.self) }.joined(separator: ",") + "]"
+    }
+
+    /// The set a column holds.
+    ///
+    /// - Throws: ``NoteStoreError/unreadable(_:)`` when the column is not a list of manifests.
+    static func attachments(_ text: String) throws -> [AttachmentManifest] {
+        guard !text.isEmpty else { return [] }
+        do {
+            return try WireJSON.decoder().decode([AttachmentManifest].self, from: Data(text.utf8))
+        } catch {
+            throw NoteStoreError.unreadable("a note's attachments: \(error)")
+        }
+    }
+}
+
+/// How both stores keep the chunks a note refers to in one text column (`notes.chunk_refs`,
+/// `note_versions.chunk_refs`): the addresses in ascending order joined by "\n", '' for none. The chunk collector's
+/// references (``ChunkReferences``) and `notesyncd check` read it.
+enum ChunkRefsColumn {
+    static func text(_ hashes: [ContentHash]) -> String {
+        hashes.map(\.hex).joined(separator: "\n")
+    }
+
+    /// The addresses a column holds (a malformed one is skipped: the column is written only from checked hashes).
+    static func hashes(_ text: String) -> [ContentHash] {
+        text.isEmpty ? [] : text.split(separator: "\n").compactMap { ContentHash($0) }
     }
 }

@@ -89,7 +89,7 @@ extension JSONByteReader {
     /// Reads a set of attachments a request carries: nil (giving up, so that `JSONDecoder` refuses it naming the
     /// field) when it breaks ``AttachmentRules``.
     mutating func validManifests() -> [AttachmentManifest]? {
-        manifests()
+        manifests().flatMap { AttachmentRules.violation(in: $0) == nil ? $0 : nil }
     }
 
     /// Reads an array of content addresses (nil gives up, on anything that is not one).
