@@ -20,21 +20,21 @@ public struct NoteAttachment: Sendable, Equatable {
 
 extension NotesClient {
     /// Attaches files to a live note, each under its file name: every file is read once, a chunk at a time, into this
-    /// device's chunk cache (nothing is sent: the next sync does), then the note's attachments gain their manifests,
+    /// device's chunk cache (nothing is sent: the next sync does; an encrypted account's file is read twice, hashed
+    /// for its key first, and its chunks are sealed: ``attachmentSealing(for:)``), then the note's attachments gain their manifests,
     /// in one local edit (revision bumped, dirty, edit time now). All or nothing: an unreadable file, or a name
     /// clash, leaves the note as it was.
     ///
     /// - Parameter names: The attachments' names, one per file; the files' own names when nil.
     /// - Throws: `note_not_found` (also for a deleted note), `file_access` (a file that cannot be read),
     ///   `attachment_exists` (the note has an attachment of that name, or two files share one: detach it first),
-    ///   `invalid_input` (a name the protocol does not take, more attachments than a note may have), `encryption`
-    ///   (a note of an encrypted account: see ``requireAttachable(_:in:)``), `data_directory`.
+    ///   `invalid_input` (a name the protocol does not take, more attachments than a note may have), `data_directory`.
     @discardableResult
     public func attach(_ files: [URL], to id: LocalNote.ID, names: [String]? = nil) throws(NotesError) -> LocalNote {
         precondition(names == nil || names?.count == files.count, "one name per file")
         let names = names ?? files.map(\.lastPathComponent)
         let note = try note(id)
-        try Self.requireAttachable(note, in: self)
+        try Self.requireAttachable(note)
         var taken = Set(note.attachments.map(\.name))
         for name in names {
             guard AttachmentManifest.isAcceptableName(name) else {
@@ -144,15 +144,11 @@ extension NotesClient {
         }
     }
 
-    /// A live note of a plaintext account (or of none). Seam (issue 33): an encrypted account's attachments need the
-    /// chunks sealed on the device and the manifests inside the note's envelope (`NotePayload.attachments`), which the
-    /// encryption side brings; until then attaching to its notes is refused here, the one place that decides it.
-    static func requireAttachable(_ note: LocalNote, in client: NotesClient) throws(NotesError) {
+    /// A live note. An encrypted account's note takes attachments as any: its files' chunks are sealed on the way into
+    /// the cache (``attachmentSealing(for:)``) and its manifests, with the files' keys, travel inside its envelope
+    /// (`NotePayload.attachments`; the change carries only the sealed chunks' addresses, `chunkRefs`).
+    static func requireAttachable(_ note: LocalNote) throws(NotesError) {
         guard !note.isDeleted else { throw deletedNote() }
-        let encrypted = try client.store.read { tx in try tx.shownAccountID().map { try tx.keyRing(of: $0) != nil } ?? false }
-        if encrypted {
-            throw NotesError(.encryption, "Attachments on notes of an encrypted account are not supported yet; nothing was attached.")
-        }
     }
 
     private static func deletedNote() -> NotesError {
