@@ -113,6 +113,55 @@ import TestSupport
         }
     }
 
+    @Test func concurrentAttachAndDetachMergeOnTheDevice() async throws {
+        try await withTemporaryDirectory("sealed-note-attachments-merge") { directory in
+            let alice = try await Self.alice(directory)
+            func file(_ name: String, seed: UInt64) throws -> (URL, Data) {
+                try NoteAttachmentTests.file(directory.appendingPathComponent(name, isDirectory: true), name, size: 1000 + Int(seed), seed: seed)
+            }
+            for name in ["a.txt", "b.txt", "c.txt", "same.txt"] {
+                try FileManager.default.createDirectory(at: directory.appendingPathComponent(name, isDirectory: true), withIntermediateDirectories: true)
+            }
+            let (a, _) = try file("a.txt", seed: 1)
+            let note = try alice.phone.add("plans")
+            _ = try alice.phone.attach([a], to: note.id)
+            _ = try await alice.phone.syncOK()
+            _ = try await alice.laptop.syncOK()
+            let onLaptop = try #require(try alice.laptop.notes().first)
+            #expect(onLaptop.attachments.map(\.name) == ["a.txt"])
+
+            // The phone attaches b and its same.txt; the laptop detaches a, attaches c and another same.txt.
+            let (b, bData) = try file("b.txt", seed: 2)
+            let (phoneSame, phoneSameData) = try file("same.txt", seed: 3)
+            _ = try alice.phone.attach([b, phoneSame], to: note.id)
+            let (c, cData) = try file("c.txt", seed: 4)
+            let laptopSame = directory.appendingPathComponent("laptop-same.txt")
+            let laptopSameData = AttachmentTests.bytes(2000, seed: 5)
+            try laptopSameData.write(to: laptopSame)
+            _ = try alice.laptop.detach("a.txt", from: onLaptop.id)
+            _ = try alice.laptop.attach([c, laptopSame], to: onLaptop.id, names: ["c.txt", "same.txt"])
+
+            _ = try await alice.phone.syncOK()
+            let merged = try await alice.laptop.syncOK()
+            #expect(merged.stale == 1 && merged.deviceMerged == 1 && merged.pending == 0)
+            _ = try await alice.phone.syncOK()
+            // Three-way by name: a's removal and both additions kept; one name, two files: both, the merging side's renamed.
+            let expected = ["b.txt", "c.txt", "same (2).txt", "same.txt"]
+            #expect(try alice.laptop.note(onLaptop.id).attachments.map(\.name) == expected)
+            #expect(try alice.phone.note(note.id).attachments.map(\.name) == expected)
+            #expect(try alice.phone.note(note.id).attachments == alice.laptop.note(onLaptop.id).attachments)
+            for (device, id, name, data) in [
+                (alice.phone, note.id, "c.txt", cData), (alice.phone, note.id, "same (2).txt", laptopSameData),
+                (alice.laptop, onLaptop.id, "b.txt", bData), (alice.laptop, onLaptop.id, "same.txt", phoneSameData),
+            ] {
+                let saved = directory.appendingPathComponent("saved-\(UUID().uuidString)")
+                _ = try await device.saveAttachment(name, of: id, to: saved)
+                #expect(try Data(contentsOf: saved) == data, "\(name)")
+            }
+            #expect(try EncryptedAttachmentTests.canaryHits(under: alice.serverDirectory).hits == 0)
+        }
+    }
+
     @Test func aSealedChangeWhoseChunkNoSideHasIsRefusedKeptAndRetriedAtEverySync() async throws {
         try await withTemporaryDirectory("sealed-note-attachments-absent") { directory in
             let alice = try await Self.alice(directory)
