@@ -194,4 +194,45 @@ import TestSupport
             #expect(try Data(contentsOf: saved) == Data(contentsOf: scan))
         }
     }
+
+    /// `notes encryption enable`: a plaintext account's attachments move into the envelopes of its notes; from the
+    /// conversion on, no change carries a manifest in the clear (their chunks, uploaded before, stay as they were:
+    /// SECURITY.md), and another device of the account opens them from the envelopes.
+    @Test func aConvertedAccountsAttachmentsTravelInTheEnvelopeFromThenOn() async throws {
+        try await withTemporaryDirectory("converted-note-attachments") { directory in
+            let serverDirectory = directory.appendingPathComponent("server", isDirectory: true)
+            let server = try InProcessServer(
+                store: try SQLiteNoteStore(dataDirectory: serverDirectory.path), instance: 1000, tokenSeed: 7, logger: quietLogger)
+            let wire = FaultInjectingTransport(server.transport)
+            let phone = try EncryptionSyncTests.device(server, seed: 1, home: directory.appendingPathComponent("phone"), transport: wire)
+            let password = EncryptionSyncTests.password
+            _ = try await phone.signUp(server: TestServer.url, username: "carol", password: password).sync.get()
+            let (receipt, data) = try NoteAttachmentTests.file(directory, Self.canaryName, size: 3000, seed: 8)
+            let note = try phone.add("receipts")
+            let manifest = try #require(try phone.attach([receipt], to: note.id).attachments.first)
+            #expect(manifest.key == nil, "a plaintext account's")
+            _ = try await phone.syncOK()
+            #expect(try Self.pushedChanges(wire).last?.attachments == [manifest], "sent in the clear before")
+
+            let before = wire.requests.count
+            let report = try await phone.enableEncryption(password: password)
+            #expect(report.state == .encrypted && report.converted == 1)
+            let pushes = try wire.requests.dropFirst(before).filter { $0.path == Endpoint.push.path }.flatMap { request in
+                try JSONDecoder().decode(PushRequest.self, from: try #require(request.body)).changes
+            }
+            #expect(pushes.count == 1)
+            #expect(pushes.allSatisfy { $0.attachments == nil && $0.baseAttachments == nil && $0.chunkRefs == manifest.chunks.sorted() })
+            #expect(!wire.requests.dropFirst(before).contains { request in
+                request.body.map { String(decoding: $0, as: UTF8.self).contains(Self.canaryName) } ?? false
+            })
+
+            let laptop = try EncryptionSyncTests.device(server, seed: 2, home: directory.appendingPathComponent("laptop"))
+            _ = try await laptop.signIn(server: TestServer.url, username: "carol", password: password, unowned: .carry).sync.get()
+            let there = try #require(try laptop.notes().first)
+            #expect(there.attachments == [manifest])
+            let saved = directory.appendingPathComponent("saved")
+            _ = try await laptop.saveAttachment(Self.canaryName, of: there.id, to: saved)
+            #expect(try Data(contentsOf: saved) == data)
+        }
+    }
 }
