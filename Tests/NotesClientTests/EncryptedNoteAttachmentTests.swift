@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import MiniFlake
@@ -232,6 +233,34 @@ import TestSupport
             #expect(there.attachments == [manifest])
             let saved = directory.appendingPathComponent("saved")
             _ = try await laptop.saveAttachment(Self.canaryName, of: there.id, to: saved)
+            #expect(try Data(contentsOf: saved) == data)
+        }
+    }
+
+    /// `notes import` is the other path that chunks files into the cache: an encrypted account's device seals them too.
+    @Test func anImportedAttachmentIsSealedOnAnEncryptedAccountsDevice() async throws {
+        try await withTemporaryDirectory("sealed-imported-attachments") { directory in
+            let alice = try await Self.alice(directory)
+            let data = EncryptedAttachmentTests.canaryFile()
+            let source = try AttachmentTests.file(directory, Self.canaryName, data)
+            // An export of a signed-out device's note, its attachment's file given as `notes export PATH` writes it.
+            let elsewhere = try NoteAttachmentTests.offlineDevice(directory, "elsewhere", seed: 9)
+            let exported = try elsewhere.add("scans")
+            _ = try elsewhere.attach([source], to: exported.id)
+            var export = try elsewhere.export()
+            export.notes[0].attachments?[0].file = source.path
+
+            _ = try alice.phone.importNotes([.export(export)])
+            let imported = try #require(try alice.phone.notes().first)
+            let manifest = try #require(imported.attachments.first)
+            #expect(manifest.key != nil && manifest.sha256 == ContentHash(digest: SHA256.hash(data: data)))
+            #expect(try EncryptedAttachmentTests.canaryHits(under: directory.appendingPathComponent("phone/chunks")).hits == 0)
+            _ = try await alice.phone.syncOK()
+            #expect(try EncryptedAttachmentTests.canaryHits(under: alice.serverDirectory).hits == 0)
+            _ = try await alice.laptop.syncOK()
+            let there = try #require(try alice.laptop.notes().first)
+            let saved = directory.appendingPathComponent("saved")
+            _ = try await alice.laptop.saveAttachment(Self.canaryName, of: there.id, to: saved)
             #expect(try Data(contentsOf: saved) == data)
         }
     }
