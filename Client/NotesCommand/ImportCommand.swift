@@ -11,7 +11,9 @@ struct Import: AsyncParsableCommand {
             export --format markdown` writes it) gives the note its tags and flags. Everything is added in one transaction: all \\
             or nothing. No duplicates: an exported note this device already has (same client ID and origin) is \\
             skipped, and so is a file whose text (trailing newlines aside) a live note already holds, so importing \\
-            the same files twice adds nothing. Text must be UTF-8 (the first bad byte's offset is reported).
+            the same files twice adds nothing. Text must be UTF-8 (the first bad byte's offset is reported). An \
+            export's attachments are read from the files it names (relative to the export's directory, as `notes \
+            export PATH` writes them), each checked against its checksum.
             """)
 
     @OptionGroup var options: GlobalOptions

@@ -227,7 +227,7 @@ extension LocalStore.Transaction {
             sql: """
                 SELECT COALESCE(SUM(NOT deleted), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(dirty), 0),
                 COALESCE(SUM(\(NoteFilter.isRefused)), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0),
-                COALESCE(SUM(\(NoteFilter.retriesAtEverySync)), 0) FROM notes WHERE \(NoteFilter.onShow)
+                COALESCE(SUM(push_error = '\(APIErrorCode.quotaExceeded.rawValue)'), 0) FROM notes WHERE \(NoteFilter.onShow)
                 """)!
         let inFlight = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox")) ?? 0
         let clientIDMark = try Int64.fetchOne(db.cachedStatement(sql: "SELECT client_id_high_water FROM settings WHERE id = 1"))
