@@ -64,15 +64,21 @@ extension SQLiteNoteStore {
         return true
     }
 
-    /// After a conversion finished: empties the write-ahead log (a checkpoint that truncates it), so the texts it
-    /// held in the clear leave the WAL file too (`secure_delete` has zeroed them in the database file). Best effort:
-    /// a reader holding an old snapshot makes it wait or fail, and the next conversion or the WAL's own
-    /// checkpoints overwrite it later; returns whether it truncated, never throws.
+    /// After a conversion finished: rewrites the database file (`VACUUM`) and empties the write-ahead log (a
+    /// checkpoint that truncates it), so the texts it held in the clear leave both files. `secure_delete` zeroes a
+    /// deleted row, but not the stale copy a page split or merge leaves behind of a row it moved while it was still
+    /// live: with the attachment columns' two more bytes per row, ConversionEndToEndTests found one plaintext version
+    /// left that way in a `note_versions` leaf's free space. `VACUUM` copies the whole file under the write lock, once
+    /// per conversion. Best effort: a reader holding an old snapshot makes it wait or fail, and the next conversion or
+    /// the WAL's own checkpoints overwrite it later; returns whether it truncated, never throws.
     @discardableResult
     func truncateWriteAheadLog() async -> Bool {
         guard databasePath != nil else { return false }
         do {
-            try await writer.writeWithoutTransaction { db in _ = try db.checkpoint(Database.CheckpointMode.truncate) }
+            try await writer.writeWithoutTransaction { db in
+                try db.execute(sql: "VACUUM")
+                _ = try db.checkpoint(Database.CheckpointMode.truncate)
+            }
             return true
         } catch {
             return false
