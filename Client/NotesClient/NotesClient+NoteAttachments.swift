@@ -28,7 +28,9 @@ extension NotesClient {
     /// - Parameter names: The attachments' names, one per file; the files' own names when nil.
     /// - Throws: `note_not_found` (also for a deleted note), `file_access` (a file that cannot be read),
     ///   `attachment_exists` (the note has an attachment of that name, or two files share one: detach it first),
-    ///   `invalid_input` (a name the protocol does not take, more attachments than a note may have), `data_directory`.
+    ///   `invalid_input` (a name the protocol does not take, more attachments than a note may have, an encrypted
+    ///   account's note whose envelope would be over the server's limit: ``requireSealedFits(_:state:in:)``),
+    ///   `data_directory`.
     @discardableResult
     public func attach(_ files: [URL], to id: LocalNote.ID, names: [String]? = nil) throws(NotesError) -> LocalNote {
         precondition(names == nil || names?.count == files.count, "one name per file")
@@ -62,6 +64,7 @@ extension NotesClient {
             var state = current.tagsAndFlags
             state.attachments = StoredAttachments.canonical(state.attachments + added)
             try Self.requireChunkAddresses(state.attachments, base: current.baseAttachments)
+            try Self.requireSealedFits(current.text, state: state, in: tx)
             try tx.replaceState(ofNote: current, with: state, now: now)
             return try tx.note(id)
         }
@@ -141,6 +144,22 @@ extension NotesClient {
             throw NotesError(
                 .invalidInput,
                 "A note's change refers to at most \(AttachmentRules.maxChunkAddressesPerChange) chunks (48 GiB of attachments); this one would refer to \(count).")
+        }
+    }
+
+    /// Refuses attachments an encrypted account's note could not carry: its manifests travel in its envelope, whose
+    /// text the remembered server takes up to its `maxNoteBytes` (each chunk's address is about 90 characters of it,
+    /// so about 2,900 chunks, 2.8 GiB of files, fit on a note without text at the default 256 KiB). Without
+    /// remembered limits (never synced), or for a plaintext account, nothing is refused here.
+    static func requireSealedFits(_ text: String, state: TagsAndFlags, in tx: LocalStore.Transaction) throws {
+        let settings = try tx.requireSettings()
+        guard let limit = settings.maxNoteBytes, let account = settings.account, try tx.keyRing(of: account.accountID) != nil else { return }
+        let count = NoteSealing.sealedTextCount(text: text, state: state)
+        if count > limit {
+            let server = settings.serverURL.map { " at \($0)" } ?? ""
+            throw NotesError(
+                .invalidInput,
+                "The note's text and attachments would encrypt to \(count) bytes; the server\(server) takes notes of at most \(limit) bytes, so it could never sync. Nothing was attached.")
         }
     }
 

@@ -31,10 +31,11 @@ import TestSupport
 
     /// Alice's encrypted account on a server of its own (in `directory/server`): `phone` signed up, `laptop` signed
     /// in, each with a data directory (its chunk cache) and its requests recorded.
-    static func alice(_ directory: URL) async throws -> Alice {
+    static func alice(_ directory: URL, limits: SyncLimits = SyncLimits()) async throws -> Alice {
         let serverDirectory = directory.appendingPathComponent("server", isDirectory: true)
         let server = try InProcessServer(
-            store: try SQLiteNoteStore(dataDirectory: serverDirectory.path), instance: 1000, tokenSeed: 7, logger: quietLogger)
+            store: try SQLiteNoteStore(dataDirectory: serverDirectory.path), instance: 1000, limits: limits, tokenSeed: 7,
+            logger: quietLogger)
         let phoneWire = FaultInjectingTransport(server.transport)
         let laptopWire = FaultInjectingTransport(server.transport)
         let phone = try EncryptionSyncTests.device(server, seed: 1, home: directory.appendingPathComponent("phone"), transport: phoneWire)
@@ -262,6 +263,27 @@ import TestSupport
             let saved = directory.appendingPathComponent("saved")
             _ = try await alice.laptop.saveAttachment(Self.canaryName, of: there.id, to: saved)
             #expect(try Data(contentsOf: saved) == data)
+        }
+    }
+
+    /// The manifests ride in the envelope, whose text the server takes up to `maxNoteBytes`: attaching refuses what
+    /// would push an encrypted note over it (the sync could never send it), and keeps what fits.
+    @Test func attachingRefusesWhatWouldPutAnEncryptedNoteOverTheServersLimit() async throws {
+        try await withTemporaryDirectory("sealed-note-attachments-limit") { directory in
+            let alice = try await Self.alice(directory, limits: SyncLimits(maxNoteBytes: 900))
+            let (one, _) = try NoteAttachmentTests.file(directory, "one.bin", size: 1000, seed: 1)
+            let (two, _) = try NoteAttachmentTests.file(directory, "two.bin", size: 1000, seed: 2)
+            let note = try alice.phone.add("limits")
+            _ = try await alice.phone.syncOK()
+            let attached = try alice.phone.attach([one], to: note.id)
+            #expect(NoteSealing.sealedTextCount(text: attached.text, state: attached.tagsAndFlags) <= 900)
+            let error = #expect(throws: NotesError.self) { try alice.phone.attach([two], to: note.id) }
+            #expect(error?.code == .invalidInput && error?.message.contains("at most 900 bytes") == true, "\(String(describing: error))")
+            #expect(try alice.phone.note(note.id).attachments.map(\.name) == ["one.bin"], "nothing attached")
+            let synced = try await alice.phone.syncOK()
+            #expect(synced.failures.isEmpty && synced.pending == 0)
+            _ = try await alice.laptop.syncOK()
+            #expect(try alice.laptop.notes().first?.attachments.map(\.name) == ["one.bin"])
         }
     }
 }

@@ -105,6 +105,17 @@ enum NoteSealing {
         }
     }
 
+    /// The length of the envelope's text (what the server measures against `maxNoteBytes`) a note of `text` and `state`
+    /// seals to, at the longest `seq`: the payload with its attachments' manifests, the envelope's 45 bytes, in
+    /// unpadded base64.
+    static func sealedTextCount(text: String, state: TagsAndFlags) -> Int {
+        let payload = NotePayload(
+            text: text, tags: state.tags, pinned: state.pinned, archived: state.archived, attachments: state.attachments,
+            seq: NotePayload.maximumSeq)
+        let bytes = payload.bytes.count + NoteEnvelope.overheadByteCount
+        return (4 * bytes + 2) / 3
+    }
+
     /// The payload of an envelope's text `text`, which must have been sealed for exactly the edit `editID` of the note
     /// (`clientID`, `origin`) of `keys`' account.
     static func payload(
