@@ -25,9 +25,11 @@ extension NotesClient {
         return try keys.map { (keys) throws(NotesError) in try ChunkSealing.forFile(file, keys: keys) }
     }
 
-    /// Prunes the chunk cache after a transfer that succeeded (``ChunkCache/prune(now:)``).
+    /// Prunes the chunk cache after a transfer that succeeded (``ChunkCache/prune(now:keeping:)``), keeping the
+    /// chunks of attachments not synced yet (a note's attachments that differ from what was last synced of them).
     private func pruneChunkCache(_ cache: ChunkCache) {
-        cache.prune(now: Date(timeIntervalSince1970: TimeInterval(now) / 1000))
+        let unsynced = (try? store.read { tx in try tx.unsyncedAttachmentChunks() }) ?? []
+        cache.prune(now: Date(timeIntervalSince1970: TimeInterval(now) / 1000), keeping: unsynced)
     }
 
     /// Uploads a file to the signed-in account as chunks and returns its manifest with what was sent.

@@ -176,6 +176,22 @@ struct NoteAttachmentsEndToEndTests {
         #expect(synced.chunksUploaded == 5 && synced.failures.isEmpty)
         #expect(try await server.chunkPuts() == 5)
 
+        // Export beside the notes, import on a device with no account: the files come back, checked.
+        let export = scratch.appendingPathComponent("export.json").path
+        ok(try await a.run(["export", export]))
+        #expect(FileManager.default.fileExists(atPath: export + ".attachments"))
+        ok(try await c.run(["import", export]))
+        #expect(try await attachments(c, id).map(\.onDevice) == [true, true])
+        ok(try await c.run(["save", id, "film.mov", scratch.appendingPathComponent("c.mov").path]))
+        #expect(try Data(contentsOf: scratch.appendingPathComponent("c.mov")) == film)
+
+        // The same file on a second note: the sync sends no chunk.
+        #expect(ok(try await a.run(["save", id, "readme.txt", "-"])).stdout == "read me\n")
+        let second = try ok(try await a.run(["add", "--json", "copy"])).json(Added.self).id
+        ok(try await a.run(["attach", second, filmFile.path]))
+        #expect(try ok(try await a.run(["sync", "--json"])).json(Synced.self).chunksUploaded == 0)
+        #expect(try await server.chunkPuts() == 5)
+
         // Device B: the pull brings the note and its attachments, not their chunks; save fetches them.
         ok(try await b.run(["sync"]))
         #expect(Self.cachedChunks(b) == 0, "a pull downloads no chunk")
@@ -184,21 +200,6 @@ struct NoteAttachmentsEndToEndTests {
         #expect(saved.chunksDownloaded == 4 && saved.chunksOnDevice == 0)
         #expect(try Data(contentsOf: scratch.appendingPathComponent("b.mov")) == film)
         #expect(ok(try await b.run(["save", id, "readme.txt", "-"])).stdout == "read me\n")
-
-        // The same file on a second note: the sync sends no chunk.
-        let second = try ok(try await a.run(["add", "--json", "copy"])).json(Added.self).id
-        ok(try await a.run(["attach", second, filmFile.path]))
-        #expect(try ok(try await a.run(["sync", "--json"])).json(Synced.self).chunksUploaded == 0)
-        #expect(try await server.chunkPuts() == 5)
-
-        // Export beside the notes, import on a device with no account: the files come back, checked.
-        let export = scratch.appendingPathComponent("export.json").path
-        ok(try await b.run(["export", export]))
-        #expect(FileManager.default.fileExists(atPath: export + ".attachments"))
-        ok(try await c.run(["import", export]))
-        #expect(try await attachments(c, id).map(\.onDevice) == [true, true])
-        ok(try await c.run(["save", id, "film.mov", scratch.appendingPathComponent("c.mov").path]))
-        #expect(try Data(contentsOf: scratch.appendingPathComponent("c.mov")) == film)
 
         // Detached on A, gone from B after both sync.
         ok(try await a.run(["detach", id, "film.mov"]))

@@ -266,4 +266,34 @@ struct NoteAttachmentTests {
             #expect(try !a.note(note.id).isDirty)
         }
     }
+
+    /// A prune after a transfer never removes the chunks of an attachment not synced yet (the server may lack them):
+    /// they would be on no side at the next sync.
+    @Test func aPruneKeepsTheChunksOfAttachmentsNotSyncedYet() async throws {
+        try await withTemporaryDirectory("note-attachments-prune") { directory in
+            let server = try TestServer.make()
+            var environment = NotesEnvironment(
+                clock: ManualFlakeClock(unixMilliseconds: 1_800_000_000_000), random: SplitMix64(seed: 1),
+                transport: NotesEnvironment.fixed(server.transport), sleep: { _ in }, retry: RetryPolicy(maxAttempts: 3),
+                deviceName: "device-1")
+            environment.chunkCacheLimit = 2 * Int64(Self.mib)
+            let alice = try NotesClient.open(home: directory.appendingPathComponent("alice"), environment: environment)
+            try await signUp(alice, "alice")
+            let note = try alice.add("offline")
+            let (offline, _) = try Self.file(directory, "offline.bin", size: 3 * Self.mib, seed: 6)
+            let pending = try alice.attach([offline], to: note.id).attachments[0]
+            // Used long ago: the first to go, were it not waiting for a sync.
+            for hash in pending.chunks {
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date(timeIntervalSince1970: 1_000_000_000)], ofItemAtPath: alice.chunkCache.url(hash).path)
+            }
+            let (other, _) = try Self.file(directory, "other.bin", size: 2 * Self.mib, seed: 7)
+            let uploaded = try await alice.uploadAttachment(file: other).manifest
+            #expect(alice.hasAttachment(pending), "kept over the limit until synced")
+            #expect(!alice.hasAttachment(uploaded), "what is on the server went instead")
+
+            let report = try await alice.syncOK()
+            #expect(report.chunksUploaded == 3 && report.failures.isEmpty)
+        }
+    }
 }

@@ -95,11 +95,13 @@ struct OutboxPlannerTests {
         }
     }
 
-    /// A note refused for the account's quota is tried again at every sync, without an edit; any other refusal waits
-    /// for an edit (the note stays as the server cannot take it until it changes).
-    @Test func onlyQuotaRefusalsAreRetriedAtEverySync() {
+    /// A note refused for the account's quota, or for a chunk the account lacks (`unknown_chunk`: the next sync
+    /// uploads what the cache holds), is tried again at every sync, without an edit; any other refusal waits for an
+    /// edit (the note stays as the server cannot take it until it changes).
+    @Test func onlyQuotaAndUnknownChunkRefusalsAreRetriedAtEverySync() {
         #expect(OutboxPlanner.retriesAtEverySync(APIErrorCode.quotaExceeded.rawValue))
-        for code in APIErrorCode.allKnown where code != .quotaExceeded {
+        #expect(OutboxPlanner.retriesAtEverySync(APIErrorCode.unknownChunk.rawValue))
+        for code in APIErrorCode.allKnown where code != .quotaExceeded && code != .unknownChunk {
             #expect(!OutboxPlanner.retriesAtEverySync(code.rawValue), "\(code)")
         }
         #expect(!OutboxPlanner.retriesAtEverySync("rejected"))

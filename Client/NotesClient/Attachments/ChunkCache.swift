@@ -72,13 +72,14 @@ struct ChunkCache: Sendable {
         _ = utimes(url(hash).path, nil)
     }
 
-    /// Brings the cache down to ``limit`` bytes, removing the chunks least recently written or used first, and
-    /// removes the files in ``incoming`` older than ``incomingLifetime`` at `now`. Best effort: a file that cannot be
+    /// Brings the cache down to ``limit`` bytes, removing the chunks least recently written or used first (never one
+    /// of `keeping`: the chunks of attachments not synced yet, which the server may not have), and removes the files in
+    /// ``incoming`` older than ``incomingLifetime`` at `now`. Best effort: a file that cannot be
     /// removed stays. A chunk another transfer is using when it goes costs that transfer a fetch (a download) or an
     /// error (an upload; calling again resumes it).
     /// - Returns: The chunks removed and their bytes.
     @discardableResult
-    func prune(now: Date) -> (chunks: Int, bytes: Int64) {
+    func prune(now: Date, keeping: Set<ContentHash> = []) -> (chunks: Int, bytes: Int64) {
         let manager = FileManager.default
         let keys: [URLResourceKey] = [.fileSizeKey, .contentModificationDateKey, .isRegularFileKey]
         func files(in directory: URL) -> [(url: URL, size: Int64, modified: Date)] {
@@ -97,7 +98,8 @@ struct ChunkCache: Sendable {
         guard total > limit else { return (0, 0) }
         chunks.sort { ($0.modified, $0.url.lastPathComponent) < ($1.modified, $1.url.lastPathComponent) }
         var removed = (chunks: 0, bytes: Int64(0))
-        for chunk in chunks where total > limit {
+        let kept = Set(keeping.map(\.hex))
+        for chunk in chunks where total > limit && !kept.contains(chunk.url.lastPathComponent) {
             guard (try? manager.removeItem(at: chunk.url)) != nil else { continue }
             total -= chunk.size
             removed.chunks += 1

@@ -130,10 +130,17 @@ struct ChunkUploader: Sendable {
             }
             missing.append((hash, size))
         }
-        var counts = TransferCounts(skipped: batch.count - missing.count)
+        var counts = try await putAll(missing, reporter: reporter)
+        counts.skipped = batch.count - missing.count
+        return counts
+    }
+
+    /// Sends `chunks` (address and size) from their cache files, ``inFlight`` at a time.
+    func putAll(_ chunks: [(ContentHash, Int)], reporter: ProgressReporter) async throws(NotesError) -> TransferCounts {
+        var counts = TransferCounts()
         do {
             try await withThrowingTaskGroup(of: Int.self) { group in
-                var pending = missing.makeIterator()
+                var pending = chunks.makeIterator()
                 for _ in 0..<Self.inFlight {
                     guard let (hash, size) = pending.next() else { break }
                     group.addTask { try await put(hash, size: size, reporter: reporter) }

@@ -18,26 +18,10 @@ extension ChunkUploader {
             let split = ChunkPlanner.split(missing: answer.missing) { hash in cachedSize(hash) != nil }
             absent.formUnion(split.absent)
             sent.skipped += request.count - answer.missing.count
-            do {
-                try await withThrowingTaskGroup(of: Int.self) { group in
-                    var pending = split.upload.compactMap { hash in cachedSize(hash).map { (hash, $0) } }.makeIterator()
-                    for _ in 0..<Self.inFlight {
-                        guard let (hash, size) = pending.next() else { break }
-                        group.addTask { try await put(hash, size: size, reporter: reporter) }
-                    }
-                    while let size = try await group.next() {
-                        sent.chunks += 1
-                        sent.bytes += Int64(size)
-                        if let (hash, size) = pending.next() {
-                            group.addTask { try await put(hash, size: size, reporter: reporter) }
-                        }
-                    }
-                }
-            } catch let error as NotesError {
-                throw error
-            } catch {
-                throw NotesError(.serverUnreachable, "The upload failed: \(error).")
-            }
+            let uploads = split.upload.compactMap { hash in cachedSize(hash).map { (hash, $0) } }
+            let counts = try await putAll(uploads, reporter: reporter)
+            sent.chunks += counts.chunks
+            sent.bytes += counts.bytes
         }
         return (sent, absent)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import NoteSyncProtocol
 
 /// A note's attachments as the store keeps them (`notes.attachments` and `base_attachments`, the outbox's, the history
@@ -29,5 +30,19 @@ enum StoredAttachments {
     /// bytes; names are unique within a note).
     static func canonical(_ manifests: [AttachmentManifest]) -> [AttachmentManifest] {
         AttachmentRules.sorted(manifests)
+    }
+}
+
+extension LocalStore.Transaction {
+    /// The chunks of the attachments of every note (of any owner) whose attachments differ from what was last synced
+    /// of them: what the chunk cache must keep until a sync sent them (``ChunkCache/prune(now:keeping:)``).
+    func unsyncedAttachmentChunks() throws -> Set<ContentHash> {
+        let rows = try String.fetchCursor(
+            db.cachedStatement(sql: "SELECT attachments FROM notes WHERE attachments <> '' AND attachments IS NOT base_attachments"))
+        var chunks = Set<ContentHash>()
+        while let text = try rows.next() {
+            for manifest in StoredAttachments.manifests(text) { chunks.formUnion(manifest.chunks) }
+        }
+        return chunks
     }
 }
