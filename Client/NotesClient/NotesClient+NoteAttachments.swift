@@ -147,7 +147,7 @@ extension NotesClient {
         }
     }
 
-    /// Refuses attachments an encrypted account's note could not carry: its manifests travel in its envelope, whose
+    /// Refuses attachments an encrypted account's note could not carry (attached or imported): its manifests travel in its envelope, whose
     /// text the remembered server takes up to its `maxNoteBytes` (each chunk's address is about 90 characters of it,
     /// so about 2,900 chunks, 2.8 GiB of files, fit on a note without text at the default 256 KiB). Without
     /// remembered limits (never synced), or for a plaintext account, nothing is refused here.
@@ -159,7 +159,7 @@ extension NotesClient {
             let server = settings.serverURL.map { " at \($0)" } ?? ""
             throw NotesError(
                 .invalidInput,
-                "The note's text and attachments would encrypt to \(count) bytes; the server\(server) takes notes of at most \(limit) bytes, so it could never sync. Nothing was attached.")
+                "The note's text and attachments would encrypt to \(count) bytes; the server\(server) takes notes of at most \(limit) bytes, so it could never sync. Nothing was changed.")
         }
     }
 

@@ -284,6 +284,15 @@ import TestSupport
             #expect(synced.failures.isEmpty && synced.pending == 0)
             _ = try await alice.laptop.syncOK()
             #expect(try alice.laptop.notes().first?.attachments.map(\.name) == ["one.bin"])
+
+            // An imported note with both: refused the same way, nothing imported.
+            let elsewhere = try NoteAttachmentTests.offlineDevice(directory, "elsewhere", seed: 9)
+            _ = try elsewhere.attach([one, two], to: try elsewhere.add("both").id)
+            var export = try elsewhere.export()
+            for index in 0..<2 { export.notes[0].attachments?[index].file = [one, two][index].path }
+            let refused = #expect(throws: NotesError.self) { try alice.phone.importNotes([.export(export)]) }
+            #expect(refused?.code == .invalidInput && refused?.message.contains("at most 900 bytes") == true)
+            #expect(try alice.phone.notes().count == 1)
         }
     }
 }
