@@ -51,9 +51,10 @@ let package = Package(
         ),
         .executableTarget(name: "miniflake", dependencies: ["MiniFlakeCommand"], path: "Sources/miniflake", swiftSettings: swiftSettings),
         .target(name: "NoteSyncProtocol", dependencies: ["MiniFlake"], path: "Sources/NoteSyncProtocol", swiftSettings: swiftSettings),
-        // End-to-end encryption: libsodium (Debian's libsodium-dev, found through pkg-config) and the typed API over it.
+        // End-to-end encryption: libsodium (Debian's libsodium-dev, found through pkg-config) and the typed API over it
+        // (which reads attachment manifests, NoteSyncProtocol's, in note payloads).
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
-        .target(name: "NoteCrypto", dependencies: ["CSodium", "MiniFlake"], path: "Sources/NoteCrypto", swiftSettings: swiftSettings),
+        .target(name: "NoteCrypto", dependencies: ["CSodium", "MiniFlake", "NoteSyncProtocol"], path: "Sources/NoteCrypto", swiftSettings: swiftSettings),
         // The line diff and the three-way merges (texts, tags, flags): the server merges pushed edits, the device
         // shows and merges conflicts. Tags are compared by the wire module's TagRules.
         .target(name: "NoteMerge", dependencies: ["NoteSyncProtocol"], path: "Sources/NoteMerge", swiftSettings: swiftSettings),
@@ -147,7 +148,7 @@ let package = Package(
         // Tests.
         .testTarget(name: "MiniFlakeTests", dependencies: ["MiniFlake", "MiniFlakeCommand"], path: "Tests/MiniFlakeTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "NoteCryptoTests", dependencies: ["NoteCrypto", "CSodium", "MiniFlake"], path: "Tests/NoteCryptoTests",
+            name: "NoteCryptoTests", dependencies: ["NoteCrypto", "CSodium", "MiniFlake", "NoteSyncProtocol"], path: "Tests/NoteCryptoTests",
             exclude: ["known_answers.py"], swiftSettings: swiftSettings),
         .testTarget(name: "NoteMergeTests", dependencies: ["NoteMerge", "MiniFlake", "TestSupport"], path: "Tests/NoteMergeTests", swiftSettings: swiftSettings),
         .testTarget(

@@ -13,7 +13,7 @@
 # A crash (a disagreement between a fast reader or writer and Foundation's coders) leaves its input in
 # .build/fuzz/crash-* and makes the script exit 1. The corpus is replayed on every test run by CodecCorpusTests.
 # The NoteCrypto targets (note-envelope, wrapped-key, recovery-key, note-payload) compile the NoteCrypto sources the same way
-# against the system libsodium (Sources/CSodium's module map, -lsodium) with Tests/NoteCryptoTests/CryptoOracle.swift
+# (which reads NoteSyncProtocol's attachment manifests) against the system libsodium (Sources/CSodium's module map, -lsodium) with Tests/NoteCryptoTests/CryptoOracle.swift
 # and Fuzz/CryptoFuzz.swift; their corpus is replayed by CryptoCorpusTests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +44,7 @@ if [ ! -f "$out/modules/NoteSyncProtocol.o" ] || [ -n "$(find Sources/MiniFlake 
 fi
 
 crypto_sources=(Sources/NoteCrypto Tests/NoteCryptoTests/CryptoOracle.swift Fuzz/CryptoFuzz.swift)
-if [ ! -f "$out/modules/NoteCrypto.o" ] || [ "$out/modules/MiniFlake.o" -nt "$out/modules/NoteCrypto.o" ] \
+if [ ! -f "$out/modules/NoteCrypto.o" ] || [ "$out/modules/NoteSyncProtocol.o" -nt "$out/modules/NoteCrypto.o" ] \
   || [ -n "$(find "${crypto_sources[@]}" -newer "$out/modules/NoteCrypto.o" -name '*.swift' | head -1)" ]; then
   echo "fuzz: compiling NoteCrypto (instrumented, over the system libsodium)" >&2
   swiftc "${flags[@]}" -I "$out/modules" -I Sources/CSodium -module-name NoteCrypto -emit-module \
@@ -54,7 +54,7 @@ if [ ! -f "$out/modules/NoteCrypto.o" ] || [ "$out/modules/MiniFlake.o" -nt "$ou
     define="FUZZ_$(echo "$target" | tr 'a-z-' 'A-Z_')"
     swiftc "${flags[@]}" -I "$out/modules" -I Sources/CSodium -D "$define" -module-name CryptoFuzz \
       Fuzz/CryptoFuzz.swift Tests/NoteCryptoTests/CryptoOracle.swift \
-      "$out/modules/MiniFlake.o" "$out/modules/NoteCrypto.o" -lsodium -o "$out/fuzz-$target" 2> >(grep -v "Cannot export local symbol" >&2)
+      "$out/modules/MiniFlake.o" "$out/modules/NoteSyncProtocol.o" "$out/modules/NoteCrypto.o" -lsodium -o "$out/fuzz-$target" 2> >(grep -v "Cannot export local symbol" >&2)
   done
 fi
 

@@ -1,5 +1,6 @@
 import Foundation
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 
 /// Attachments (issue 33), phase 1: files in and out of the signed-in account's chunk store, as library API for the
@@ -12,6 +13,16 @@ extension NotesClient {
         let root = home?.appendingPathComponent("chunks", isDirectory: true) ?? directory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("notes-chunks-\(origin)", isDirectory: true)
         return ChunkCache(root: root, limit: limit)
+    }
+
+    /// How `file`'s chunks are stored for the signed-in account: sealed under its key when this device holds the
+    /// account's keys (an encrypted account: the file is read once here to hash it, see ``ChunkSealing``), nil (as
+    /// read) otherwise. Every path that chunks a file for the account passes it to ``Chunker``.
+    ///
+    /// - Throws: `file_access` when the file cannot be read.
+    func attachmentSealing(for file: URL) throws(NotesError) -> ChunkSealing? {
+        let keys = try store.read { tx in try tx.settings()?.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
+        return try keys.map { (keys) throws(NotesError) in try ChunkSealing.forFile(file, keys: keys) }
     }
 
     /// Prunes the chunk cache after a transfer that succeeded (``ChunkCache/prune(now:keeping:)``), keeping the
@@ -28,6 +39,12 @@ extension NotesClient {
     /// file), one at a time. Calling it again after an interruption (a killed process, a dropped connection, a
     /// daemon restart) resumes: the server's answer leaves out what it stored, so at most the chunk that was in flight
     /// is sent again; the same file uploaded twice sends nothing the second time.
+    ///
+    /// For an encrypted account (this device holds its keys) the file is read twice: once to hash it, which derives
+    /// its key (``AttachmentKey``, under the current key generation), then to seal each chunk (``AttachmentCipher``)
+    /// into the cache and the server. The manifest lists the sealed chunks' addresses and carries the key (`key`):
+    /// it must travel inside the note's envelope only. The same file twice in one account and generation gives the
+    /// same sealed chunks, so it still sends nothing the second time.
     ///
     /// - Parameters:
     ///   - name: The attachment's name; the file's own by default.
@@ -51,7 +68,9 @@ extension NotesClient {
         }
         let cache = chunkCache
         let transfer = try await engine.withAccountConnection { (connection) throws(NotesError) in
-            try await ChunkUploader(connection: connection, cache: cache, progress: progress).upload(file: file, name: name, mediaType: mediaType)
+            let sealing = try attachmentSealing(for: file)
+            return try await ChunkUploader(connection: connection, cache: cache, progress: progress)
+                .upload(file: file, name: name, mediaType: mediaType, sealing: sealing)
         }
         pruneChunkCache(cache)
         return transfer
@@ -63,7 +82,8 @@ extension NotesClient {
     /// Chunks this device's cache has are not fetched; the others are fetched one at a time, each checked against
     /// its address before it joins the cache, so calling again after an interruption fetches only what is still
     /// missing. The file is assembled from the cache a chunk at a time, every chunk checked again and the whole
-    /// file's SHA-256 and size against the manifest.
+    /// file's SHA-256 and size against the manifest. A manifest with a `key` (an encrypted account's) has its chunks
+    /// opened with it as they are assembled; one that does not open is `attachment_corrupt`.
     ///
     /// - Throws: `attachment_corrupt` (a malformed manifest, a chunk the server lacks or sends wrong, a file that
     ///   does not match its checksum), `file_access` (the destination cannot be written), `not_signed_in`,
@@ -127,6 +147,6 @@ extension NotesClient {
     /// long ago, or larger than the limit, may have left it.
     public func hasAttachment(_ manifest: AttachmentManifest) -> Bool {
         let cache = chunkCache
-        return manifest.chunks.indices.allSatisfy { cache.contains(manifest.chunks[$0], size: manifest.size(ofChunk: $0)) }
+        return manifest.chunks.indices.allSatisfy { cache.contains(manifest.chunks[$0], size: manifest.storedSize(ofChunk: $0)) }
     }
 }

@@ -37,7 +37,9 @@ extension NotesClient {
     /// - Throws: `empty_note` never (empty texts are skipped and counted); `invalid_text` for a text over the
     ///   remembered server's limit, `invalid_input` for a tag that breaks ``TagRules``; `file_access` (an attachment
     ///   file that cannot be read, or an export that lists one without its file), `attachment_corrupt` (an attachment
-    ///   file whose checksum is not the export's). Nothing is imported then.
+    ///   file whose checksum is not the export's), `invalid_input` also for an encrypted account's note whose text
+    ///   and attachments would not fit the server's limit sealed (``requireSealedFits(_:state:in:)``). Nothing is
+    ///   imported then.
     public func importNotes(
         _ items: [ImportItem], progress: ((_ done: Int, _ total: Int) -> Void)? = nil
     ) throws(NotesError) -> ImportReport {
@@ -93,6 +95,7 @@ extension NotesClient {
                         let state = TagsAndFlags(
                             tags: try Tags.validatedSet(note.tags ?? []), pinned: note.pinned ?? false, archived: note.archived ?? false,
                             attachments: attachments[NoteKey(clientID: note.clientID, origin: note.origin)] ?? [])
+                        try Self.requireSealedFits(note.text, state: state, in: tx)
                         try tx.insertNote(
                             clientID: note.clientID, origin: note.origin, text: note.text, createdAt: note.clientID.unixMilliseconds,
                             editedAt: edited, state: state)
@@ -136,7 +139,8 @@ extension NotesClient {
                     }
                     let mediaType = AttachmentManifest.isAcceptableMediaType(attachment.mediaType)
                         ? attachment.mediaType : Chunker.mediaType(forName: attachment.name)
-                    let manifest = try cache.stage(file: URL(fileURLWithPath: file), name: attachment.name, mediaType: mediaType)
+                    let url = URL(fileURLWithPath: file)
+                    let manifest = try cache.stage(file: url, name: attachment.name, mediaType: mediaType, sealing: attachmentSealing(for: url))
                     guard manifest.sha256.hex == attachment.sha256, manifest.size == attachment.size else {
                         throw NotesError(
                             .attachmentCorrupt, "\(file) is not the attachment the export lists (its checksum or size differs); nothing was imported.")

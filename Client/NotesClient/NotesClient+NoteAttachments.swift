@@ -20,21 +20,23 @@ public struct NoteAttachment: Sendable, Equatable {
 
 extension NotesClient {
     /// Attaches files to a live note, each under its file name: every file is read once, a chunk at a time, into this
-    /// device's chunk cache (nothing is sent: the next sync does), then the note's attachments gain their manifests,
+    /// device's chunk cache (nothing is sent: the next sync does; an encrypted account's file is read twice, hashed
+    /// for its key first, and its chunks are sealed: ``attachmentSealing(for:)``), then the note's attachments gain their manifests,
     /// in one local edit (revision bumped, dirty, edit time now). All or nothing: an unreadable file, or a name
     /// clash, leaves the note as it was.
     ///
     /// - Parameter names: The attachments' names, one per file; the files' own names when nil.
     /// - Throws: `note_not_found` (also for a deleted note), `file_access` (a file that cannot be read),
     ///   `attachment_exists` (the note has an attachment of that name, or two files share one: detach it first),
-    ///   `invalid_input` (a name the protocol does not take, more attachments than a note may have), `encryption`
-    ///   (a note of an encrypted account: see ``requireAttachable(_:in:)``), `data_directory`.
+    ///   `invalid_input` (a name the protocol does not take, more attachments than a note may have, an encrypted
+    ///   account's note whose envelope would be over the server's limit: ``requireSealedFits(_:state:in:)``),
+    ///   `data_directory`.
     @discardableResult
     public func attach(_ files: [URL], to id: LocalNote.ID, names: [String]? = nil) throws(NotesError) -> LocalNote {
         precondition(names == nil || names?.count == files.count, "one name per file")
         let names = names ?? files.map(\.lastPathComponent)
         let note = try note(id)
-        try Self.requireAttachable(note, in: self)
+        try Self.requireAttachable(note)
         var taken = Set(note.attachments.map(\.name))
         for name in names {
             guard AttachmentManifest.isAcceptableName(name) else {
@@ -49,7 +51,8 @@ extension NotesClient {
         let cache = chunkCache
         var added: [AttachmentManifest] = []
         for (file, name) in zip(files, names) {
-            added.append(try cache.stage(file: file, name: name, mediaType: Chunker.mediaType(forName: name)))
+            added.append(
+                try cache.stage(file: file, name: name, mediaType: Chunker.mediaType(forName: name), sealing: attachmentSealing(for: file)))
         }
         let now = now
         return try store.write { tx in
@@ -61,6 +64,7 @@ extension NotesClient {
             var state = current.tagsAndFlags
             state.attachments = StoredAttachments.canonical(state.attachments + added)
             try Self.requireChunkAddresses(state.attachments, base: current.baseAttachments)
+            try Self.requireSealedFits(current.text, state: state, in: tx)
             try tx.replaceState(ofNote: current, with: state, now: now)
             return try tx.note(id)
         }
@@ -143,15 +147,27 @@ extension NotesClient {
         }
     }
 
-    /// A live note of a plaintext account (or of none). Seam (issue 33): an encrypted account's attachments need the
-    /// chunks sealed on the device and the manifests inside the note's envelope (`NotePayload.attachments`), which the
-    /// encryption side brings; until then attaching to its notes is refused here, the one place that decides it.
-    static func requireAttachable(_ note: LocalNote, in client: NotesClient) throws(NotesError) {
-        guard !note.isDeleted else { throw deletedNote() }
-        let encrypted = try client.store.read { tx in try tx.shownAccountID().map { try tx.keyRing(of: $0) != nil } ?? false }
-        if encrypted {
-            throw NotesError(.encryption, "Attachments on notes of an encrypted account are not supported yet; nothing was attached.")
+    /// Refuses attachments an encrypted account's note could not carry (attached or imported): its manifests travel in its envelope, whose
+    /// text the remembered server takes up to its `maxNoteBytes` (each chunk's address is about 90 characters of it,
+    /// so about 2,900 chunks, 2.8 GiB of files, fit on a note without text at the default 256 KiB). Without
+    /// remembered limits (never synced), or for a plaintext account, nothing is refused here.
+    static func requireSealedFits(_ text: String, state: TagsAndFlags, in tx: LocalStore.Transaction) throws {
+        let settings = try tx.requireSettings()
+        guard let limit = settings.maxNoteBytes, let account = settings.account, try tx.keyRing(of: account.accountID) != nil else { return }
+        let count = NoteSealing.sealedTextCount(text: text, state: state)
+        if count > limit {
+            let server = settings.serverURL.map { " at \($0)" } ?? ""
+            throw NotesError(
+                .invalidInput,
+                "The note's text and attachments would encrypt to \(count) bytes; the server\(server) takes notes of at most \(limit) bytes, so it could never sync. Nothing was changed.")
         }
+    }
+
+    /// A live note. An encrypted account's note takes attachments as any: its files' chunks are sealed on the way into
+    /// the cache (``attachmentSealing(for:)``) and its manifests, with the files' keys, travel inside its envelope
+    /// (`NotePayload.attachments`; the change carries only the sealed chunks' addresses, `chunkRefs`).
+    static func requireAttachable(_ note: LocalNote) throws(NotesError) {
+        guard !note.isDeleted else { throw deletedNote() }
     }
 
     private static func deletedNote() -> NotesError {

@@ -10,8 +10,9 @@ struct Attach: AsyncParsableCommand {
             Each FILE is attached under its file name (a note holds one attachment per name: `notes detach` one \
             first to replace it). The files are read into this device's chunk cache now, in chunks of 1 MiB; the \
             next `notes sync` sends the chunks the server lacks (a chunk the account has already, from the same \
-            file on another note, is never sent again) and then the note. Works offline. Notes of an encrypted \
-            account cannot have attachments yet.
+            file on another note, is never sent again) and then the note. Works offline. On an end-to-end \
+            encrypted account each file is read twice (hashed for its key, then encrypted chunk by chunk): the \
+            cache and the server hold only encrypted chunks, and the file's name travels inside the encrypted note.
             """)
 
     @OptionGroup var options: GlobalOptions

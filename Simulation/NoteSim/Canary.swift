@@ -2,6 +2,7 @@ import Foundation
 import MiniFlake
 import NoteCrypto
 import NoteSyncProtocol
+import NoteSyncServer
 
 /// Issue 32's proof that the server never holds an encrypted account's plaintext: every word an encrypted account's
 /// notes are made of (each line's token, each tag) is a canary word, and the server's store is scanned for them.
@@ -47,6 +48,27 @@ public enum StoreScan {
     /// which holds no row but is read anyway: it is part of what a copy of the directory holds).
     public static func sqliteFiles(of path: String) -> [String] { [path, path + "-wal", path + "-shm"] }
 
+    /// Everything a daemon's SQLite store at `path` holds now: ``sqliteFiles(of:)`` and every file under its chunk
+    /// directory (`chunks/` beside the database: attachment chunks, issue 33, and the bodies being received in
+    /// `chunks/.incoming/`), listed when called, since chunks come and go as the run goes on.
+    public static func sqliteStoreFiles(of path: String) -> [String] {
+        let chunks = URL(fileURLWithPath: path).deletingLastPathComponent()
+            .appendingPathComponent(SQLiteNoteStore.chunkDirectoryName, isDirectory: true)
+        return sqliteFiles(of: path) + files(under: chunks)
+    }
+
+    /// The regular files under `directory`, recursively (hidden ones too), sorted; none when it does not exist.
+    static func files(under directory: URL) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey]) else {
+            return []
+        }
+        var found: [String] = []
+        while let url = enumerator.nextObject() as? URL {
+            if (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true { found.append(url.path) }
+        }
+        return found.sorted()
+    }
+
     /// Reads each file whole (a missing one is skipped: the WAL is gone after a checkpoint on close) and finds every
     /// occurrence of ``Canary/marker``, at most `limit` hits in all.
     public static func scan(files: [String], limit: Int = 20) throws -> Result {
@@ -85,8 +107,27 @@ public enum StoreScan {
         guard process.terminationStatus == 0 else {
             throw StoreScanError("pg_dump failed (status \(process.terminationStatus)): \(String(decoding: message, as: UTF8.self))")
         }
-        var result = try scan(files: [dump.path], limit: limit)
-        let name = "pg_dump of " + (URL(string: url)?.lastPathComponent ?? "the database")
+        return try scanDump(dump.path, name: "pg_dump of " + (URL(string: url)?.lastPathComponent ?? "the database"), limit: limit)
+    }
+
+    /// Scans a `pg_dump` of the database at `path` (hits named `name`): as ``scan(files:limit:)`` does, and for the
+    /// marker spelled in hexadecimal, which is how a dump writes `bytea` (attachment chunks in `chunk_data`, issue 33:
+    /// `\x` then two lowercase digits a byte); such a hit's word is decoded back from its digits.
+    static func scanDump(_ path: String, name: String, limit: Int = 20) throws -> Result {
+        var result = try scan(files: [path], limit: limit)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let hexMarker = Array(Canary.marker.utf8.map { String(format: "%02x", $0) }.joined().utf8)
+        for offset in occurrences(of: hexMarker, in: data) where result.hits.count < limit {
+            let digits = data[data.startIndex + offset..<data.startIndex + min(data.count, offset + 80)]
+            var word: [UInt8] = []
+            var pairs = digits.makeIterator()
+            while let high = pairs.next(), let low = pairs.next(), let byte = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16),
+                (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+            {
+                word.append(byte)
+            }
+            result.hits.append(CanaryHit(file: path, offset: offset, word: String(decoding: word, as: UTF8.self)))
+        }
         for index in result.hits.indices { result.hits[index].file = name }
         return result
     }

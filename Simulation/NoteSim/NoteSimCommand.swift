@@ -68,7 +68,7 @@ public struct NoteSimCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "With --server: the daemon's SQLite database file (its -wal and -shm beside it), scanned for canary words after every restart and at the end of every run. In-process, the simulation's own store is scanned.",
+            "With --server: the daemon's SQLite database file (its -wal and -shm beside it, and the attachment chunk files under chunks/ beside it), scanned for canary words after every restart and at the end of every run. In-process, the simulation's own store is scanned.",
             valueName: "path"))
     var scanStore: String?
 

@@ -21,7 +21,8 @@ protocol SimServer: AnyObject {
     /// the server holds them, oldest change first, and the cursor after the last of them (`cursor` when none).
     func changes(accountID: FlakeID, token: String, after cursor: SyncCursor) async throws -> (notes: [NoteRecord], cursor: SyncCursor)
     /// The files of the server's store that ``Simulation/scanStore(_:)`` reads for canary words (issue 32): an SQLite
-    /// database, its WAL and `-shm`; nil when the simulation cannot reach the store.
+    /// database, its WAL and `-shm`, and the attachment chunk files under its `chunks/` directory as they are now
+    /// (issue 33, ``StoreScan/sqliteStoreFiles(of:)``); nil when the simulation cannot reach the store.
     var storeFiles: [String]? { get }
     /// The server's PostgreSQL database (a libpq URL) that ``Simulation/scanStore(_:)`` dumps and reads for canary
     /// words; nil when the store is not PostgreSQL or the simulation was not told it.
@@ -64,13 +65,15 @@ final class InProcessSimServer: SimServer {
     var transport: any SyncTransport { server.transport }
     let url = "http://notesyncd.simulated"
     let directory: URL
-    let storeFiles: [String]?
+    /// The SQLite database file.
+    let storePath: String
+    var storeFiles: [String]? { StoreScan.sqliteStoreFiles(of: storePath) }
 
     init(clock: ManualFlakeClock) async throws {
         directory = Self.scratchParent.appendingPathComponent("notes-sim-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent(SQLiteNoteStore.fileName).path
-        storeFiles = StoreScan.sqliteFiles(of: path)
+        storePath = path
         let store = try SQLiteNoteStore(path: path)
         server = try InProcessServer(
             store: store, clock: clock, instance: 0, after: try await store.largestIssuedID(), limits: Self.limits,
@@ -136,7 +139,9 @@ final class HTTPSimServer: SimServer {
     var transport: any SyncTransport { http }
     var url: String { baseURL.absoluteString }
     let instance: Int? = nil
-    let storeFiles: [String]?
+    /// The daemon's SQLite database file, when its store is to be scanned.
+    let storePath: String?
+    var storeFiles: [String]? { storePath.map(StoreScan.sqliteStoreFiles(of:)) }
     let postgresURL: String?
 
     /// - Parameter url: One daemon's URL, or several separated by commas: devices are spread over them round-robin
@@ -144,7 +149,7 @@ final class HTTPSimServer: SimServer {
     /// - Parameter storePath: The daemon's SQLite database file, scanned for canary words (nil: not scanned).
     /// - Parameter postgresURL: The daemons' PostgreSQL database, dumped and scanned for canary words (nil: not).
     init(url: String, restartCommand: String?, storePath: String? = nil, postgresURL: String? = nil) throws {
-        storeFiles = storePath.map(StoreScan.sqliteFiles(of:))
+        self.storePath = storePath
         self.postgresURL = postgresURL
         var daemons: [URLSessionTransport] = []
         var first: URL?

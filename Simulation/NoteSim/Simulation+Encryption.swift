@@ -109,9 +109,10 @@ extension Simulation {
     }
 
     /// The invariant's second half: the server's store, read as files, holds no canary word. After every server
-    /// restart and at the end of every run; the in-process server's SQLite store is a file (database, WAL, `-shm`),
-    /// a daemon's is scanned when `--scan-store` names its database (see ``SimServer/storeFiles``), and a PostgreSQL
-    /// store's tables, dumped by `pg_dump`, when `--scan-postgres` names the database (``SimServer/postgresURL``).
+    /// restart and at the end of every run; the in-process server's SQLite store is a file (database, WAL, `-shm`)
+    /// and its attachment chunk files (`chunks/` beside it), a daemon's are scanned when `--scan-store` names its
+    /// database (see ``SimServer/storeFiles``), and a PostgreSQL store's tables (`chunk_data`'s bytea included, read
+    /// in hexadecimal), dumped by `pg_dump`, when `--scan-postgres` names the database (``SimServer/postgresURL``).
     func scanStore(_ when: String) throws {
         guard server.storeFiles != nil || server.postgresURL != nil else { return }
         var result = StoreScan.Result()

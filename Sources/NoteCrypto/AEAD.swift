@@ -33,6 +33,26 @@ enum AEAD {
         precondition(status == 0 && written == UInt64(sealedCount), "crypto_aead_xchacha20poly1305_ietf_encrypt failed")
     }
 
+    /// Writes `plaintext`'s ciphertext and tag into `sealed`, exactly `plaintext.count + tagByteCount` bytes (for
+    /// large blobs such as attachment chunks: nothing is appended or zeroed first).
+    static func seal(
+        _ plaintext: UnsafeRawBufferPointer, associatedData: [UInt8], nonce: [UInt8], key: SecretBytes, into sealed: UnsafeMutableRawBufferPointer
+    ) {
+        precondition(key.count == keyByteCount && nonce.count == nonceByteCount && sealed.count == plaintext.count + tagByteCount)
+        var written: UInt64 = 0
+        let status = associatedData.withUnsafeBufferPointer { ad in
+            nonce.withUnsafeBufferPointer { nonce in
+                key.withKeyPointer { key in
+                    crypto_aead_xchacha20poly1305_ietf_encrypt(
+                        sealed.baseAddress!.assumingMemoryBound(to: UInt8.self), &written,
+                        plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+                        ad.baseAddress, UInt64(ad.count), nil, nonce.baseAddress!, key)
+                }
+            }
+        }
+        precondition(status == 0 && written == UInt64(sealed.count), "crypto_aead_xchacha20poly1305_ietf_encrypt failed")
+    }
+
     /// The plaintext of `sealed` (ciphertext then tag), or nil when it does not authenticate under `key`,
     /// `nonce` and `associatedData`. `sealed` holds at least a tag (the caller's decoder checked).
     static func open(

@@ -53,6 +53,8 @@ public enum NoteCryptoError: Error, Equatable, Sendable, CustomStringConvertible
         case devicePublicKey = "device public key"
         case kdfSalt = "KDF salt"
         case notePayload = "note payload"
+        case attachmentKey = "attachment key"
+        case attachmentChunk = "attachment chunk"
     }
 
     /// Why bytes are not a well-formed blob.
@@ -106,6 +108,8 @@ public enum NoteCryptoError: Error, Equatable, Sendable, CustomStringConvertible
             "The wrapped account key does not open with this key: a different password or recovery key wrapped it, or it was altered."
         case .doesNotAuthenticate(.keyHandover):
             "The key hand-over does not open: it was sealed for another device or altered."
+        case .doesNotAuthenticate(.attachmentChunk):
+            "The attachment chunk does not decrypt: it was altered, or it belongs at another place, to another file or account."
         case .doesNotAuthenticate(let blob):
             "The \(blob.rawValue) does not authenticate."
         case .keyOfAnotherAccount(let expected, let found):

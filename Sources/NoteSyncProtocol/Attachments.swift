@@ -86,8 +86,12 @@ public struct ContentHashError: Error, Sendable, CustomStringConvertible {
 public enum ChunkRules {
     /// The size of every chunk of a file but its last (which is shorter, never empty): 1 MiB.
     public static let chunkSize = 1 << 20
-    /// The largest chunk body `PUT /v1/chunks/{hash}` takes (413 `chunk_too_large` past it).
-    public static let maxChunkBytes = chunkSize
+    /// What an encrypted account's device adds to each chunk when it seals it (NoteCrypto's `AttachmentCipher`: a
+    /// version byte and the 16-byte Poly1305 tag).
+    public static let sealingOverhead = 17
+    /// The largest chunk body `PUT /v1/chunks/{hash}` takes (413 `chunk_too_large` past it): a whole chunk, sealed
+    /// (``chunkSize`` + ``sealingOverhead`` = 1,048,593 bytes).
+    public static let maxChunkBytes = chunkSize + sealingOverhead
     /// The most hashes one `POST /v1/chunks/missing` may ask about (413 `batch_too_large` past it): 1,000 hashes are
     /// 1 GiB of file, in a body of 67 KB.
     public static let maxMissingHashes = 1000
@@ -141,6 +145,10 @@ public struct ChunkStoredResponse: Codable, Sendable, Equatable {
 /// What a note will refer to for one attached file (phase 2): its name, size and type, and the content addresses of
 /// its chunks in order, with the whole file's SHA-256 to check the assembled file against.
 ///
+/// An encrypted account's manifest (inside the note's envelope only, never in the clear on the wire) carries the
+/// file's key in ``key``: its chunks are stored sealed, so ``chunks`` are the sealed chunks' addresses while
+/// ``size``, ``chunkSize`` and ``sha256`` stay the plaintext file's.
+///
 /// Decoding is strict (unknown fields refused) and ``validate()`` checks the rest; ``encodedJSON()`` writes it.
 public struct AttachmentManifest: Codable, Sendable, Equatable, Hashable {
     /// The file's name, without a directory (see ``validate()``).
@@ -153,16 +161,23 @@ public struct AttachmentManifest: Codable, Sendable, Equatable, Hashable {
     public var chunkSize: Int
     /// The chunks' content addresses, in file order: ``ChunkRules/chunkCount(size:chunkSize:)`` of them.
     public var chunks: [ContentHash]
-    /// The SHA-256 of the whole file.
+    /// The SHA-256 of the whole file (its plaintext, for an encrypted account's).
     public var sha256: ContentHash
+    /// The file's key (NoteCrypto's `AttachmentKey` text: 64 lowercase hexadecimal digits) when its chunks are sealed:
+    /// present only inside a note envelope of an encrypted account, nil on the wire and for a plaintext account.
+    public var key: String?
 
-    public init(name: String, size: Int64, mediaType: String, chunkSize: Int = ChunkRules.chunkSize, chunks: [ContentHash], sha256: ContentHash) {
+    public init(
+        name: String, size: Int64, mediaType: String, chunkSize: Int = ChunkRules.chunkSize, chunks: [ContentHash], sha256: ContentHash,
+        key: String? = nil
+    ) {
         self.name = name
         self.size = size
         self.mediaType = mediaType
         self.chunkSize = chunkSize
         self.chunks = chunks
         self.sha256 = sha256
+        self.key = key
     }
 
     /// The media type of a file whose type is not known.
@@ -172,7 +187,7 @@ public struct AttachmentManifest: Codable, Sendable, Equatable, Hashable {
     /// The longest media type, in bytes.
     public static let maxMediaTypeBytes = 127
 
-    public enum CodingKeys: String, WireKey { case name, size, mediaType, chunkSize, chunks, sha256 }
+    public enum CodingKeys: String, WireKey { case name, size, mediaType, chunkSize, chunks, sha256, key }
 
     public init(from decoder: any Decoder) throws {
         try decoder.rejectUnknownKeys(CodingKeys.self)
@@ -183,6 +198,7 @@ public struct AttachmentManifest: Codable, Sendable, Equatable, Hashable {
         chunkSize = try c.decode(Int.self, forKey: .chunkSize)
         chunks = try c.decode([ContentHash].self, forKey: .chunks)
         sha256 = try c.decode(ContentHash.self, forKey: .sha256)
+        key = try c.decodeIfPresentRefusingNull(String.self, forKey: .key)
     }
 
     /// The manifest as JSON, its keys sorted, so that one manifest always encodes to the same bytes.
@@ -204,7 +220,9 @@ public struct AttachmentManifest: Codable, Sendable, Equatable, Hashable {
 
     /// Checks what the types cannot: a name of 1–255 UTF-8 bytes without `/`, NUL or another control character, and
     /// not `.` or `..`; a media type `type/subtype` of ASCII letters, digits and `!#$&^_.+-` (at most 127 bytes);
-    /// a chunk size in 1...``ChunkRules/maxChunkBytes``; a size of 0 or more with exactly the chunks it needs.
+    /// a chunk size in 1...``ChunkRules/chunkSize`` (so that a sealed chunk, ``ChunkRules/sealingOverhead`` more,
+    /// fits ``ChunkRules/maxChunkBytes``); a
+    /// ``key``, when present, of 64 lowercase hexadecimal digits; a size of 0 or more with exactly the chunks it needs.
     ///
     /// - Throws: `invalid_field` naming the field.
     public func validate() throws(APIErrorBody) {
@@ -217,8 +235,12 @@ public struct AttachmentManifest: Codable, Sendable, Equatable, Hashable {
         guard Self.isAcceptableMediaType(mediaType) else {
             throw refuse(.mediaType, "An attachment's media type is type/subtype (at most \(Self.maxMediaTypeBytes) bytes), such as image/png.")
         }
-        guard (1...ChunkRules.maxChunkBytes).contains(chunkSize) else {
-            throw refuse(.chunkSize, "An attachment's chunk size is 1–\(ChunkRules.maxChunkBytes) bytes, not \(chunkSize).")
+        // At most the protocol's chunk size, so that every chunk fits the limit sealed too (a key: the overhead more).
+        guard (1...ChunkRules.chunkSize).contains(chunkSize) else {
+            throw refuse(.chunkSize, "An attachment's chunk size is 1–\(ChunkRules.chunkSize) bytes, not \(chunkSize).")
+        }
+        if let key, ContentHash(key) == nil {
+            throw refuse(.key, "An attachment's key is 64 lowercase hexadecimal digits.")
         }
         guard size >= 0 else { throw refuse(.size, "An attachment's size is 0 or more bytes, not \(size).") }
         let expected = ChunkRules.chunkCount(size: size, chunkSize: chunkSize)
@@ -227,9 +249,16 @@ public struct AttachmentManifest: Codable, Sendable, Equatable, Hashable {
         }
     }
 
-    /// The size of chunk `index` (every chunk is ``chunkSize`` but the last, which holds the rest).
+    /// The size of chunk `index` of the file (every chunk is ``chunkSize`` but the last, which holds the rest); a
+    /// sealed chunk as stored is ``ChunkRules/sealingOverhead`` bytes more.
     public func size(ofChunk index: Int) -> Int {
         index == chunks.count - 1 ? Int(size - Int64(chunkSize) * Int64(chunks.count - 1)) : chunkSize
+    }
+
+    /// The size of chunk `index` as stored (what the server holds under its address): ``size(ofChunk:)``, plus
+    /// ``ChunkRules/sealingOverhead`` when the chunks are sealed (a ``key``).
+    public func storedSize(ofChunk index: Int) -> Int {
+        size(ofChunk: index) + (key == nil ? 0 : ChunkRules.sealingOverhead)
     }
 
     /// Whether `name` can name an attachment (see ``validate()``).

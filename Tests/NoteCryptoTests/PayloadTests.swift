@@ -1,4 +1,5 @@
 import Foundation
+import NoteSyncProtocol
 import Testing
 
 @testable import NoteCrypto
@@ -67,5 +68,87 @@ import Testing
         let envelope = try NoteEnvelope.seal(plaintext: payload.bytes, context: Fixture.context, key: ring.current)
         let opened = try NoteEnvelope.open(envelope, expecting: Fixture.context, keys: ring)
         #expect(try NotePayload(decoding: opened.plaintext) == payload)
+    }
+
+    // MARK: - Attachments (issue 33)
+
+    static let hashA = ContentHash(String(repeating: "a", count: 64))!
+    static let hashB = ContentHash(String(repeating: "0", count: 63) + "1")!
+    static let keyText = String(repeating: "5e", count: 32)
+
+    /// A sealed attachment (with its key) and a plaintext one (without), the second empty.
+    static let attachments = [
+        AttachmentManifest(
+            name: "photo \"1\".png", size: 1_048_577, mediaType: "image/png", chunkSize: 1 << 20, chunks: [hashA, hashB], sha256: hashB,
+            key: keyText),
+        AttachmentManifest(name: "empty", size: 0, mediaType: "application/octet-stream", chunks: [], sha256: hashA),
+    ]
+
+    @Test("Attachments encode between archived and pinned, each manifest's keys sorted, and read back")
+    func attachmentsCanonicalForm() throws {
+        let payload = NotePayload(text: "t", tags: ["x"], attachments: Self.attachments, seq: 2)
+        let text = String(decoding: payload.bytes, as: UTF8.self)
+        let a = String(repeating: "a", count: 64), one = String(repeating: "0", count: 63) + "1"
+        let expected =
+            #"{"archived":false,"attachments":[{"chunkSize":1048576,"chunks":[""# + a + #"",""# + one + #""],"key":""# + Self.keyText
+            + #"","mediaType":"image/png","name":"photo \"1\".png","sha256":""# + one + #"","size":1048577},"#
+            + #"{"chunkSize":1048576,"chunks":[],"mediaType":"application/octet-stream","name":"empty","sha256":""# + a
+            + #"","size":0}],"pinned":false,"seq":2,"tags":["x"],"text":"t"}"#
+        #expect(text == expected)
+        #expect(try NotePayload(decoding: payload.bytes) == payload)
+        // What Foundation reads is the wire module's manifest, key and all.
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(payload.bytes)) as? [String: Any])
+        let manifests = try JSONSerialization.data(withJSONObject: try #require(object["attachments"]))
+        #expect(try JSONDecoder().decode([AttachmentManifest].self, from: manifests) == Self.attachments)
+    }
+
+    @Test("Without attachments a payload is byte for byte what it was before they existed")
+    func noAttachmentsUnchanged() throws {
+        let payload = NotePayload(text: "Buy milk\n", tags: ["a/b", "work"], pinned: true, attachments: [], seq: 3)
+        #expect(payload.bytes == Array(#"{"archived":false,"pinned":true,"seq":3,"tags":["a/b","work"],"text":"Buy milk\n"}"#.utf8))
+        #expect(try NotePayload(decoding: payload.bytes).attachments == [])
+    }
+
+    /// One manifest inside a payload, `H` standing for a valid hash and `h` for an uppercase one.
+    static func payloadText(_ manifest: String) -> String {
+        (#"{"archived":false,"attachments":["# + manifest + #"],"pinned":false,"seq":1,"tags":[],"text":""}"#)
+            .replacingOccurrences(of: #""H""#, with: "\"" + String(repeating: "a", count: 64) + "\"")
+            .replacingOccurrences(of: #""h""#, with: "\"" + String(repeating: "A", count: 64) + "\"")
+    }
+
+    @Test(
+        "Anything but the canonical encoding of attachments is refused",
+        arguments: [
+            #"{"chunks":[],"chunkSize":1,"mediaType":"a/b","name":"n","sha256":"H","size":0}"#,
+            #"{"chunkSize":01,"chunks":[],"mediaType":"a/b","name":"n","sha256":"H","size":0}"#,
+            #"{"chunkSize":1,"chunks":[],"mediaType":"a/b","name":"n","sha256":"H","size":-1}"#,
+            #"{"chunkSize":1,"chunks":[],"mediaType":"a/b","name":"n","sha256":"H","size":00}"#,
+            #"{"chunkSize":1,"chunks":[],"mediaType":"a/b","name":"n","sha256":"H","size":9007199254740993}"#,
+            #"{"chunkSize":1,"chunks":[],"key":null,"mediaType":"a/b","name":"n","sha256":"H","size":0}"#,
+            #"{"chunkSize":1,"chunks":[],"mediaType":"a/b","name":"n","sha256":"h","size":0}"#,
+            #"{"chunkSize":1,"chunks":["h"],"mediaType":"a/b","name":"n","sha256":"H","size":0}"#,
+            #"{"chunkSize":1,"chunks":[],"mediaType":"a/b","name":"n","sha256":"H","size":0,"x":1}"#,
+            #"{"chunkSize":1,"chunks":[],"mediaType":"a/b","name":"n","sha256":"H","size":0},"#,
+            #"{"chunkSize":1,"chunks":[],"mediaType":"a/b","name":"n","sha256":"H","size":0.0}"#,
+        ])
+    func refusesNonCanonicalAttachments(_ manifest: String) throws {
+        #expect(throws: NoteCryptoError.self) { try NotePayload(decoding: Array(Self.payloadText(manifest).utf8)) }
+    }
+
+    @Test("The canonical manifest those refusals depart from is read, and an empty list of attachments is not canonical")
+    func readsTheCanonicalManifest() throws {
+        let canonical = Self.payloadText(#"{"chunkSize":1,"chunks":[],"mediaType":"a/b","name":"n","sha256":"H","size":0}"#)
+        #expect(try NotePayload(decoding: Array(canonical.utf8)).attachments.count == 1)
+        #expect(throws: NoteCryptoError.self) {
+            try NotePayload(decoding: Array(#"{"archived":false,"attachments":[],"pinned":false,"seq":1,"tags":[],"text":""}"#.utf8))
+        }
+    }
+
+    @Test("A payload with a sealed attachment's key seals and opens inside an envelope")
+    func attachmentsSealInAnEnvelope() throws {
+        let ring = AccountKeyRing(Fixture.key())
+        let payload = NotePayload(text: "secret", attachments: Self.attachments, seq: 1)
+        let envelope = try NoteEnvelope.seal(plaintext: payload.bytes, context: Fixture.context, key: ring.current)
+        #expect(try NotePayload(decoding: NoteEnvelope.open(envelope, expecting: Fixture.context, keys: ring).plaintext) == payload)
     }
 }

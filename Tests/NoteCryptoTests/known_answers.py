@@ -82,3 +82,16 @@ try:
     print(f"recovery public key: {b64url(point.public_key().export_key(format='raw'))}")
 except Exception as error:  # pycryptodome without X25519
     print(f"recovery public key: (not computed: {error})")
+
+# 5. An attachment (issue 33): the file key of the file b"Hello, attachment." (its SHA-256), chunks of 1 MiB, under
+#    account key generation 7 (bytes 0x80..0x9f) of account 1001; then chunk 3 sealed under it (plaintext b"chunk").
+key = bytes(range(0x80, 0xA0))
+file_sha256 = hashlib.sha256(b"Hello, attachment.").digest()
+root = kdf(key, 1, "FN-attch")
+file_key = hashlib.blake2b(b"flakenotes.attachment" + be64(1001) + struct.pack(">I", 7) + struct.pack(">I", 1 << 20)
+                           + file_sha256, digest_size=32, key=root).digest()
+print(f"attachment key: {file_key.hex()}")
+nonce = hashlib.blake2b(b"flakenotes.chunk-nonce" + be64(3), digest_size=24, key=file_key).digest()
+stored = bytes([1]) + xchacha(file_key, nonce, b"flakenotes.chunk" + bytes([1]) + be64(3), b"chunk")
+print(f"attachment chunk 3: {stored.hex()}")
+print(f"attachment chunk 3 address: {hashlib.sha256(stored).hexdigest()}")

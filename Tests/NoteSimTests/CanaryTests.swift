@@ -30,6 +30,49 @@ import Testing
         #expect(try StoreScan.scan(files: [path]).hits.isEmpty)
     }
 
+    /// Issue 33: the store's attachment chunk files (`chunks/<account>/<ab>/<hash>` beside the database, and the
+    /// bodies being received in `chunks/.incoming/`) are part of what is scanned, listed as they are at the scan: a
+    /// canary word planted in one is found, named by the chunk's file.
+    @Test func theScanFindsACanaryWordInAnAttachmentChunkFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canary-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("notesyncd.sqlite").path
+        try Data(repeating: 0xAB, count: 64).write(to: URL(fileURLWithPath: path))
+        #expect(try StoreScan.scan(files: StoreScan.sqliteStoreFiles(of: path)).hits.isEmpty)
+
+        let hash = String(repeating: "ab", count: 32)
+        let chunks = directory.appendingPathComponent("chunks/1001/ab", isDirectory: true)
+        try FileManager.default.createDirectory(at: chunks, withIntermediateDirectories: true)
+        try Data([UInt8](repeating: 7, count: 1000) + Array(Canary.word("t9").utf8) + [0]).write(to: chunks.appendingPathComponent(hash))
+        let incoming = directory.appendingPathComponent("chunks/.incoming", isDirectory: true)
+        try FileManager.default.createDirectory(at: incoming, withIntermediateDirectories: true)
+        try Data(Canary.word("g3").utf8).write(to: incoming.appendingPathComponent("partial"))
+
+        let result = try StoreScan.scan(files: StoreScan.sqliteStoreFiles(of: path))
+        #expect(result.bytes == 64 + 1000 + 12 + 1 + 12)
+        #expect(
+            result.hits == [
+                CanaryHit(file: "partial", offset: 0, word: "qzcanaryxvg3"), CanaryHit(file: hash, offset: 1000, word: "qzcanaryxvt9"),
+            ])
+    }
+
+    /// A PostgreSQL dump writes a chunk's bytes (`chunk_data.data`, a bytea) in hexadecimal: the dump's scan finds a
+    /// canary word spelled that way too, decoded back, as well as one in a text column.
+    @Test func theDumpScanFindsACanaryWordInABytea() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canary-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let hex = Array(Canary.word("t5").utf8).map { String(format: "%02x", $0) }.joined()
+        let dump = "COPY public.chunk_data (account_id, hash, data) FROM stdin;\n1001\tabab\t\\\\x00ff" + hex + "00\n\\.\n"
+            + "COPY public.notes (text) FROM stdin;\n" + Canary.word("t6") + "\n"
+        let path = directory.appendingPathComponent("dump.sql").path
+        try Data(dump.utf8).write(to: URL(fileURLWithPath: path))
+        let result = try StoreScan.scanDump(path, name: "pg_dump of notes")
+        #expect(Set(result.hits.map(\.word)) == ["qzcanaryxvt5", "qzcanaryxvt6"], "\(result.hits)")
+        #expect(result.hits.allSatisfy { $0.file == "pg_dump of notes" })
+    }
+
     /// An encrypted account's word that reaches the server's store in the clear is a violation: a device of a
     /// plaintext account writes one (as a client leaking an encrypted account's note would) and the end-of-run scan
     /// finds it. With the scan broken (reading nothing, or looking for something else) this run passes.

@@ -80,7 +80,7 @@ struct AttachmentRouteTests {
         (#""attachments":[\#(manifestJSON(name: "../x"))]"#, APIErrorCode.invalidField, "changes[0].attachments[0].name"),
         (#""attachments":[\#(manifestJSON()),\#(manifestJSON())]"#, .invalidField, "changes[0].attachments[1].name"),
         (#""attachments":[\#(manifestJSON(("\"size\":3000", "\"size\":3000000")))]"#, .invalidField, "changes[0].attachments[0].chunks"),
-        (#""attachments":[\#(manifestJSON(("\"size\":3000", "\"size\":3000,\"key\":7")))]"#, .unknownField, "changes[0].attachments[0].key"),
+        (#""attachments":[\#(manifestJSON(("\"size\":3000", "\"size\":3000,\"owner\":7")))]"#, .unknownField, "changes[0].attachments[0].owner"),
         (#""attachments":null"#, .invalidJSON, "changes[0].attachments"),
         (#""baseAttachments":{}"#, .invalidJSON, "changes[0].baseAttachments"),
         (#""chunkRefs":["ABC"]"#, .invalidHash, "changes[0].chunkRefs[0]"),

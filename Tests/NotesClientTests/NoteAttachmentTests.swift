@@ -114,7 +114,7 @@ struct NoteAttachmentTests {
         let a = Self.entry(1, attachments: [Self.manifest("a", [1, 2, 1]), Self.manifest("b", [3])])
         let b = Self.entry(2, attachments: [Self.manifest("c", [2, 4])])
         let sealed = Self.entry(3, attachments: [Self.manifest("d", [5])], sealed: true)
-        #expect(ChunkPlanner.chunks(of: [a, b, sealed]) == [1, 2, 3, 4].map(Self.hash), "each once, first met first; none of a sealed change")
+        #expect(ChunkPlanner.chunks(of: [a, b, sealed]) == [1, 2, 3, 4, 5].map(Self.hash), "each once, first met first; a sealed change's too")
 
         let split = ChunkPlanner.split(missing: [1, 3, 4].map(Self.hash)) { $0 != Self.hash(4) }
         #expect(split.upload == [1, 3].map(Self.hash) && split.absent == [Self.hash(4)])
@@ -124,6 +124,7 @@ struct NoteAttachmentTests {
         #expect(refusals.first?.error.code.rawValue == "unknown_chunk")
         #expect(refusals.first?.error.message.contains("c refers to chunk \(Self.hash(4))") == true)
         #expect(ChunkPlanner.refusals([a, b], absent: []).isEmpty)
+        #expect(ChunkPlanner.refusals([a, sealed], absent: [Self.hash(5)]).map(\.entry.editID) == [sealed.editID], "a sealed change too")
 
         // Refused so, a note is tried again at every sync, as one over the quota.
         #expect(OutboxPlanner.retriesAtEverySync("unknown_chunk"))
@@ -139,9 +140,18 @@ struct NoteAttachmentTests {
         var detached = Self.entry(1, attachments: [])
         detached.snapshot.baseTagsAndFlags?.attachments = [photo]
         #expect(detached.change.attachments == [] && detached.change.baseAttachments == [photo], "a detach is sent")
-        var sealed = Self.entry(1, attachments: [photo])
+        // Sealed (an encrypted account): no manifest in the clear, the chunks' addresses sorted and each once.
+        let scan = Self.manifest("scan.pdf", [2, 3])
+        var sealed = Self.entry(1, attachments: [photo, scan])
         sealed.sealed = SealedChange(text: "sealed", seq: 1)
-        #expect(sealed.change.attachments == nil && sealed.change.chunkRefs == nil, "seam: an encrypted account's are not sent")
+        #expect(sealed.change.attachments == nil && sealed.change.baseAttachments == nil)
+        #expect(sealed.change.chunkRefs == [1, 2, 3].map(Self.hash).sorted())
+        #expect(ChunkPlanner.chunks(of: [sealed]) == [1, 2, 3].map(Self.hash), "made present on the server before the push")
+        detached.sealed = SealedChange(text: "sealed", seq: 2)
+        #expect(detached.change.chunkRefs == [] && detached.change.attachments == nil, "a detach is sent")
+        var plain = Self.entry(1, attachments: [])
+        plain.sealed = SealedChange(text: "sealed", seq: 1)
+        #expect(plain.change.chunkRefs == nil, "none on either side: nothing to say")
     }
 
     @Test func aPushResultAndAPulledRecordGiveTheNoteTheServersAttachments() {

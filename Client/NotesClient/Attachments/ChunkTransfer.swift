@@ -59,8 +59,12 @@ struct ChunkUploader: Sendable {
     static let inFlight = 2
     let progress: (@Sendable (AttachmentProgress) -> Void)?
 
-    func upload(file: URL, name: String, mediaType: String) async throws(NotesError) -> AttachmentTransfer {
-        var chunker = try Chunker(file: file)
+    /// Uploads `file`, its chunks sealed with `sealing` (an encrypted account's, ``ChunkSealing/forFile(_:chunkSize:keys:)``)
+    /// or as they are (nil).
+    ///
+    /// - Throws: `file_access` also when a sealed file changed since it was hashed for its key.
+    func upload(file: URL, name: String, mediaType: String, sealing: ChunkSealing? = nil) async throws(NotesError) -> AttachmentTransfer {
+        var chunker = try Chunker(file: file, sealing: sealing)
         var hashes: [ContentHash] = []
         let reporter = ProgressReporter(progress)
         let counts: TransferCounts
@@ -103,8 +107,13 @@ struct ChunkUploader: Sendable {
             throw NotesError(.serverUnreachable, "The upload failed: \(error).")
         }
         let (size, sha256) = chunker.finish()
+        if let sealing, sealing.fileSHA256 != sha256 {
+            // Its key was derived from other content: chunks sealed under it would not dedupe, and its manifest lie.
+            throw NotesError(.fileAccess, "\(file.path) changed while it was being attached; attach it again.")
+        }
         let manifest = AttachmentManifest(
-            name: name, size: size, mediaType: mediaType, chunkSize: ChunkRules.chunkSize, chunks: hashes, sha256: sha256)
+            name: name, size: size, mediaType: mediaType, chunkSize: ChunkRules.chunkSize, chunks: hashes, sha256: sha256,
+            key: sealing?.manifestKey)
         return AttachmentTransfer(
             manifest: manifest, chunksTransferred: counts.chunks, bytesTransferred: counts.bytes, chunksSkipped: counts.skipped)
     }
@@ -173,7 +182,8 @@ struct ChunkUploader: Sendable {
 /// Fetches an attachment's chunks this device lacks into the cache (`GET /v1/chunks/{hash}`, each downloaded into a
 /// file and checked against its address before it joins the cache), then assembles the file from the cache in order,
 /// checking every chunk again and the whole file's SHA-256 and size. Resuming is calling again: what the cache has is
-/// not fetched again.
+/// not fetched again. An encrypted account's chunks (a manifest with a `key`) stay sealed in the cache and are opened
+/// one at a time as the file is assembled; the whole file's SHA-256 is then the plaintext's.
 struct ChunkDownloader: Sendable {
     /// Nil while signed out: an attachment whose chunks are all in the cache is assembled without a server.
     let connection: ServerConnection?
@@ -187,10 +197,12 @@ struct ChunkDownloader: Sendable {
         } catch {
             throw NotesError(.attachmentCorrupt, "The attachment's manifest is malformed: \(error.message)", api: error)
         }
+        // Sealed chunks (a manifest with a key, an encrypted account's) are opened as they are assembled.
+        let sealing = try ChunkSealing(manifest: manifest)
         let reporter = ProgressReporter(progress)
         var counts = TransferCounts()
-        for (index, hash) in manifest.chunks.enumerated() where !cache.contains(hash, size: manifest.size(ofChunk: index)) {
-            counts = counts + (try await fetch(hash, size: manifest.size(ofChunk: index), reporter: reporter))
+        for (index, hash) in manifest.chunks.enumerated() where !cache.contains(hash, size: manifest.storedSize(ofChunk: index)) {
+            counts = counts + (try await fetch(hash, size: manifest.storedSize(ofChunk: index), reporter: reporter))
         }
         counts.skipped = manifest.chunks.count - counts.chunks
         var whole = SHA256()
@@ -199,13 +211,14 @@ struct ChunkDownloader: Sendable {
             var bytes = cache.verifiedBytes(hash)
             if bytes == nil {
                 // Damaged in the cache since it was checked: fetched once more.
-                counts = counts + (try await fetch(hash, size: manifest.size(ofChunk: index), reporter: reporter))
+                counts = counts + (try await fetch(hash, size: manifest.storedSize(ofChunk: index), reporter: reporter))
                 bytes = cache.verifiedBytes(hash)
             }
-            guard let bytes, bytes.count == manifest.size(ofChunk: index) else {
+            guard var bytes, bytes.count == manifest.storedSize(ofChunk: index) else {
                 throw NotesError(.attachmentCorrupt, "Chunk \(index + 1) of \(manifest.name) (\(hash)) is not the size its manifest says.")
             }
             cache.touch(hash)
+            if let sealing { bytes = try sealing.open(bytes, index: index, name: manifest.name) }
             whole.update(data: bytes)
             size += Int64(bytes.count)
             try sink(bytes)

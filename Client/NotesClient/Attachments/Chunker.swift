@@ -4,18 +4,25 @@ import NoteSyncProtocol
 
 /// Splits a file into the protocol's chunks (``ChunkRules/chunkSize``, the last shorter) as it reads it: one chunk in
 /// memory at a time, each with its content address (SHA-256), and the whole file's SHA-256 on the way.
+///
+/// With a ``sealing`` (an encrypted account's), each chunk comes out sealed, addressed by the SHA-256 of its sealed
+/// bytes; the whole file's SHA-256 and size stay the plaintext's.
 struct Chunker {
     private let handle: FileHandle
     private let file: URL
     let chunkSize: Int
+    /// Seals each chunk, when set.
+    let sealing: ChunkSealing?
     private var whole = SHA256()
     /// Bytes read so far.
     private(set) var size: Int64 = 0
+    /// Chunks read so far.
+    private var index = 0
 
     /// Opens `file` for reading.
     ///
     /// - Throws: `file_access` when it cannot be opened (missing, a directory, no permission).
-    init(file: URL, chunkSize: Int = ChunkRules.chunkSize) throws(NotesError) {
+    init(file: URL, chunkSize: Int = ChunkRules.chunkSize, sealing: ChunkSealing? = nil) throws(NotesError) {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw NotesError(.fileAccess, "Cannot attach \(file.path): it is a directory.")
@@ -27,9 +34,10 @@ struct Chunker {
         }
         self.file = file
         self.chunkSize = chunkSize
+        self.sealing = sealing
     }
 
-    /// The next chunk's address and bytes, nil after the last.
+    /// The next chunk's address and bytes as stored (sealed with a ``sealing``), nil after the last.
     ///
     /// - Throws: `file_access` when reading fails.
     mutating func next() throws(NotesError) -> (hash: ContentHash, bytes: Data)? {
@@ -45,6 +53,8 @@ struct Chunker {
         guard !bytes.isEmpty else { return nil }
         size += Int64(bytes.count)
         whole.update(data: bytes)
+        if let sealing { bytes = sealing.seal(bytes, index: index) }
+        index += 1
         return (ContentHash(digest: SHA256.hash(data: bytes)), bytes)
     }
 

@@ -4,8 +4,8 @@ import NoteSyncProtocol
 /// attachments refer to a chunk neither side has. Pure: a function of values.
 ///
 /// In the sync engine, before each push batch:
-/// 1. The chunks the batch's changes refer to (``chunks(of:)``: every chunk of every attachment a plaintext change
-///    sends, each once) are asked about with `POST /v1/chunks/missing`, ``ChunkRules/maxMissingHashes`` at a time.
+/// 1. The chunks the batch's changes refer to (``chunks(of:)``: every chunk of every attachment a change sends, in
+///    the clear or, for an encrypted account, inside its envelope with the addresses as `chunkRefs`; each once) are asked about with `POST /v1/chunks/missing`, ``ChunkRules/maxMissingHashes`` at a time.
 /// 2. The missing ones this device's chunk cache holds are sent (`PUT /v1/chunks/{hash}`, two at a time); the missing
 ///    ones it lacks are absent (``split(missing:inCache:)``).
 /// 3. A plaintext change referring to an absent chunk is sent without the attachments whose bytes are absent
@@ -21,12 +21,13 @@ import NoteSyncProtocol
 /// A change the server answers `rejected` with `unknown_chunk` anyway (a chunk collected between the `missing` answer
 /// and the push) is recorded the same way, and the next sync uploads what the cache holds and tries again.
 enum ChunkPlanner {
-    /// The chunks the changes of `entries` refer to, each once, in the order first met. A sealed change (an encrypted
-    /// account) sends no manifest: none of its chunks.
+    /// The chunks the changes of `entries` refer to, each once, in the order first met: a plaintext change's
+    /// attachments' chunks, a sealed change's (an encrypted account's) `chunkRefs`, which are the same addresses (the
+    /// sealed chunks' of the manifests in its envelope).
     static func chunks(of entries: [OutboxEntry]) -> [ContentHash] {
         var seen = Set<ContentHash>()
         var chunks: [ContentHash] = []
-        for entry in entries where entry.sealed == nil {
+        for entry in entries {
             for manifest in entry.tagsAndFlags?.attachments ?? [] {
                 for hash in manifest.chunks where seen.insert(hash).inserted { chunks.append(hash) }
             }
@@ -56,7 +57,6 @@ enum ChunkPlanner {
     static func refusals(_ entries: [OutboxEntry], absent: Set<ContentHash>) -> [OutboxPlanner.Refused] {
         guard !absent.isEmpty else { return [] }
         return entries.compactMap { entry in
-            guard entry.sealed == nil else { return nil }
             for manifest in entry.tagsAndFlags?.attachments ?? [] {
                 if let hash = manifest.chunks.first(where: absent.contains) {
                     let message =

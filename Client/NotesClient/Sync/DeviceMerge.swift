@@ -11,10 +11,12 @@ import NoteSyncProtocol
 /// push round sends. The one merge implementation is NoteMerge's, the server's for plaintext accounts:
 /// - this device deleted the note: the other version wins (an edit wins over a delete), nothing to push;
 /// - the other version deletes it: this device's text and state come back (an edit wins over a delete);
-/// - texts three-way from the note's base (ThreeWayMerge), tags (TagMerge) and flags (FlagMerge) each;
-/// - texts that do not merge: the note keeps the other version's text with the merged tags and flags (a local edit
-///   when they differ from the other version's), and this device's text, tags and flags become a new note of this
-///   device (the conflict copy), pushed like any: what the server does for a plaintext account.
+/// - texts three-way from the note's base (ThreeWayMerge), tags (TagMerge), flags (FlagMerge) and attachments
+///   (AttachmentMerge: by name; two different files under one name keep both, this device's renamed `photo (2).png`)
+///   each;
+/// - texts that do not merge: the note keeps the other version's text with the merged tags, flags and attachments (a
+///   local edit when they differ from the other version's), and this device's text, tags, flags and attachments
+///   become a new note of this device (the conflict copy), pushed like any: what the server does for a plaintext account.
 struct DeviceMerge: Sendable {
     /// What a merge did.
     enum Outcome: Sendable, Equatable {
@@ -72,17 +74,16 @@ struct DeviceMerge: Sendable {
         }
         let base = ours.baseTagsAndFlags
         let mine = ours.tagsAndFlags
-        // Seam (issue 33): an encrypted account's attachments are to travel inside the envelope (NotePayload) and merge
-        // here three-way (AttachmentMerge); until the envelope carries them, attaching to its notes is refused
-        // (`NotesClient.requireAttachable`) and the note keeps what it has here.
+        // The record was opened: its attachments are its envelope's (NotePayload), with their files' keys.
         let theirsState = TagsAndFlags(
             tags: Tags.canonical(record.tags ?? []), pinned: record.pinned ?? false, archived: record.archived ?? false,
-            attachments: mine.attachments)
+            attachments: StoredAttachments.canonical(record.attachments ?? mine.attachments))
         let state = TagsAndFlags(
             tags: Tags.canonical(TagMerge.merge(base: base.tags, ours: mine.tags, theirs: theirsState.tags)),
             pinned: FlagMerge.merge(base: base.pinned, ours: mine.pinned, theirs: theirsState.pinned),
             archived: FlagMerge.merge(base: base.archived, ours: mine.archived, theirs: theirsState.archived),
-            attachments: mine.attachments)
+            attachments: StoredAttachments.canonical(
+                AttachmentMerge.merge(base: base.attachments, ours: mine.attachments, theirs: theirsState.attachments)))
         let text: String
         if record.deleted {
             text = ours.text

@@ -86,7 +86,8 @@ enum NoteSealing {
         .accountReset,
         "The server's operator reset this account's password: the account's notes on the server open only with its recovery key now (`notes encryption recover`). Without it they are unreadable; the notes on this device are still here.")
 
-    /// Seals `entry`'s note (text, tags, flags, `baseSeq + 1`) for exactly its edit, under the ring's current key. A
+    /// Seals `entry`'s note (text, tags, flags, attachments with their files' keys, `baseSeq + 1`) for exactly its
+    /// edit, under the ring's current key. A
     /// delete is sealed too, with an empty text: the tombstone the server keeps then carries its `seq`, so a device
     /// that brings the note back elsewhere (an edit wins over a delete) continues the chain after it, and no device
     /// takes that edit for a rollback (found by notes-sim: the seq of an edit the restoring device never saw).
@@ -94,13 +95,25 @@ enum NoteSealing {
         let seq = min(baseSeq, NotePayload.maximumSeq - 1) + 1
         let state = entry.tagsAndFlags ?? TagsAndFlags()
         let payload = NotePayload(
-            text: entry.deleted ? "" : entry.text, tags: state.tags, pinned: state.pinned, archived: state.archived, seq: seq)
+            text: entry.deleted ? "" : entry.text, tags: state.tags, pinned: state.pinned, archived: state.archived,
+            attachments: state.attachments, seq: seq)
         let context = NoteEnvelope.Context(account: keys.account, clientID: entry.clientID, origin: entry.origin, editID: entry.editID)
         do {
             return SealedChange(text: try NoteEnvelope.seal(plaintext: payload.bytes, context: context, key: keys.current).text, seq: seq)
         } catch {
             throw NotesError(.encryption, "A note cannot be encrypted: \(error.description)")
         }
+    }
+
+    /// The length of the envelope's text (what the server measures against `maxNoteBytes`) a note of `text` and `state`
+    /// seals to, at the longest `seq`: the payload with its attachments' manifests, the envelope's 45 bytes, in
+    /// unpadded base64.
+    static func sealedTextCount(text: String, state: TagsAndFlags) -> Int {
+        let payload = NotePayload(
+            text: text, tags: state.tags, pinned: state.pinned, archived: state.archived, attachments: state.attachments,
+            seq: NotePayload.maximumSeq)
+        let bytes = payload.bytes.count + NoteEnvelope.overheadByteCount
+        return (4 * bytes + 2) / 3
     }
 
     /// The payload of an envelope's text `text`, which must have been sealed for exactly the edit `editID` of the note
@@ -133,19 +146,21 @@ enum NoteSealing {
         opened.tags = payload.tags
         opened.pinned = payload.pinned
         opened.archived = payload.archived
+        opened.attachments = payload.attachments
         return opened
     }
 
     /// What opening a pulled record gives.
     enum Opening: Sendable {
-        /// The record with its text, tags and flags from the envelope, and the payload's `seq` (nil for a tombstone,
+        /// The record with its text, tags, flags and attachments from the envelope, and the payload's `seq` (nil for a tombstone,
         /// which the server stores without text).
         case opened(NoteRecord, seq: UInt64?)
         /// Why the device refuses it.
         case refused(TamperedNote)
     }
 
-    /// `record` with its text, tags and flags opened from its envelope, and the payload's `seq`; or why it is refused.
+    /// `record` with its text, tags, flags and attachments opened from its envelope (the server's `attachments`, `[]`
+    /// for an encrypted account, replaced), and the payload's `seq`; or why it is refused.
     /// `seen` is the newest `seq` (and its edit) this device has seen of the note: a lower one, or the same with another
     /// edit, is a rollback.
     static func open(
@@ -172,6 +187,7 @@ enum NoteSealing {
         opened.tags = payload.tags
         opened.pinned = payload.pinned
         opened.archived = payload.archived
+        opened.attachments = payload.attachments
         return .opened(opened, seq: payload.seq)
     }
 }

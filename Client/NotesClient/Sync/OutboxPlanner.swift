@@ -27,13 +27,16 @@ struct OutboxEntry: Sendable, Equatable {
     /// either side changes nothing on the server, and keeps changes small (and readable by servers older than them).
     ///
     /// Sealed (an encrypted account): the envelope as the text, `deleted` and `baseVersion` in the clear, nothing
-    /// else of the note (the server refuses plaintext fields for an encrypted account).
+    /// else of the note (the server refuses plaintext fields for an encrypted account): its attachments' manifests
+    /// are in the envelope, and the change carries only `chunkRefs`, the addresses of their sealed chunks (sorted,
+    /// each once), when the note or its base has attachments (`[]` once the last is detached).
     var change: NoteChange {
         if let sealed {
             return NoteChange(
                 clientID: clientID, origin: origin, serverID: snapshot.serverID, editID: snapshot.editID, text: sealed.text,
                 deleted: snapshot.deleted, baseVersion: snapshot.baseVersion,
-                editedAt: snapshot.editedAt.map { WireTime.format(unixMilliseconds: $0) })
+                editedAt: snapshot.editedAt.map { WireTime.format(unixMilliseconds: $0) },
+                chunkRefs: sendsAttachments ? AttachmentRules.chunks(of: snapshot.tagsAndFlags?.attachments ?? []) : nil)
         }
         let state = snapshot.tagsAndFlags
         let base = snapshot.baseTagsAndFlags

@@ -34,7 +34,7 @@ protocol PullLocalNote {
 ///   them; only learn the server ID when the note lacked it or had another.
 /// - A clean note: take the record (server ID, version, text, deleted, tags, flags and attachments, their bases,
 ///   conflict fields; push error cleared). A record without tags, flags or attachments (from a server older than
-///   them; an encrypted account's, whose attachments are in its envelope) leaves the note's as they are. A pull
+///   them) leaves the note's as they are; an encrypted account's record comes opened, with its envelope's. A pull
 ///   never downloads an attachment's chunks: `notes save` does, when asked. The note's `note_tags` rows are written again only when its tags or its deleted flag changed
 ///   (``Action/take(noteID:_:updatedAt:reindexTags:)``).
 ///   Its time becomes the record's `editedAt` (the editing device's time, so every device shows the same); from a

@@ -22,6 +22,7 @@ extension JSONByteWriting {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
             bytes.append(UInt8(ascii: "{"))
             for (position, key) in AttachmentManifest.CodingKeys.allCases.enumerated() {
+                if key == .key && manifest.key == nil { continue }  // absent, as `WireJSON.encoder()` leaves a nil out
                 field(keys.quoted(key), first: position == 0)
                 switch key {
                 case .name: string(manifest.name)
@@ -30,6 +31,7 @@ extension JSONByteWriting {
                 case .chunkSize: integer(Int64(manifest.chunkSize))
                 case .chunks: hashes(manifest.chunks)
                 case .sha256: string(manifest.sha256.hex)
+                case .key: string(manifest.key ?? "")
                 }
             }
             bytes.append(UInt8(ascii: "}"))
@@ -57,7 +59,7 @@ extension AttachmentManifest {
     /// Reads one manifest (known keys once each, every field present; `null` refused). It is not validated: a
     /// request's reader checks the set with ``AttachmentRules``.
     static func read(_ reader: inout JSONByteReader) -> AttachmentManifest? {
-        var name: String?, size: Int64?, mediaType: String?, chunkSize: Int?, chunks: [ContentHash]?, sha256: ContentHash?
+        var name: String?, size: Int64?, mediaType: String?, chunkSize: Int?, chunks: [ContentHash]?, sha256: ContentHash?, fileKey: String?
         var seen: UInt32 = 0
         let complete = reader.object { reader, key in
             guard let (key, bit) = AttachmentKeys.manifest.match(key), seen & bit == 0 else { return false }
@@ -69,10 +71,12 @@ extension AttachmentManifest {
             case .chunkSize: chunkSize = reader.integer().flatMap { Int(exactly: $0) }; return chunkSize != nil
             case .chunks: chunks = reader.hashes(); return chunks != nil
             case .sha256: sha256 = reader.string().flatMap { ContentHash($0) }; return sha256 != nil
+            case .key: fileKey = reader.string(); return fileKey != nil
             }
         }
         guard complete, let name, let size, let mediaType, let chunkSize, let chunks, let sha256 else { return nil }
-        return AttachmentManifest(name: name, size: size, mediaType: mediaType, chunkSize: chunkSize, chunks: chunks, sha256: sha256)
+        return AttachmentManifest(
+            name: name, size: size, mediaType: mediaType, chunkSize: chunkSize, chunks: chunks, sha256: sha256, key: fileKey)
     }
 }
 
