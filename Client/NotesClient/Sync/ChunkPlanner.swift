@@ -5,7 +5,8 @@ import NoteSyncProtocol
 ///
 /// In the sync engine, before each push batch:
 /// 1. The chunks the batch's changes refer to (``chunks(of:)``: every chunk of every attachment a change sends, in
-///    the clear or, for an encrypted account, inside its envelope with the addresses as `chunkRefs`; each once) are asked about with `POST /v1/chunks/missing`, ``ChunkRules/maxMissingHashes`` at a time.
+///    the clear or, for an encrypted account, inside its envelope with the addresses as `chunkRefs`; each once) are
+///    asked about with `POST /v1/chunks/missing`, ``ChunkRules/maxMissingHashes`` at a time.
 /// 2. The missing ones this device's chunk cache holds are sent (`PUT /v1/chunks/{hash}`, two at a time); the missing
 ///    ones it lacks are absent (``split(missing:inCache:)``).
 /// 3. A plaintext change referring to an absent chunk is sent without the attachments whose bytes are absent
