@@ -10,8 +10,8 @@ import NotesClient
 // (`no-cross-account`).
 
 extension Simulation {
-    /// Attaches `file` to the device's `index`-th live note. A note of an encrypted account is skipped while the client
-    /// refuses it (`encryption`: its attachments are not sealed yet); so is a note with the most attachments.
+    /// Attaches `file` to the device's `index`-th live note, of a plaintext or an encrypted account (whose device seals
+    /// the chunks). A note with the most attachments is skipped.
     func attach(_ file: SimFile, note index: Int, on d: Int) throws {
         guard let device = devices[safe: d], let target = try liveNote(d, index: index),
             target.attachments.count < AttachmentRules.maxAttachmentsPerNote
@@ -24,9 +24,6 @@ extension Simulation {
         let attached: LocalNote
         do {
             attached = try device.client.attach([source], to: target.id)
-        } catch where error.code == .encryption {
-            note(d, .error, "attach \(file.name) to \(target.clientID.base32): refused (an encrypted account's note)")
-            return
         } catch {
             throw fail(.unexpectedError, "device \(d): attaching \(file.name) failed: \(error)")
         }

@@ -69,6 +69,7 @@ extension Simulation {
             opened.tags = payload.tags
             opened.pinned = payload.pinned
             opened.archived = payload.archived
+            opened.attachments = payload.attachments
             return opened
         }
     }
@@ -89,6 +90,7 @@ extension Simulation {
             opened.tags = payload.tags
             opened.pinned = payload.pinned
             opened.archived = payload.archived
+            opened.attachments = payload.attachments
             return opened
         }
     }

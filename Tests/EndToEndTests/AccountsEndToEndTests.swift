@@ -18,11 +18,6 @@ struct AccountsEndToEndTests {
         try await body(server)
     }
 
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
     func account(_ device: NotesDevice, _ verb: String, _ server: NotesE2EServer, _ username: String, _ extra: [String] = []) async throws -> NotesRun {
         try await device.run(
             [verb] + (verb == "signup" ? ["--no-encryption"] : []) + ["--server", server.url, "--username", username, "--password-stdin"]

@@ -10,11 +10,6 @@ import TestSupport
 struct ConversionEndToEndTests {
     let encryption = EncryptionEndToEndTests()
 
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
     func login(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws -> NotesRun {
         try await device.run(["login", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n")
     }

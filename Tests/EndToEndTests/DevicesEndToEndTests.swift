@@ -16,11 +16,6 @@ struct DevicesEndToEndTests {
         try await body(server)
     }
 
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
     func account(
         _ device: NotesDevice, _ verb: String, _ server: NotesE2EServer, _ username: String, _ extra: [String] = [],
         password: String = NotesE2E.password

@@ -13,11 +13,6 @@ struct EncryptedNoteAttachmentsEndToEndTests {
         var onDevice: Bool
     }
 
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
     /// How many times `word` occurs in the files under `directory`, read recursively.
     static func occurrences(of word: String, under directory: URL) throws -> Int {
         let needle = Data(word.utf8)

@@ -9,11 +9,6 @@ import TestSupport
 /// (`notes devices revoke`, `notes logout --everywhere`) work on an encrypted account.
 @Suite("encryption end to end", .serialized, .enabled(if: NotesE2E.binariesExist, "build notes and notesyncd first (swift build)"))
 struct EncryptionEndToEndTests {
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
     /// How many times `word` occurs in the daemon's database file and its WAL.
     func occurrences(of word: String, in server: NotesE2EServer) throws -> Int {
         let database = server.directory.appendingPathComponent("data/notesyncd.sqlite").path

@@ -11,11 +11,6 @@ import TestSupport
 struct KeyRotationEndToEndTests {
     let encryption = EncryptionEndToEndTests()
 
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
     /// The rows `sql` selects from the SQLite file at `path`, one line each.
     static func query(_ path: String, _ sql: String) async throws -> [String] {
         let (status, output) = try await Subprocess.run("/usr/bin/sqlite3", [path, sql], stdin: .null, timeLimit: .seconds(30))

@@ -84,19 +84,6 @@ struct NoteAttachmentsEndToEndTests {
         }
     }
 
-    @discardableResult
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
-    /// A failure: the status, and one line on stderr.
-    func fails(_ run: NotesRun, _ status: Int32, saying words: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(run.status == status, "\(run)", sourceLocation: sourceLocation)
-        #expect(run.stderr.hasPrefix("notes: ") && run.stderr.contains(words), "\(run)", sourceLocation: sourceLocation)
-        #expect(run.stderr.split(separator: "\n").count == 1, "one line: \(run.stderr)", sourceLocation: sourceLocation)
-    }
-
     func signIn(_ device: NotesDevice, _ server: Server, signUp: Bool = false) async throws {
         ok(
             try await device.run(
@@ -218,7 +205,7 @@ struct NoteAttachmentsEndToEndTests {
             try? FileManager.default.removeItem(at: scratch)
         }
         try await signIn(a, server, signUp: true)
-        let total = 12
+        let total = 48  // 48 MiB: room to land the signal mid-transfer on a loaded machine (12 was not, in a full run)
         let file = scratch.appendingPathComponent("big.bin")
         try Self.bytes(total * Self.mib - 7, seed: 34).write(to: file)
         let id = try ok(try await a.run(["add", "--json", "big"])).json(Added.self).id
@@ -251,7 +238,7 @@ struct NoteAttachmentsEndToEndTests {
             try? FileManager.default.removeItem(at: scratch)
         }
         try await signIn(a, server, signUp: true)
-        let total = 12
+        let total = 48  // 48 MiB: room to land the signal mid-transfer on a loaded machine (12 was not, in a full run)
         let data = Self.bytes(total * Self.mib - 11, seed: 35)
         let file = scratch.appendingPathComponent("scan.pdf")
         try data.write(to: file)

@@ -384,3 +384,17 @@ struct NotesE2ESignIn: Decodable, Sendable {
     var username: String
     var sync: Sync?
 }
+
+/// Expects `run` to have succeeded (exit 0), and returns it.
+@discardableResult
+func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
+    #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
+    return run
+}
+
+/// Expects `run` to have failed as a person meets it: the status, and one line on stderr saying `words`.
+func fails(_ run: NotesRun, _ status: Int32, saying words: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(run.status == status, "\(run)", sourceLocation: sourceLocation)
+    #expect(run.stderr.hasPrefix("notes: ") && run.stderr.contains(words), "\(run)", sourceLocation: sourceLocation)
+    #expect(run.stderr.split(separator: "\n").count == 1, "one line: \(run.stderr)", sourceLocation: sourceLocation)
+}

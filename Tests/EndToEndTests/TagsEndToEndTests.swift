@@ -41,19 +41,6 @@ struct TagsEndToEndTests {
         try await body(server)
     }
 
-    @discardableResult
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
-    /// A failure: the status, and one line on stderr.
-    func fails(_ run: NotesRun, _ status: Int32, saying words: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(run.status == status, "\(run)", sourceLocation: sourceLocation)
-        #expect(run.stderr.hasPrefix("notes: ") && run.stderr.contains(words), "\(run)", sourceLocation: sourceLocation)
-        #expect(run.stderr.split(separator: "\n").count == 1, "one line: \(run.stderr)", sourceLocation: sourceLocation)
-    }
-
     func signIn(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String, signUp: Bool = false) async throws {
         ok(
             try await device.run(

@@ -13,11 +13,6 @@ import Glibc
     "notes watch, end to end", .serialized,
     .enabled(if: NotesE2E.binariesExist && TmuxSession.available, "needs the notes and notesyncd binaries and tmux"))
 struct WatchEndToEndTests {
-    func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-        return run
-    }
-
     func account(_ device: NotesDevice, _ verb: String, _ url: String, _ username: String) async throws -> NotesRun {
         // Plaintext accounts: these tests are about sync, not encryption (EncryptionEndToEndTests).
         try await device.run(
@@ -175,13 +170,13 @@ struct WatchScaleOutEndToEndTests {
         let watcher = try NotesDevice("watcher")
         defer { writer.remove(); watcher.remove() }
         let helper = WatchEndToEndTests()
-        _ = helper.ok(try await helper.account(writer, "signup", one.url, "alice"))
-        _ = helper.ok(try await helper.account(watcher, "login", two.url, "alice"))
+        ok(try await helper.account(writer, "signup", one.url, "alice"))
+        ok(try await helper.account(watcher, "login", two.url, "alice"))
 
         let session = try await WatchEndToEndTests.watch(watcher, directory: watcher.home.deletingLastPathComponent())
         for index in 1...3 {
-            _ = helper.ok(try await writer.run(["add", "through daemon one, \(index)"]))
-            _ = helper.ok(try await writer.run(["sync"]))
+            ok(try await writer.run(["add", "through daemon one, \(index)"]))
+            ok(try await writer.run(["sync"]))
             // Well within the 20-s wait: only a wake-up through NOTIFY delivers it this soon.
             try await helper.waitForTexts(watcher, "note \(index) through the other daemon", seconds: 10) { $0.count == index }
         }

@@ -9,15 +9,15 @@ import NoteSyncProtocol
 ///    asked about with `POST /v1/chunks/missing`, ``ChunkRules/maxMissingHashes`` at a time.
 /// 2. The missing ones this device's chunk cache holds are sent (`PUT /v1/chunks/{hash}`, two at a time); the missing
 ///    ones it lacks are absent (``split(missing:inCache:)``).
-/// 3. A plaintext change referring to an absent chunk is sent without the attachments whose bytes are absent
+/// 3. A change referring to an absent chunk is sent without the attachments whose bytes are absent (a sealed one is
+///    sealed again without them)
 ///    (``droppingAbsent(_:absent:)``): their bytes are on neither side (the account that stored them was deleted, or
 ///    the cache emptied by hand), so no device could ever save them, and refusing the change would hold the note's
 ///    text and every later edit of it off the server for good (the simulation's seed 13: a note carried from a
 ///    deleted account into a new one never converged). The push's answer settles the note without them, and the sync
-///    reports how many were dropped (``SyncReport/attachmentsDropped``). A sealed change (an encrypted account) cannot
-///    be rewritten here: it is refused with `unknown_chunk` naming the attachment and the chunk
-///    (``refusals(_:absent:)``), kept, and, like a note over the quota, tried again at every sync
-///    (``OutboxPlanner/retriedAtEverySync``).
+///    reports how many were dropped (``SyncReport/attachmentsDropped``). The same holds for a note carried from a
+///    deleted plaintext account into an encrypted one (the simulation's seed 8). ``refusals(_:absent:)`` names what
+///    is left to refuse (nothing, once the absent attachments are dropped).
 ///
 /// A change the server answers `rejected` with `unknown_chunk` anyway (a chunk collected between the `missing` answer
 /// and the push) is recorded the same way, and the next sync uploads what the cache holds and tries again.
@@ -70,13 +70,14 @@ enum ChunkPlanner {
         }
     }
 
-    /// `entries` with every plaintext change's attachments that refer to an `absent` chunk left out (the note's
-    /// snapshot as sent: the answer settles the note without them), and how many were left out.
+    /// `entries` with every change's attachments that refer to an `absent` chunk left out (the note's snapshot as
+    /// sent: the answer settles the note without them), and how many were left out. A sealed change left so must be
+    /// sealed again (its envelope holds the manifests).
     static func droppingAbsent(_ entries: [OutboxEntry], absent: Set<ContentHash>) -> (entries: [OutboxEntry], dropped: Int) {
         guard !absent.isEmpty else { return (entries, 0) }
         var dropped = 0
         let kept = entries.map { entry in
-            guard entry.sealed == nil, var state = entry.tagsAndFlags else { return entry }
+            guard var state = entry.tagsAndFlags else { return entry }
             let available = state.attachments.filter { !$0.chunks.contains(where: absent.contains) }
             guard available.count != state.attachments.count else { return entry }
             dropped += state.attachments.count - available.count

@@ -191,7 +191,7 @@ final class SyncEngine: Sendable {
             while !queue.isEmpty {
                 var batch = queue.removeFirst()
                 let before = batch.count
-                batch = try await presentChunks(for: batch, over: connection, report: &report)
+                batch = try await presentChunks(for: batch, keys: keys, over: connection, report: &report)
                 done += before - batch.count
                 if batch.isEmpty { continue }
                 let response: PushResponse
@@ -227,7 +227,7 @@ final class SyncEngine: Sendable {
     /// Makes every chunk `batch` refers to present on the server (``ChunkPlanner``); returns the batch without the
     /// changes it refused (a chunk neither this device nor the server has), whose refusals are recorded.
     private func presentChunks(
-        for batch: [OutboxPlanner.Prepared], over connection: ServerConnection, report: inout SyncReport
+        for batch: [OutboxPlanner.Prepared], keys: AccountKeyRing?, over connection: ServerConnection, report: inout SyncReport
     ) async throws(NotesError) -> [OutboxPlanner.Prepared] {
         let entries = batch.map(\.entry)
         let chunks = ChunkPlanner.chunks(of: entries)
@@ -236,13 +236,17 @@ final class SyncEngine: Sendable {
         let (sent, absent) = try await uploader.uploadCached(chunks)
         report.chunksUploaded += sent.chunks
         report.chunkBytesUploaded += sent.bytes
-        // Attachments whose bytes neither side has are left out of their plaintext changes (``ChunkPlanner``).
+        // Attachments whose bytes neither side has are left out of their changes (``ChunkPlanner``).
         let (kept, dropped) = ChunkPlanner.droppingAbsent(entries, absent: absent)
         report.attachmentsDropped += dropped
         var batch = batch
         if dropped > 0 {
             for index in batch.indices where kept[index] != batch[index].entry {
-                batch[index] = OutboxPlanner.Prepared(entry: kept[index], json: kept[index].change.encodedJSON())
+                var entry = kept[index]
+                if entry.sealed != nil, let keys {
+                    entry = try store.read { tx in try Self.seal([entry], keys: keys, in: tx) }[0]
+                }
+                batch[index] = OutboxPlanner.Prepared(entry: entry, json: entry.change.encodedJSON())
             }
         }
         let refusals = ChunkPlanner.refusals(kept, absent: absent)
