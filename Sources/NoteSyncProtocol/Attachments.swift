@@ -113,8 +113,7 @@ public struct MissingChunksRequest: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case hashes }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         hashes = try c.decode([ContentHash].self, forKey: .hashes)
     }
 }
@@ -190,8 +189,7 @@ public struct AttachmentManifest: Codable, Sendable, Equatable, Hashable {
     public enum CodingKeys: String, WireKey { case name, size, mediaType, chunkSize, chunks, sha256, key }
 
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         name = try c.decode(String.self, forKey: .name)
         size = try c.decode(Int64.self, forKey: .size)
         mediaType = try c.decode(String.self, forKey: .mediaType)

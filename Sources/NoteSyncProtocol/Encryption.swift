@@ -44,8 +44,7 @@ public struct KDFInfo: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case salt, opsLimit, memLimit }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         salt = try c.decode(String.self, forKey: .salt)
         opsLimit = try c.decode(Int64.self, forKey: .opsLimit)
         memLimit = try c.decode(Int64.self, forKey: .memLimit)
@@ -78,8 +77,7 @@ public struct PreloginRequest: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case username }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
     }
 }
@@ -140,8 +138,7 @@ public struct EncryptionSetup: Codable, Sendable, Equatable {
         public var isID: Bool { self == .accountID }
     }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         accountID = try c.decode(FlakeID.self, forKey: .accountID)
         kdf = try c.decode(KDFInfo.self, forKey: .kdf)
         wrappedKey = try c.decode(String.self, forKey: .wrappedKey)
@@ -268,8 +265,7 @@ public struct SessionHandover: Codable, Sendable, Equatable {
         public var isID: Bool { self == .sessionID }
     }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         sessionID = try c.decode(FlakeID.self, forKey: .sessionID)
         handover = try c.decode(String.self, forKey: .handover)
     }
@@ -308,8 +304,7 @@ public struct RotateKeysRequest: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case generation, older, handovers, recoveryHandover, passwordHandover, recovery }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         generation = try c.decode(Int64.self, forKey: .generation)
         older = try c.decode(String.self, forKey: .older)
         handovers = try c.decode([SessionHandover].self, forKey: .handovers)
@@ -350,8 +345,7 @@ public struct PasswordChangeEncryption: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case kdf, wrappedKey, passwordPublicKey, rotation }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         kdf = try c.decode(KDFInfo.self, forKey: .kdf)
         wrappedKey = try c.decode(String.self, forKey: .wrappedKey)
         passwordPublicKey = try c.decode(String.self, forKey: .passwordPublicKey)
@@ -377,8 +371,7 @@ public struct AccountEncryptionRequest: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case currentPassword, newPassword, encryption }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         currentPassword = try c.decode(String.self, forKey: .currentPassword)
         newPassword = try c.decode(String.self, forKey: .newPassword)
         encryption = try c.decode(EncryptionSetup.self, forKey: .encryption)
@@ -419,8 +412,7 @@ public struct RecoveryRenewal: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case recoveryWrappedKey, recoveryPublicKey }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         recoveryWrappedKey = try c.decode(String.self, forKey: .recoveryWrappedKey)
         recoveryPublicKey = try c.decode(String.self, forKey: .recoveryPublicKey)
     }

@@ -27,8 +27,7 @@ public struct SignUpRequest: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case username, password, invite, encryption }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
         password = try c.decode(String.self, forKey: .password)
         invite = try c.decodeIfPresentRefusingNull(String.self, forKey: .invite)
@@ -91,8 +90,7 @@ public struct SignInRequest: Codable, Sendable, Equatable {
         public var isID: Bool { self == .origin }
     }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         username = try c.decode(String.self, forKey: .username)
         password = try c.decode(String.self, forKey: .password)
         deviceName = try c.decodeIfPresentRefusingNull(String.self, forKey: .deviceName)
@@ -217,8 +215,7 @@ public struct RevokeSessionRequest: Codable, Sendable, Equatable {
         public var isID: Bool { true }
     }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         sessionID = try c.decode(FlakeID.self, forKey: .sessionID)
     }
 }
@@ -249,8 +246,7 @@ public struct ChangePasswordRequest: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case currentPassword, newPassword, encryption }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         currentPassword = try c.decode(String.self, forKey: .currentPassword)
         newPassword = try c.decode(String.self, forKey: .newPassword)
         encryption = try c.decodeIfPresentRefusingNull(PasswordChangeEncryption.self, forKey: .encryption)
@@ -266,8 +262,7 @@ public struct DeleteAccountRequest: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case password }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         password = try c.decode(String.self, forKey: .password)
     }
 }
@@ -368,8 +363,7 @@ public struct NoteChange: Codable, Sendable, Equatable {
         public var isID: Bool { self == .clientID || self == .origin || self == .serverID || self == .editID }
     }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         clientID = try c.decode(FlakeID.self, forKey: .clientID)
         origin = try c.decode(FlakeID.self, forKey: .origin)
         serverID = try c.decodeIfPresentRefusingNull(FlakeID.self, forKey: .serverID)
@@ -433,8 +427,7 @@ public struct PushRequest: Codable, Sendable, Equatable {
 
     public enum CodingKeys: String, WireKey { case changes }
     public init(from decoder: any Decoder) throws {
-        try decoder.rejectUnknownKeys(CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let c = try decoder.strictContainer(keyedBy: CodingKeys.self)
         changes = try c.decode([NoteChange].self, forKey: .changes)
     }
 }

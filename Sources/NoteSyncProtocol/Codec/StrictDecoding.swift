@@ -35,12 +35,14 @@ struct AnyCodingKey: CodingKey {
 }
 
 extension Decoder {
-    /// Throws ``UnknownFieldError`` when the keyed container holds a key that is not one of `keys`.
-    func rejectUnknownKeys<Key: WireKey>(_ keys: Key.Type) throws {
+    /// The keyed container of a request message: throws ``UnknownFieldError`` when it holds a key that is not one of
+    /// `keys`.
+    func strictContainer<Key: WireKey>(keyedBy keys: Key.Type) throws -> KeyedDecodingContainer<Key> {
         let container = try container(keyedBy: AnyCodingKey.self)
         for key in container.allKeys where Key(rawValue: key.stringValue) == nil {
             throw UnknownFieldError(field: key.stringValue, path: codingPath.wirePath)
         }
+        return try self.container(keyedBy: keys)
     }
 }
 
