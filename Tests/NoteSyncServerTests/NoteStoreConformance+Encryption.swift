@@ -120,7 +120,7 @@ extension NoteStoreConformance {
             let handover = try KeyHandover.seal(next, authenticatedBy: user.accountKey, to: newPassword.passwordKeyPair.publicKey)
             let outcome = try await keys.changeEncryptedPassword(
                 accountID: user.accountID, passwordHash: "h2", keys: newKeys, keepingSession: kept.id,
-                rotation: (2, try user.accountKey.wrapped(by: next), [(.password, handover)]))
+                rotation: KeyRotation(generation: 2, older: try user.accountKey.wrapped(by: next), handovers: [(.password, handover)]))
             #expect(outcome.0 == .rotated && outcome.revokedSessions == 1)
             let account = try await store.account(byID: user.accountID)
             #expect(account?.passwordHash == "h2" && account?.keyGeneration == 2)

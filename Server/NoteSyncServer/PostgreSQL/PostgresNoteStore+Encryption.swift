@@ -89,16 +89,12 @@ extension PostgresNoteStore: EncryptionStore {
         }
     }
 
-    public func rotateKeys(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
-        recovery: AccountRecovery?
-    ) async throws -> RotationOutcome {
+    public func rotateKeys(accountID: FlakeID, _ rotation: KeyRotation) async throws -> RotationOutcome {
         do {
             return try await transaction { connection in
-                let outcome = try await self.rotate(
-                    accountID: accountID, generation: generation, older: older, handovers: handovers, on: connection)
-                if outcome == .rotated, let recovery {
-                    try await self.renewRecovery(recovery, accountID: accountID, generation: generation, on: connection)
+                let outcome = try await self.rotate(accountID: accountID, rotation, on: connection)
+                if outcome == .rotated, let recovery = rotation.recovery {
+                    try await self.renewRecovery(recovery, accountID: accountID, generation: rotation.generation, on: connection)
                 }
                 return outcome
             }
@@ -130,16 +126,14 @@ extension PostgresNoteStore: EncryptionStore {
 
     public func changeEncryptedPassword(
         accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID,
-        rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
+        rotation: KeyRotation?
     ) async throws -> (RotationOutcome, revokedSessions: Int) {
         let account = accountID.rawValue
         let plaintext = EncryptionState.plaintext.rawValue
         do {
             return try await transaction { connection in
                 if let rotation {
-                    let outcome = try await self.rotate(
-                        accountID: accountID, generation: rotation.generation, older: rotation.older, handovers: rotation.handovers,
-                        on: connection)
+                    let outcome = try await self.rotate(accountID: accountID, rotation, on: connection)
                     guard outcome == .rotated else { return (outcome, 0) }
                 }
                 // The wrapped key must be of the generation the account is at (a rotation may have come between).
@@ -173,14 +167,12 @@ extension PostgresNoteStore: EncryptionStore {
         }
     }
 
-    /// A rotation on a transaction's connection (see ``rotateKeys(accountID:generation:older:handovers:recovery:)``); throws
+    /// A rotation but its `recovery`, on a transaction's connection (see ``rotateKeys(accountID:_:)``); throws
     /// ``RotationRefusal`` to roll it back.
-    private func rotate(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
-        on connection: PostgresConnection
-    ) async throws -> RotationOutcome {
+    private func rotate(accountID: FlakeID, _ rotation: KeyRotation, on connection: PostgresConnection) async throws -> RotationOutcome {
+        let (older, handovers) = (rotation.older, rotation.handovers)
         let account = accountID.rawValue
-        let new = Int64(generation)
+        let new = Int64(rotation.generation)
         let plaintext = EncryptionState.plaintext.rawValue
         // The row lock serializes rotations (and pushes) of the account across daemons.
         guard

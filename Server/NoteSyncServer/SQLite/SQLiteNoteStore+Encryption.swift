@@ -78,14 +78,13 @@ extension SQLiteNoteStore: EncryptionStore {
         }
     }
 
-    public func rotateKeys(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
-        recovery: AccountRecovery?
-    ) async throws -> RotationOutcome {
+    public func rotateKeys(accountID: FlakeID, _ rotation: KeyRotation) async throws -> RotationOutcome {
         do {
             return try await write { db in
-                let outcome = try Self.rotate(accountID: accountID, generation: generation, older: older, handovers: handovers, db)
-                if outcome == .rotated, let recovery { try Self.renewRecovery(recovery, accountID: accountID, generation: generation, db) }
+                let outcome = try Self.rotate(accountID: accountID, rotation, db)
+                if outcome == .rotated, let recovery = rotation.recovery {
+                    try Self.renewRecovery(recovery, accountID: accountID, generation: rotation.generation, db)
+                }
                 return outcome
             }
         } catch RotationRefusal.unknownSession(let id) {
@@ -106,15 +105,14 @@ extension SQLiteNoteStore: EncryptionStore {
 
     public func changeEncryptedPassword(
         accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID,
-        rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
+        rotation: KeyRotation?
     ) async throws -> (RotationOutcome, revokedSessions: Int) {
         do {
             return try await write { db in
                 let account = accountID.rawValue
                 let plaintext = EncryptionState.plaintext.rawValue
                 if let rotation {
-                    let outcome = try Self.rotate(
-                        accountID: accountID, generation: rotation.generation, older: rotation.older, handovers: rotation.handovers, db)
+                    let outcome = try Self.rotate(accountID: accountID, rotation, db)
                     guard outcome == .rotated else { return (outcome, 0) }
                 }
                 // The wrapped key must be of the generation the account is at (a rotation may have come between).
@@ -143,11 +141,10 @@ extension SQLiteNoteStore: EncryptionStore {
         }
     }
 
-    /// A rotation in the caller's transaction (see ``rotateKeys(accountID:generation:older:handovers:recovery:)``); throws
+    /// A rotation but its `recovery`, in the caller's transaction (see ``rotateKeys(accountID:_:)``); throws
     /// ``RotationRefusal`` to roll it back.
-    static func rotate(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)], _ db: Database
-    ) throws -> RotationOutcome {
+    static func rotate(accountID: FlakeID, _ rotation: KeyRotation, _ db: Database) throws -> RotationOutcome {
+        let (generation, older, handovers) = (rotation.generation, rotation.older, rotation.handovers)
         let account = accountID.rawValue
         try db.execute(
             sql: "UPDATE accounts SET key_generation = ? WHERE id = ? AND key_generation = ? AND encryption <> ?",

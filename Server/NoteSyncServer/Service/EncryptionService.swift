@@ -126,21 +126,22 @@ public final class EncryptionService: Sendable {
     ///   `stale_generation` (409: the account is not at `generation - 1`; nothing stored), `unknown_session` (404: a
     ///   hand-over names a session that is not the account's; nothing stored).
     public func rotate(_ request: RotateKeysRequest, session: SessionRecord) async throws -> RotateKeysResponse {
-        let (generation, older, handovers) = try Self.rotation(request)
-        let recovery = try request.recovery.map { renewal in try Self.recovery(renewal, generation: generation) }
+        var rotation = try Self.rotation(request)
+        rotation.recovery = try request.recovery.map { renewal in try Self.recovery(renewal, generation: rotation.generation) }
         guard let account = try await store.account(byID: session.accountID) else {
             throw SyncError(.unauthorized, "The session's account no longer exists.")
         }
         guard account.encryption != .plaintext else {
             throw SyncError(.notEncrypted, "This account is not end-to-end encrypted: it has no key to rotate.")
         }
-        let outcome = try await keyStore.rotateKeys(
-            accountID: account.id, generation: generation, older: older, handovers: handovers, recovery: recovery)
+        let outcome = try await keyStore.rotateKeys(accountID: account.id, rotation)
         try Self.check(outcome)
         logger.info(
             "account key rotated",
-            metadata: ["account_id": "\(account.id)", "generation": "\(generation)", "recovery_key_replaced": "\(recovery != nil)"])
-        return RotateKeysResponse(generation: Int64(generation))
+            metadata: [
+                "account_id": "\(account.id)", "generation": "\(rotation.generation)", "recovery_key_replaced": "\(rotation.recovery != nil)",
+            ])
+        return RotateKeysResponse(generation: Int64(rotation.generation))
     }
 
     /// Throws for a rotation the store refused: `stale_generation` (409), `unknown_session` (404); `prefix` leads the
@@ -161,12 +162,11 @@ public final class EncryptionService: Sendable {
         }
     }
 
-    /// A rotation's parts, each checked for its form (fields named after `prefix`).
+    /// A rotation's parts but its `recovery` (see ``recovery(_:generation:prefix:)``), each checked for its form
+    /// (fields named after `prefix`).
     ///
     /// - Throws: `invalid_field`.
-    static func rotation(_ request: RotateKeysRequest, prefix: String = "") throws
-        -> (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])
-    {
+    static func rotation(_ request: RotateKeysRequest, prefix: String = "") throws -> KeyRotation {
         typealias Key = RotateKeysRequest.CodingKeys
         guard (2...EncryptionLimits.maxGeneration).contains(request.generation) else {
             throw SyncError(
@@ -201,7 +201,7 @@ public final class EncryptionService: Sendable {
         }
         handovers.append((.recoveryKey, try handover(request.recoveryHandover, field: prefix + Key.recoveryHandover.stringValue)))
         handovers.append((.password, try handover(request.passwordHandover, field: prefix + Key.passwordHandover.stringValue)))
-        return (generation, older, handovers)
+        return KeyRotation(generation: generation, older: older, handovers: handovers)
     }
 
     /// A new recovery key's material in a rotation to `generation`: that generation wrapped by the recovery key, and a

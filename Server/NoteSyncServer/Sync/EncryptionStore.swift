@@ -18,19 +18,16 @@ public protocol EncryptionStore: Sendable {
     /// store has), and the hand-overs of the range's generations sealed to `sessionID` and to the password, ascending.
     func keyChain(accountID: FlakeID, sessionID: FlakeID, generations: ClosedRange<UInt32>) async throws -> KeyChain
 
-    /// Stores a rotation in one transaction, if the account's generation is still `generation - 1` (and it is not
-    /// plaintext): the account's generation becomes `generation`, `older` (generation − 1 wrapped by it) joins the
-    /// key chain, and each hand-over is kept for its recipient. A session recipient must be one of the account's.
-    /// With `recovery` (a new recovery key) the account's recovery-wrapped key and recovery public key are replaced
-    /// in the same transaction, and the hand-overs sealed to the old recovery key deleted.
-    func rotateKeys(
-        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
-        recovery: AccountRecovery?
-    ) async throws -> RotationOutcome
+    /// Stores a rotation in one transaction, if the account's generation is still `rotation.generation - 1` (and it
+    /// is not plaintext): the account's generation becomes `rotation.generation`, `rotation.older` joins the key
+    /// chain, and each hand-over is kept for its recipient. A session recipient must be one of the account's. With
+    /// `rotation.recovery` (a new recovery key) the account's recovery-wrapped key and recovery public key are
+    /// replaced in the same transaction, and the hand-overs sealed to the old recovery key deleted.
+    func rotateKeys(accountID: FlakeID, _ rotation: KeyRotation) async throws -> RotationOutcome
 
-    /// An encrypted account's password change, in one transaction: when `rotation` is given it is applied first as
-    /// ``rotateKeys(accountID:generation:older:handovers:recovery:)`` does (refused whole when stale or naming another
-    /// account's session); then, if the account is at `keys.wrappedKey`'s generation (else
+    /// An encrypted account's password change, in one transaction: when `rotation` is given (without `recovery`: a
+    /// password change keeps the recovery key) it is applied first as ``rotateKeys(accountID:_:)`` does (refused
+    /// whole when stale or naming another account's session); then, if the account is at `keys.wrappedKey`'s generation (else
     /// ``RotationOutcome/stale(current:)``, nothing stored), the account's KDF parameters, password-wrapped key and password public key are
     /// replaced (`keys.recoveryWrappedKey` and `keys.recoveryPublicKey` are left as stored), its password hash too, and
     /// its sessions but `keepingSession` deleted; an account in ``EncryptionState/reset`` becomes
@@ -39,7 +36,7 @@ public protocol EncryptionStore: Sendable {
     /// the account is plaintext or gone.
     func changeEncryptedPassword(
         accountID: FlakeID, passwordHash: String, keys: AccountKeys, keepingSession: FlakeID,
-        rotation: (generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])?
+        rotation: KeyRotation?
     ) async throws -> (RotationOutcome, revokedSessions: Int)
 
     /// Sets up a plaintext account as encrypted at generation 1, in one transaction: its keys, its new password hash,
@@ -60,11 +57,35 @@ public protocol EncryptionStore: Sendable {
 }
 
 extension EncryptionStore {
-    /// ``rotateKeys(accountID:generation:older:handovers:recovery:)`` keeping the recovery key.
-    func rotateKeys(accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)])
-        async throws -> RotationOutcome
-    {
-        try await rotateKeys(accountID: accountID, generation: generation, older: older, handovers: handovers, recovery: nil)
+    /// ``rotateKeys(accountID:_:)`` with the rotation's parts.
+    func rotateKeys(
+        accountID: FlakeID, generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)],
+        recovery: AccountRecovery? = nil
+    ) async throws -> RotationOutcome {
+        try await rotateKeys(
+            accountID: accountID, KeyRotation(generation: generation, older: older, handovers: handovers, recovery: recovery))
+    }
+}
+
+/// A new generation of an account's key, its parts checked (``RotateKeysRequest``): what
+/// ``EncryptionStore/rotateKeys(accountID:_:)`` stores.
+public struct KeyRotation: Sendable {
+    /// The new generation: the account's current one plus one.
+    public var generation: UInt32
+    /// The current generation wrapped by the new one.
+    public var older: WrappedAccountKey
+    /// The new generation sealed to each recipient that keeps it (sessions, the recovery key, the password).
+    public var handovers: [(HandoverRecipient, KeyHandover)]
+    /// A new recovery key replacing the account's; nil keeps it.
+    public var recovery: AccountRecovery?
+
+    public init(
+        generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)], recovery: AccountRecovery? = nil
+    ) {
+        self.generation = generation
+        self.older = older
+        self.handovers = handovers
+        self.recovery = recovery
     }
 }
 
@@ -80,7 +101,7 @@ public struct AccountRecovery: Sendable, Equatable {
     }
 }
 
-/// What ``EncryptionStore/rotateKeys(accountID:generation:older:handovers:recovery:)`` did.
+/// What ``EncryptionStore/rotateKeys(accountID:_:)`` did.
 public enum RotationOutcome: Sendable, Equatable {
     /// Stored: the account is at the new generation.
     case rotated
