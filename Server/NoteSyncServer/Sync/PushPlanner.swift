@@ -369,20 +369,26 @@ public enum PushPlanner {
             }
 
             if change.deleted {
+                /// The note with the tags and flags the delete merges onto it as its next version; nil when they change
+                /// nothing.
+                func relabelled() -> StoredNote? {
+                    let labels = Labels(merging: change, onto: note)
+                    guard labels != Labels(note) else { return nil }
+                    var next = note
+                    labels.apply(to: &next)
+                    next.version += 1
+                    next.editedAt = editedAt
+                    return next
+                }
                 if note.deleted {
                     // Deleted on another device too: the tags and flags this device changed before deleting are merged
                     // onto the tombstone all the same (a restore must not bring back a tag it took off).
-                    let labels = Labels(merging: change, onto: note)
-                    if labels != Labels(note) {
-                        let stored = note
-                        labels.apply(to: &note)
-                        note.version += 1
-                        note.editedAt = editedAt
-                        if let refused = overQuota([(note, stored)]) { return refused }
-                        write(note, isNew: false)
-                        return record(change, status: .deleted, serverID: note.serverID, version: note.version, note: note)
+                    guard let next = relabelled() else {
+                        return record(change, status: .unchanged, serverID: note.serverID, version: note.version, note: note)
                     }
-                    return record(change, status: .unchanged, serverID: note.serverID, version: note.version, note: note)
+                    if let refused = overQuota([(next, note)]) { return refused }
+                    write(next, isNew: false)
+                    return record(change, status: .deleted, serverID: next.serverID, version: next.version, note: next)
                 }
                 if baseIsCurrent, PushPlanner.labelsUnchanged(since: change, on: note) {
                     // The tombstone keeps the note's tags and flags as the deleting device left them (a tag it took
@@ -404,13 +410,9 @@ public enum PushPlanner {
                 // counts against the byte limit like any stored text. What the deleting device changed of the tags
                 // and flags before it deleted still takes effect, merged as an edit's would be (a tag it took off
                 // stays off): a write when they change.
-                let labels = Labels(merging: change, onto: note)
-                if labels != Labels(note) {
-                    let stored = note
-                    labels.apply(to: &note)
-                    note.version += 1
-                    note.editedAt = editedAt
-                    if let refused = overQuota([(note, stored)], replayText: note.text) { return refused }
+                if let next = relabelled() {
+                    if let refused = overQuota([(next, note)], replayText: next.text) { return refused }
+                    note = next
                     write(note, isNew: false)
                 } else if let refused = overQuota([], replayText: note.text) {
                     return refused
