@@ -21,7 +21,7 @@ import Darwin
 /// The copy is written to a hidden temporary file beside `FILE` (``BackupFile``) and becomes `FILE` only once it is
 /// complete, checked and on disk, so a failed backup leaves no `FILE` for a rotation to keep as if it were good. It
 /// refuses an existing `FILE`. A failure is one stderr line and exit 1.
-public struct BackupCommand: AsyncParsableCommand {
+public struct BackupCommand: AsyncParsableCommand, OperatorCommand {
     public static let configuration = CommandConfiguration(
         commandName: "backup",
         abstract: "Copy the live store to FILE without stopping the daemon (SQLite backup API, or pg_dump).",
@@ -30,7 +30,6 @@ public struct BackupCommand: AsyncParsableCommand {
             Docs/OPERATIONS.md, "Backup and restore". \(OperatorStoreOptions.help)
             """)
     @ParentCommand var daemon: NotesyncdCommand
-    var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
     @Argument(help: "The new backup file (must not exist).") var file: String
     public init() {}
 

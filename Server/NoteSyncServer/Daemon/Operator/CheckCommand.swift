@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Prints `ok: ...` and exits 0 when consistent; else one line per problem on standard output, a summary line on
 /// standard error, and exit status 2.
-public struct CheckCommand: AsyncParsableCommand {
+public struct CheckCommand: AsyncParsableCommand, OperatorCommand {
     public static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Check the store: SQLite's integrity check and the store's own invariants.",
@@ -17,7 +17,6 @@ public struct CheckCommand: AsyncParsableCommand {
             were found (one line each), 1 on error.
             """ + " " + OperatorStoreOptions.help)
     @ParentCommand var daemon: NotesyncdCommand
-    var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
     @Option(
         help: """
             How much of the attachment chunks to verify: 'sample' (every chunk present with its size, and the SHA-256 of \(ChunkVerification.sampleSize) chosen at random) or 'all' (every chunk's SHA-256: reads every byte).

@@ -68,7 +68,7 @@ public struct InvitesCommand: AsyncParsableCommand {
     static let maxExpiry: Int64 = 3650 * 24 * 3_600_000
 
     /// `invites create [--uses N] [--expires-in DURATION] [--note TEXT] [--json]`.
-    public struct Create: AsyncParsableCommand {
+    public struct Create: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Make an invite code and print it (once: only its hash is kept).",
             discussion: """
@@ -76,7 +76,6 @@ public struct InvitesCommand: AsyncParsableCommand {
                 --sign-up invite. Each sign-up takes one use. \(OperatorStoreOptions.help)
                 """)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Option(help: "How many accounts the code may create (1-\(InviteCodes.maxUses); default 1).") var uses = 1
         @Option(
             name: .customLong("expires-in"),
@@ -134,12 +133,11 @@ public struct InvitesCommand: AsyncParsableCommand {
     }
 
     /// `invites list [--json]`.
-    public struct List: AsyncParsableCommand {
+    public struct List: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "List the invites: ID, status, uses left/total, expiry, created, revoked, note (never the codes).",
             discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Flag(help: "One JSON array, for scripts.") var json = false
         public init() {}
 
@@ -160,12 +158,11 @@ public struct InvitesCommand: AsyncParsableCommand {
     }
 
     /// `invites revoke ID`.
-    public struct Revoke: AsyncParsableCommand {
+    public struct Revoke: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Revoke an invite: its code stops working at once (accounts made with it stay).",
             discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The invite's ID, as `invites list` shows it.") var id: String
         public init() {}
 

@@ -12,6 +12,17 @@ public struct OperatorError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { message }
 }
 
+/// An operator subcommand: it opens the store with the root command's options (``OperatorStoreOptions``), which it
+/// reads through its `@ParentCommand var daemon`.
+protocol OperatorCommand {
+    var daemon: NotesyncdCommand { get }
+}
+
+extension OperatorCommand {
+    /// The store options the root command was given.
+    var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
+}
+
 /// The options every operator subcommand opens the store with: the daemon's own `--data-dir`, `--database` and
 /// `--bcrypt-cost` (and their variables), so `notesyncd users list` reads the store `notesyncd` serves with the same
 /// settings. They are the root command's options, which ArgumentParser also takes after a subcommand's name

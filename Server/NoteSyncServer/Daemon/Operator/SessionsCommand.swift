@@ -30,11 +30,10 @@ public struct SessionsCommand: AsyncParsableCommand {
     }
 
     /// `sessions list USERNAME [--json]`.
-    public struct List: AsyncParsableCommand {
+    public struct List: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "List an account's sessions: ID, device name, signed in, last seen.", discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
         @Flag(help: "One JSON array, for scripts.") var json = false
         public init() {}
@@ -58,12 +57,11 @@ public struct SessionsCommand: AsyncParsableCommand {
     }
 
     /// `sessions revoke USERNAME (SESSION_ID | --all)`.
-    public struct Revoke: AsyncParsableCommand {
+    public struct Revoke: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Sign a device of an account out (its next request answers 401), or all of them with --all.",
             discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
         @Argument(help: "The session's ID, as `sessions list` shows it.") var session: String?
         @Flag(help: "Revoke every session of the account.") var all = false

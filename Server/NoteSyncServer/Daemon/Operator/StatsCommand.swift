@@ -3,13 +3,12 @@ import Foundation
 import NoteSyncProtocol
 
 /// `notesyncd stats [--json]`: the store's counts and size (``StoreStatistics``).
-public struct StatsCommand: AsyncParsableCommand {
+public struct StatsCommand: AsyncParsableCommand, OperatorCommand {
     public static let configuration = CommandConfiguration(
         commandName: "stats",
         abstract: "Show counts (accounts, devices, notes, applied edits, history, attachment chunks) and the database's size.",
         discussion: OperatorStoreOptions.help)
     @ParentCommand var daemon: NotesyncdCommand
-    var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
     @Flag(help: "One JSON object, for scripts.") var json = false
     public init() {}
 

@@ -17,11 +17,10 @@ public struct UsersCommand: AsyncParsableCommand {
     public init() {}
 
     /// `users list [--json]`.
-    public struct List: AsyncParsableCommand {
+    public struct List: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "List the accounts: username, ID, created, status, notes, devices.", discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Flag(help: "One JSON array, for scripts.") var json = false
         public init() {}
 
@@ -65,12 +64,11 @@ public struct UsersCommand: AsyncParsableCommand {
     }
 
     /// `users add USERNAME [--password-stdin]`.
-    public struct Add: AsyncParsableCommand {
+    public struct Add: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Create an account (whatever the sign-up policy).",
             discussion: PasswordOptions.discussion + " " + OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The username (\(CredentialRules.usernameRule)).") var username: String
         @OptionGroup var password: PasswordOptions
         public init() {}
@@ -88,13 +86,12 @@ public struct UsersCommand: AsyncParsableCommand {
     }
 
     /// `users reset-password USERNAME [--password-stdin]`.
-    public struct ResetPassword: AsyncParsableCommand {
+    public struct ResetPassword: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             commandName: "reset-password",
             abstract: "Set a new password and sign out every device of the account.",
             discussion: PasswordOptions.discussion + " " + OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
         @OptionGroup var password: PasswordOptions
         public init() {}
@@ -133,12 +130,11 @@ public struct UsersCommand: AsyncParsableCommand {
     }
 
     /// `users disable USERNAME`.
-    public struct Disable: AsyncParsableCommand {
+    public struct Disable: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Stop an account: its devices are signed out and sign-in answers 403 account_disabled.",
             discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
         public init() {}
 
@@ -154,11 +150,10 @@ public struct UsersCommand: AsyncParsableCommand {
     }
 
     /// `users enable USERNAME`.
-    public struct Enable: AsyncParsableCommand {
+    public struct Enable: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Let a disabled account sign in again.", discussion: OperatorStoreOptions.help)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
         public init() {}
 
@@ -177,14 +172,13 @@ public struct UsersCommand: AsyncParsableCommand {
 
 extension UsersCommand {
     /// `users delete USERNAME --yes`.
-    public struct Delete: AsyncParsableCommand {
+    public struct Delete: AsyncParsableCommand, OperatorCommand {
         public static let configuration = CommandConfiguration(
             abstract: "Delete an account with its notes, edits and sessions, in one transaction; the username is free again.",
             discussion: """
                 Its devices learn it at their next request (401) and keep their notes as signed out. There is no undo but a backup: --yes is required. \(OperatorStoreOptions.help)
                 """)
         @ParentCommand var daemon: NotesyncdCommand
-        var store: OperatorStoreOptions { OperatorStoreOptions(daemon) }
         @Argument(help: "The account's username.") var username: String
         @Flag(help: "Really delete it (required).") var yes = false
         public init() {}
