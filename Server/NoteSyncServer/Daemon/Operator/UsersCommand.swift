@@ -140,10 +140,7 @@ public struct UsersCommand: AsyncParsableCommand {
 
         public func run() async throws {
             let name = try await store.withStore { opened in
-                let account = try await opened.account(named: username)
-                guard try await opened.store.setDisabled(accountID: account.id, disabledAt: SystemFlakeClock.coarse.unixMilliseconds())
-                else { throw OperatorError("no account named '\(username)'") }
-                return account.username
+                try await opened.setDisabled(named: username, at: SystemFlakeClock.coarse.unixMilliseconds())
             }
             OperatorOutput.line("disabled \(name); its devices are signed out")
         }
@@ -158,15 +155,23 @@ public struct UsersCommand: AsyncParsableCommand {
         public init() {}
 
         public func run() async throws {
-            let name = try await store.withStore { opened in
-                let account = try await opened.account(named: username)
-                guard try await opened.store.setDisabled(accountID: account.id, disabledAt: nil) else {
-                    throw OperatorError("no account named '\(username)'")
-                }
-                return account.username
-            }
+            let name = try await store.withStore { opened in try await opened.setDisabled(named: username, at: nil) }
             OperatorOutput.line("enabled \(name)")
         }
+    }
+}
+
+extension OpenedStore {
+    /// Disables the account named `username` as of `disabledAt` (Unix milliseconds), or enables it (nil); returns its
+    /// username as stored.
+    ///
+    /// - Throws: ``OperatorError`` when there is no such account.
+    fileprivate func setDisabled(named username: String, at disabledAt: Int64?) async throws -> String {
+        let account = try await account(named: username)
+        guard try await store.setDisabled(accountID: account.id, disabledAt: disabledAt) else {
+            throw OperatorError("no account named '\(username)'")
+        }
+        return account.username
     }
 }
 
