@@ -125,12 +125,8 @@ public struct ChunkContent: Sendable {
 
 /// What one collection removed.
 public struct CollectedChunks: Sendable, Equatable {
-    public var chunks: Int
-    public var bytes: Int64
-    public init(chunks: Int = 0, bytes: Int64 = 0) {
-        self.chunks = chunks
-        self.bytes = bytes
-    }
+    public var chunks: Int = 0
+    public var bytes: Int64 = 0
 }
 
 /// How much of the chunks' bytes `notesyncd check` hashes.
@@ -148,10 +144,6 @@ public enum ChunkVerification: String, Sendable, CaseIterable {
 public struct ChunkStatistics: Sendable, Equatable, Codable {
     public var chunks: Int
     public var bytes: Int64
-    public init(chunks: Int, bytes: Int64) {
-        self.chunks = chunks
-        self.bytes = bytes
-    }
 }
 
 /// Which chunks notes refer to: the garbage collector asks it before deleting (``ChunkStore/collectChunks(references:unreferencedSince:now:batch:)``).

@@ -21,17 +21,11 @@ import NoteSyncProtocol
 /// for changes) is never cut off; only a client that stops reading it is.
 public struct ConnectionTimeouts: Sendable, Equatable {
     /// Keep-alive idle: how long a connection with no request in progress may stay silent.
-    public var idle: Duration
+    public var idle: Duration = .seconds(60)
     /// How long a request head may take from its first byte, and how long a body may stall between two reads.
-    public var read: Duration
+    public var read: Duration = .seconds(30)
     /// How long an answer may wait for a client that does not read it.
-    public var write: Duration
-
-    public init(idle: Duration = .seconds(60), read: Duration = .seconds(30), write: Duration = .seconds(60)) {
-        self.idle = idle
-        self.read = read
-        self.write = write
-    }
+    public var write: Duration = .seconds(60)
 }
 
 /// HTTP/1.1 for the daemon: Hummingbird's `HTTP1Channel` (its parser limits set explicitly), plus the

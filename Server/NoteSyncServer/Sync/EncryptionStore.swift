@@ -78,15 +78,6 @@ public struct KeyRotation: Sendable {
     public var handovers: [(HandoverRecipient, KeyHandover)]
     /// A new recovery key replacing the account's; nil keeps it.
     public var recovery: AccountRecovery?
-
-    public init(
-        generation: UInt32, older: WrappedAccountKey, handovers: [(HandoverRecipient, KeyHandover)], recovery: AccountRecovery? = nil
-    ) {
-        self.generation = generation
-        self.older = older
-        self.handovers = handovers
-        self.recovery = recovery
-    }
 }
 
 /// A new recovery key's material, checked (``RecoveryRenewal``): the rotation's generation wrapped by it, and its
@@ -94,11 +85,6 @@ public struct KeyRotation: Sendable {
 public struct AccountRecovery: Sendable, Equatable {
     public var wrappedKey: WrappedAccountKey
     public var publicKey: DevicePublicKey
-
-    public init(wrappedKey: WrappedAccountKey, publicKey: DevicePublicKey) {
-        self.wrappedKey = wrappedKey
-        self.publicKey = publicKey
-    }
 }
 
 /// What ``EncryptionStore/rotateKeys(accountID:_:)`` did.

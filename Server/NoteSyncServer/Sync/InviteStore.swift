@@ -45,20 +45,6 @@ public struct InviteRecord: Sendable, Equatable {
     /// Unix milliseconds; nil unless revoked.
     public var revokedAt: Int64?
 
-    public init(
-        id: Int64, codeHash: String, note: String?, usesTotal: Int, usesLeft: Int, expiresAt: Int64?, createdAt: Int64,
-        revokedAt: Int64?
-    ) {
-        self.id = id
-        self.codeHash = codeHash
-        self.note = note
-        self.usesTotal = usesTotal
-        self.usesLeft = usesLeft
-        self.expiresAt = expiresAt
-        self.createdAt = createdAt
-        self.revokedAt = revokedAt
-    }
-
     /// Whether a sign-up at `now` may use it: not revoked, a use left, not expired.
     public func isUsable(at now: Int64) -> Bool {
         revokedAt == nil && usesLeft > 0 && (expiresAt.map { now < $0 } ?? true)

@@ -44,15 +44,6 @@ public struct AccountSummary: Sendable, Equatable, Codable {
     public var notes: Int
     /// Signed-in devices.
     public var sessions: Int
-
-    public init(id: FlakeID, username: String, createdAt: Int64, disabledAt: Int64?, notes: Int, sessions: Int) {
-        self.id = id
-        self.username = username
-        self.createdAt = createdAt
-        self.disabledAt = disabledAt
-        self.notes = notes
-        self.sessions = sessions
-    }
 }
 
 /// The store's counts and size.

@@ -3,6 +3,10 @@ import MiniFlake
 import NoteCrypto
 import NoteSyncProtocol
 
+// The records a store keeps. Only this module builds them (the stores, the planners and the services; its tests
+// import it `@testable`), so most have no hand-written initializer: the memberwise one, in the order the fields are
+// declared, with the defaults the fields declare.
+
 /// An account as a ``NoteStore`` keeps it.
 public struct AccountRecord: Sendable, Equatable {
     /// Minted by the server's generator.
@@ -17,27 +21,13 @@ public struct AccountRecord: Sendable, Equatable {
     /// disabled account cannot sign in and its sessions do not authenticate.
     public var disabledAt: Int64?
     /// Where the account stands with end-to-end encryption (plaintext for every account made before it).
-    public var encryption: EncryptionState
+    public var encryption: EncryptionState = .plaintext
     /// The account key's current generation; 0 for a plaintext account.
-    public var keyGeneration: UInt32
+    public var keyGeneration: UInt32 = 0
     /// The keys of an encrypted account, written with it by ``NoteStore/createAccount(_:)`` (and an invite's
     /// sign-up) in the same transaction. Reads leave it nil: ``EncryptionStore/encryptionKeys(accountID:)`` reads
     /// them.
     public var keys: AccountKeys?
-
-    public init(
-        id: FlakeID, username: String, passwordHash: String, createdAt: Int64, disabledAt: Int64? = nil,
-        encryption: EncryptionState = .plaintext, keyGeneration: UInt32 = 0, keys: AccountKeys? = nil
-    ) {
-        self.id = id
-        self.username = username
-        self.passwordHash = passwordHash
-        self.createdAt = createdAt
-        self.disabledAt = disabledAt
-        self.encryption = encryption
-        self.keyGeneration = keyGeneration
-        self.keys = keys
-    }
 }
 
 /// The key material the server keeps for an encrypted account (`account_keys`): opaque blobs it can check the form
@@ -53,17 +43,6 @@ public struct AccountKeys: Sendable, Equatable {
     public var recoveryPublicKey: DevicePublicKey
     /// The password's public key (hand-overs of later generations are sealed to it).
     public var passwordPublicKey: DevicePublicKey
-
-    public init(
-        kdf: KDFParameters, wrappedKey: WrappedAccountKey, recoveryWrappedKey: WrappedAccountKey, recoveryPublicKey: DevicePublicKey,
-        passwordPublicKey: DevicePublicKey
-    ) {
-        self.kdf = kdf
-        self.wrappedKey = wrappedKey
-        self.recoveryWrappedKey = recoveryWrappedKey
-        self.recoveryPublicKey = recoveryPublicKey
-        self.passwordPublicKey = passwordPublicKey
-    }
 }
 
 /// Who a stored key hand-over is sealed to (`key_handovers.recipient`).
@@ -114,20 +93,6 @@ public struct SessionRecord: Sendable, Equatable {
     public var lastSeenAt: Int64?
     /// The device's X25519 public key, when it gave one at sign-in (``SignInRequest/devicePublicKey``).
     public var devicePublicKey: DevicePublicKey?
-
-    public init(
-        id: FlakeID, accountID: FlakeID, tokenHash: String, deviceName: String?, origin: FlakeID?, createdAt: Int64,
-        lastSeenAt: Int64? = nil, devicePublicKey: DevicePublicKey? = nil
-    ) {
-        self.devicePublicKey = devicePublicKey
-        self.id = id
-        self.accountID = accountID
-        self.tokenHash = tokenHash
-        self.deviceName = deviceName
-        self.origin = origin
-        self.createdAt = createdAt
-        self.lastSeenAt = lastSeenAt
-    }
 }
 
 /// What an account stores, as the store keeps it: running totals updated by every push in its transaction, so a
@@ -193,11 +158,6 @@ public struct AppliedEditKey: Hashable, Sendable {
     public var noteKey: NoteKey
     /// The pushing installation, when known.
     public var pusher: FlakeID?
-    public init(editID: FlakeID, noteKey: NoteKey, pusher: FlakeID?) {
-        self.editID = editID
-        self.noteKey = noteKey
-        self.pusher = pusher
-    }
 }
 
 /// The identity of a note inside one account: the creating device's client ID and that device's origin.
@@ -206,11 +166,6 @@ public struct AppliedEditKey: Hashable, Sendable {
 public struct NoteKey: Hashable, Sendable {
     public var clientID: FlakeID
     public var origin: FlakeID
-
-    public init(clientID: FlakeID, origin: FlakeID) {
-        self.clientID = clientID
-        self.origin = origin
-    }
 }
 
 /// A note as a ``NoteStore`` keeps it: its state at its latest change.
@@ -239,44 +194,18 @@ public struct StoredNote: Sendable, Equatable {
     public var editedAt: Int64?
     /// The note's tags, display forms in ``TagRules/sorted(_:)`` order, no two equal keys (a tombstone keeps the
     /// tags it had).
-    public var tags: [String]
-    public var pinned: Bool
-    public var archived: Bool
+    public var tags: [String] = []
+    public var pinned: Bool = false
+    public var archived: Bool = false
     /// The edit ID of the change that wrote the current content (``NoteRecord/editID``); nil for notes last written
     /// before the server kept it.
     public var editID: FlakeID?
     /// The note's attachments, in ``AttachmentRules/sorted(_:)`` order (a tombstone keeps those it had); always empty
     /// for an encrypted account's note (they are in its envelope).
-    public var attachments: [AttachmentManifest]
+    public var attachments: [AttachmentManifest] = []
     /// Every chunk the note refers to, each once, in address order: a plaintext note's manifests' chunks, an
     /// encrypted note's pushed ``NoteChange/chunkRefs``. What the chunk collector keeps (``ChunkReferences``).
-    public var chunkRefs: [ContentHash]
-
-    public init(
-        accountID: FlakeID, serverID: FlakeID, clientID: FlakeID, origin: FlakeID, version: Int64, text: String,
-        deleted: Bool, conflictOf: FlakeID?, changeSeq: Int64, createdAt: Int64, updatedAt: Int64, editedAt: Int64? = nil,
-        tags: [String] = [], pinned: Bool = false, archived: Bool = false, editID: FlakeID? = nil,
-        attachments: [AttachmentManifest] = [], chunkRefs: [ContentHash] = []
-    ) {
-        self.attachments = attachments
-        self.chunkRefs = chunkRefs
-        self.editID = editID
-        self.tags = tags
-        self.pinned = pinned
-        self.archived = archived
-        self.accountID = accountID
-        self.serverID = serverID
-        self.clientID = clientID
-        self.origin = origin
-        self.version = version
-        self.text = text
-        self.deleted = deleted
-        self.conflictOf = conflictOf
-        self.changeSeq = changeSeq
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.editedAt = editedAt
-    }
+    public var chunkRefs: [ContentHash] = []
 
     /// The note's `(clientID, origin)` key.
     public var key: NoteKey { NoteKey(clientID: clientID, origin: origin) }
@@ -327,28 +256,9 @@ public struct StoredVersion: Sendable, Equatable {
     public var attachments: [AttachmentManifest]
     /// The chunks it refers to (``StoredNote/chunkRefs``): a kept version keeps them from the chunk collector.
     public var chunkRefs: [ContentHash]
+}
 
-    public init(
-        accountID: FlakeID, serverID: FlakeID, version: Int64, text: String, deleted: Bool, tags: [String], pinned: Bool,
-        archived: Bool, editedAt: Int64, savedAt: Int64, device: String?, editID: FlakeID? = nil,
-        attachments: [AttachmentManifest] = [], chunkRefs: [ContentHash] = []
-    ) {
-        self.attachments = attachments
-        self.chunkRefs = chunkRefs
-        self.editID = editID
-        self.accountID = accountID
-        self.serverID = serverID
-        self.version = version
-        self.text = text
-        self.deleted = deleted
-        self.tags = tags
-        self.pinned = pinned
-        self.archived = archived
-        self.editedAt = editedAt
-        self.savedAt = savedAt
-        self.device = device
-    }
-
+extension StoredVersion {
     /// The version a note is in right after a write (``StoredNote``'s state, saved at `savedAt` by `device`).
     public init(_ note: StoredNote, savedAt: Int64, device: String?) {
         self.init(
@@ -372,11 +282,6 @@ public struct VersionPage: Sendable, Equatable {
     public var versions: [StoredVersion]
     /// More versions follow the page's last.
     public var hasMore: Bool
-
-    public init(versions: [StoredVersion], hasMore: Bool) {
-        self.versions = versions
-        self.hasMore = hasMore
-    }
 }
 
 /// The stored outcome of an accepted change, keyed within the account by its edit ID and the note it named.
@@ -410,25 +315,6 @@ public struct AppliedEdit: Sendable, Equatable {
     public var archived: Bool?
     /// Unix milliseconds.
     public var createdAt: Int64
-
-    public init(
-        editID: FlakeID, noteKey: NoteKey, pusher: FlakeID? = nil, status: ChangeStatus, serverID: FlakeID?,
-        version: Int64?, text: String? = nil, conflict: ConflictCopy?, tags: [String]? = nil, pinned: Bool? = nil,
-        archived: Bool? = nil, createdAt: Int64
-    ) {
-        self.tags = tags
-        self.pinned = pinned
-        self.archived = archived
-        self.editID = editID
-        self.noteKey = noteKey
-        self.pusher = pusher
-        self.status = status
-        self.serverID = serverID
-        self.version = version
-        self.text = text
-        self.conflict = conflict
-        self.createdAt = createdAt
-    }
 }
 
 /// One page of an account's changes, read in one consistent snapshot.
@@ -439,16 +325,9 @@ public struct PullPage: Sendable, Equatable {
     /// The account's change sequence in the same snapshot (0 for an account with no changes).
     public var currentSequence: Int64
     /// The account's notes (tombstones and conflict copies included) in the same snapshot.
-    public var noteCount: Int64
+    public var noteCount: Int64 = 0
     /// The page stopped at the requested bytes, before the requested limit.
-    public var cutByBytes: Bool
-
-    public init(notes: [StoredNote], currentSequence: Int64, noteCount: Int64 = 0, cutByBytes: Bool = false) {
-        self.notes = notes
-        self.currentSequence = currentSequence
-        self.noteCount = noteCount
-        self.cutByBytes = cutByBytes
-    }
+    public var cutByBytes: Bool = false
 }
 
 /// What a store needs besides the batch to apply a push: the limits, the server time and the ID source.
