@@ -175,55 +175,10 @@ extension FlakeID: LosslessStringConvertible, CustomStringConvertible {
 
     /// The creation time as ISO 8601 UTC with milliseconds, e.g. `"2026-11-22T10:15:30.123Z"`.
     ///
-    /// Computed from the integer (exact and fast), not with a date formatter.
-    public var timestamp: String { Self.iso8601(unixMilliseconds: unixMilliseconds) }
-
-    /// ISO 8601 UTC with milliseconds for a non-negative Unix millisecond count (years 1970–9999).
-    static func iso8601(unixMilliseconds: Int64) -> String {
-        let millisecondsPerDay: Int64 = 86_400_000
-        let days = unixMilliseconds / millisecondsPerDay
-        var rest = unixMilliseconds % millisecondsPerDay
-        // Civil date from days since 1970-01-01 (Howard Hinnant's days_from_civil inverse), for days >= 0.
-        let z = days + 719_468
-        let era = z / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        let hour = rest / 3_600_000
-        rest %= 3_600_000
-        let minute = rest / 60_000
-        rest %= 60_000
-        let second = rest / 1000
-        let millisecond = rest % 1000
-
-        return String(unsafeUninitializedCapacity: 24) { buffer in
-            func put(_ value: Int64, width: Int, at offset: Int) {
-                var value = value
-                for index in stride(from: offset + width - 1, through: offset, by: -1) {
-                    buffer[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10)
-                    value /= 10
-                }
-            }
-            put(year, width: 4, at: 0)
-            buffer[4] = UInt8(ascii: "-")
-            put(month, width: 2, at: 5)
-            buffer[7] = UInt8(ascii: "-")
-            put(day, width: 2, at: 8)
-            buffer[10] = UInt8(ascii: "T")
-            put(hour, width: 2, at: 11)
-            buffer[13] = UInt8(ascii: ":")
-            put(minute, width: 2, at: 14)
-            buffer[16] = UInt8(ascii: ":")
-            put(second, width: 2, at: 17)
-            buffer[19] = UInt8(ascii: ".")
-            put(millisecond, width: 3, at: 20)
-            buffer[23] = UInt8(ascii: "Z")
-            return 24
-        }
+    /// Computed from the integer (exact and fast, ``UTCTime``), not with a date formatter.
+    public var timestamp: String {
+        // A FlakeID's time is between 2018 and 2087 (41 bits of milliseconds after its epoch): never nil.
+        UTCTime.iso8601(unixMilliseconds: unixMilliseconds)!
     }
 }
 

@@ -1,56 +1,13 @@
+import MiniFlake
+
 /// Times on the wire: ISO 8601 UTC with milliseconds, e.g. `2026-11-22T10:15:30.123Z`.
 public enum WireTime {
-    /// Formats Unix milliseconds exactly (no Foundation formatter: fast and locale-free).
+    /// Formats Unix milliseconds exactly (no Foundation formatter: fast and locale-free, ``UTCTime``).
     public static func format(unixMilliseconds ms: Int64) -> String {
-        let (year, month, day, msOfDay) = civil(ms)
-        guard (0...9999).contains(year) else {
-            return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(msOfDay / 3_600_000, 2)):"
-                + "\(pad(msOfDay / 60_000 % 60, 2)):\(pad(msOfDay / 1000 % 60, 2)).\(pad(msOfDay % 1000, 3))Z"
-        }
-        // The common case, written straight into the string's 24 bytes.
-        return String(unsafeUninitializedCapacity: 24) { buffer in
-            func put(_ value: Int64, at offset: Int, width: Int) {
-                var value = value
-                for i in stride(from: offset + width - 1, through: offset, by: -1) {
-                    buffer[i] = UInt8(truncatingIfNeeded: 48 + value % 10)
-                    value /= 10
-                }
-            }
-            put(year, at: 0, width: 4)
-            buffer[4] = 45  // -
-            put(month, at: 5, width: 2)
-            buffer[7] = 45
-            put(day, at: 8, width: 2)
-            buffer[10] = 84  // T
-            put(msOfDay / 3_600_000, at: 11, width: 2)
-            buffer[13] = 58  // :
-            put(msOfDay / 60_000 % 60, at: 14, width: 2)
-            buffer[16] = 58
-            put(msOfDay / 1000 % 60, at: 17, width: 2)
-            buffer[19] = 46  // .
-            put(msOfDay % 1000, at: 20, width: 3)
-            buffer[23] = 90  // Z
-            return 24
-        }
-    }
-
-    /// The proleptic Gregorian date of Unix milliseconds, and the milliseconds into that day (UTC).
-    static func civil(_ ms: Int64) -> (year: Int64, month: Int64, day: Int64, msOfDay: Int64) {
-        let (daysRaw, msOfDayRaw) = ms.quotientAndRemainder(dividingBy: 86_400_000)
-        var days = daysRaw
-        var msOfDay = msOfDayRaw
-        if msOfDay < 0 { msOfDay += 86_400_000; days -= 1 }
-        // Civil-from-days (Howard Hinnant's algorithm).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        return (year, month, day, msOfDay)
+        if let text = UTCTime.iso8601(unixMilliseconds: ms) { return text }
+        let (year, month, day, msOfDay) = UTCTime.civil(ms)
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(msOfDay / 3_600_000, 2)):"
+            + "\(pad(msOfDay / 60_000 % 60, 2)):\(pad(msOfDay / 1000 % 60, 2)).\(pad(msOfDay % 1000, 3))Z"
     }
 
     /// Parses the form ``format(unixMilliseconds:)`` writes; nil for anything else.
@@ -84,7 +41,7 @@ public enum WireTime {
         let days = era * 146_097 + doe - 719_468
         let result = ((days * 24 + h) * 60 + mi) * 60_000 + s * 1000 + ms
         // Rejects days past the month's end (2026-02-30 would otherwise be March 2).
-        let back = civil(result)
+        let back = UTCTime.civil(result)
         return back.year == y && back.month == mo && back.day == d ? result : nil
     }
 
