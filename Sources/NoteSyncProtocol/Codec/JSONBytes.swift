@@ -188,4 +188,12 @@ extension JSONByteWriting {
     @inlinable public func string(_ text: String) { bytes.string(text) }
     /// A JSON array of strings (``JSONBytes/strings(_:)``).
     @inlinable public func strings(_ values: [String]) { bytes.strings(values) }
+
+    /// A field whose value `write` writes, when `value` is present: an absent optional is left out, as
+    /// `WireJSON.encoder()` leaves it out.
+    @inlinable public func field<Value>(_ quotedName: [UInt8], ifPresent value: Value?, _ write: (Value) -> Void) {
+        guard let value else { return }
+        field(quotedName)
+        write(value)
+    }
 }

@@ -37,64 +37,25 @@ extension NoteChange {
             quotedInteger(change.clientID.rawValue)
             field(keys.quoted(.origin))
             quotedInteger(change.origin.rawValue)
-            if let serverID = change.serverID {
-                field(keys.quoted(.serverID))
-                quotedInteger(serverID.rawValue)
-            }
+            field(keys.quoted(.serverID), ifPresent: change.serverID) { quotedInteger($0.rawValue) }
             field(keys.quoted(.editID))
             quotedInteger(change.editID.rawValue)
             field(keys.quoted(.text))
             string(change.text)
             field(keys.quoted(.deleted))
             bool(change.deleted)
-            if let baseVersion = change.baseVersion {
-                field(keys.quoted(.baseVersion))
-                integer(baseVersion)
-            }
-            if let baseText = change.baseText {
-                field(keys.quoted(.baseText))
-                string(baseText)
-            }
-            if let editedAt = change.editedAt {
-                field(keys.quoted(.editedAt))
-                string(editedAt)
-            }
-            if let tags = change.tags {
-                field(keys.quoted(.tags))
-                strings(tags)
-            }
-            if let pinned = change.pinned {
-                field(keys.quoted(.pinned))
-                bool(pinned)
-            }
-            if let archived = change.archived {
-                field(keys.quoted(.archived))
-                bool(archived)
-            }
-            if let baseTags = change.baseTags {
-                field(keys.quoted(.baseTags))
-                strings(baseTags)
-            }
-            if let basePinned = change.basePinned {
-                field(keys.quoted(.basePinned))
-                bool(basePinned)
-            }
-            if let baseArchived = change.baseArchived {
-                field(keys.quoted(.baseArchived))
-                bool(baseArchived)
-            }
-            if let attachments = change.attachments {
-                field(keys.quoted(.attachments))
-                manifests(attachments)
-            }
-            if let baseAttachments = change.baseAttachments {
-                field(keys.quoted(.baseAttachments))
-                manifests(baseAttachments)
-            }
-            if let chunkRefs = change.chunkRefs {
-                field(keys.quoted(.chunkRefs))
-                hashes(chunkRefs)
-            }
+            field(keys.quoted(.baseVersion), ifPresent: change.baseVersion) { integer($0) }
+            field(keys.quoted(.baseText), ifPresent: change.baseText) { string($0) }
+            field(keys.quoted(.editedAt), ifPresent: change.editedAt) { string($0) }
+            field(keys.quoted(.tags), ifPresent: change.tags) { strings($0) }
+            field(keys.quoted(.pinned), ifPresent: change.pinned) { bool($0) }
+            field(keys.quoted(.archived), ifPresent: change.archived) { bool($0) }
+            field(keys.quoted(.baseTags), ifPresent: change.baseTags) { strings($0) }
+            field(keys.quoted(.basePinned), ifPresent: change.basePinned) { bool($0) }
+            field(keys.quoted(.baseArchived), ifPresent: change.baseArchived) { bool($0) }
+            field(keys.quoted(.attachments), ifPresent: change.attachments) { manifests($0) }
+            field(keys.quoted(.baseAttachments), ifPresent: change.baseAttachments) { manifests($0) }
+            field(keys.quoted(.chunkRefs), ifPresent: change.chunkRefs) { hashes($0) }
             bytes.append(UInt8(ascii: "}"))
         }
     }
@@ -194,36 +155,18 @@ extension NoteRecord {
             string(record.text)
             field(Self.deleted)
             bool(record.deleted)
-            if let conflictOf = record.conflictOf {
-                field(Self.conflictOf)
-                quotedInteger(conflictOf.rawValue)
-            }
+            field(Self.conflictOf, ifPresent: record.conflictOf) { quotedInteger($0.rawValue) }
             field(Self.updatedAt)
             time(record.updatedAt)
             if let editedAt = record.editedAt {
                 field(Self.editedAt)
                 time(editedAt)
             }
-            if let tags = record.tags {
-                field(Self.tags)
-                strings(tags)
-            }
-            if let pinned = record.pinned {
-                field(Self.pinned)
-                bool(pinned)
-            }
-            if let archived = record.archived {
-                field(Self.archived)
-                bool(archived)
-            }
-            if let attachments = record.attachments {
-                field(Self.attachments)
-                manifests(attachments)
-            }
-            if let editID = record.editID {
-                field(Self.editID)
-                quotedInteger(editID.rawValue)
-            }
+            field(Self.tags, ifPresent: record.tags) { strings($0) }
+            field(Self.pinned, ifPresent: record.pinned) { bool($0) }
+            field(Self.archived, ifPresent: record.archived) { bool($0) }
+            field(Self.attachments, ifPresent: record.attachments) { manifests($0) }
+            field(Self.editID, ifPresent: record.editID) { quotedInteger($0.rawValue) }
             bytes.append(UInt8(ascii: "}"))
         }
 

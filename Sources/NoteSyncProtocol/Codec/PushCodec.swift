@@ -113,34 +113,13 @@ extension PushResponse: WireFastDecodable {
             quotedInteger(result.editID.rawValue)
             field(keys.quoted(.status))
             string(result.status.rawValue)
-            if let serverID = result.serverID {
-                field(keys.quoted(.serverID))
-                quotedInteger(serverID.rawValue)
-            }
-            if let version = result.version {
-                field(keys.quoted(.version))
-                integer(version)
-            }
-            if let text = result.text {
-                field(keys.quoted(.text))
-                string(text)
-            }
-            if let tags = result.tags {
-                field(keys.quoted(.tags))
-                strings(tags)
-            }
-            if let pinned = result.pinned {
-                field(keys.quoted(.pinned))
-                bool(pinned)
-            }
-            if let archived = result.archived {
-                field(keys.quoted(.archived))
-                bool(archived)
-            }
-            if let attachments = result.attachments {
-                field(keys.quoted(.attachments))
-                manifests(attachments)
-            }
+            field(keys.quoted(.serverID), ifPresent: result.serverID) { quotedInteger($0.rawValue) }
+            field(keys.quoted(.version), ifPresent: result.version) { integer($0) }
+            field(keys.quoted(.text), ifPresent: result.text) { string($0) }
+            field(keys.quoted(.tags), ifPresent: result.tags) { strings($0) }
+            field(keys.quoted(.pinned), ifPresent: result.pinned) { bool($0) }
+            field(keys.quoted(.archived), ifPresent: result.archived) { bool($0) }
+            field(keys.quoted(.attachments), ifPresent: result.attachments) { manifests($0) }
             if let conflict = result.conflict {
                 field(keys.quoted(.conflict))
                 bytes.append(UInt8(ascii: "{"))
