@@ -177,12 +177,9 @@ public struct MetricsAddress: Sendable, Equatable, CustomStringConvertible {
     public var host: String
     /// 0 picks a free port (the daemon logs the real one and prints `notesyncd metrics on http://HOST:PORT/metrics`).
     public var port: Int
+}
 
-    public init(host: String, port: Int) {
-        self.host = host
-        self.port = port
-    }
-
+extension MetricsAddress {
     /// Parses `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback); nil for anything else.
     public init?(parsing text: String) {
         let text = text.trimmingCharacters(in: .whitespaces)
