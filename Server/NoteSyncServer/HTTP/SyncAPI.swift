@@ -328,16 +328,14 @@ public final class SyncAPI: Sendable {
             .public { _ in try encode(sync.info, endpoint) }
         case .signUp:
             .public { request in
-                let decoded = try WireJSON.decodeRequest(SignUpRequest.self, from: request.body ?? Data())
-                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
-                return try encode(try await accounts.signUp(decoded, peer: peer), endpoint)
+                let decoded = try request.decoded(SignUpRequest.self)
+                return try encode(try await accounts.signUp(decoded, peer: request.peer), endpoint)
             }
         case .signIn:
             .public { request in
-                let decoded = try WireJSON.decodeRequest(SignInRequest.self, from: request.body ?? Data())
-                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
+                let decoded = try request.decoded(SignInRequest.self)
                 do {
-                    let response = try encode(try await sessions.signIn(decoded, peer: peer), endpoint)
+                    let response = try encode(try await sessions.signIn(decoded, peer: request.peer), endpoint)
                     metrics?.signIn(failure: nil)
                     return response
                 } catch {
@@ -369,7 +367,7 @@ public final class SyncAPI: Sendable {
             .authenticated { _, session in try encode(try await sessions.sessions(session), endpoint) }
         case .revokeSession:
             .authenticated { request, session in
-                let decoded = try WireJSON.decodeRequest(RevokeSessionRequest.self, from: request.body ?? Data())
+                let decoded = try request.decoded(RevokeSessionRequest.self)
                 try await sessions.revokeSession(decoded, session: session)
                 return WireResponse(status: endpoint.successStatus)
             }
@@ -377,15 +375,13 @@ public final class SyncAPI: Sendable {
             .authenticated { _, session in try encode(try await sessions.revokeOtherSessions(session), endpoint) }
         case .changePassword:
             .authenticated { request, session in
-                let decoded = try WireJSON.decodeRequest(ChangePasswordRequest.self, from: request.body ?? Data())
-                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
-                return try encode(try await sessions.changePassword(decoded, session: session, peer: peer), endpoint)
+                let decoded = try request.decoded(ChangePasswordRequest.self)
+                return try encode(try await sessions.changePassword(decoded, session: session, peer: request.peer), endpoint)
             }
         case .deleteAccount:
             .authenticated { request, session in
-                let decoded = try WireJSON.decodeRequest(DeleteAccountRequest.self, from: request.body ?? Data())
-                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
-                try await sessions.deleteAccount(decoded, session: session, peer: peer)
+                let decoded = try request.decoded(DeleteAccountRequest.self)
+                try await sessions.deleteAccount(decoded, session: session, peer: request.peer)
                 return WireResponse(status: endpoint.successStatus)
             }
         case .noteVersions:
@@ -397,7 +393,7 @@ public final class SyncAPI: Sendable {
             }
         case .missingChunks:
             .authenticated { request, session in
-                let decoded = try WireJSON.decodeRequest(MissingChunksRequest.self, from: request.body ?? Data())
+                let decoded = try request.decoded(MissingChunksRequest.self)
                 return try encode(try await chunks.missing(decoded, session: session), endpoint)
             }
         case .putChunk:
@@ -415,7 +411,7 @@ public final class SyncAPI: Sendable {
             }
         case .prelogin:
             .public { request in
-                let decoded = try WireJSON.decodeRequest(PreloginRequest.self, from: request.body ?? Data())
+                let decoded = try request.decoded(PreloginRequest.self)
                 return try encode(try await encryption.prelogin(decoded), endpoint)
             }
         case .accountKeys:
@@ -424,13 +420,12 @@ public final class SyncAPI: Sendable {
             }
         case .setUpEncryption:
             .authenticated { request, session in
-                let decoded = try WireJSON.decodeRequest(AccountEncryptionRequest.self, from: request.body ?? Data())
-                let peer = Peer(address: request.remoteAddress, requestID: request.requestID)
-                return try encode(try await sessions.setUpEncryption(decoded, session: session, peer: peer), endpoint)
+                let decoded = try request.decoded(AccountEncryptionRequest.self)
+                return try encode(try await sessions.setUpEncryption(decoded, session: session, peer: request.peer), endpoint)
             }
         case .rotateKeys:
             .authenticated { request, session in
-                let decoded = try WireJSON.decodeRequest(RotateKeysRequest.self, from: request.body ?? Data())
+                let decoded = try request.decoded(RotateKeysRequest.self)
                 return try encode(try await encryption.rotate(decoded, session: session), endpoint)
             }
         }
@@ -470,4 +465,16 @@ extension SyncError {
 
     /// An `Authorization` header that is not `Bearer <token>` (401 `unauthorized`).
     static let malformedAuthorization = SyncError(.unauthorized, "The Authorization header must be 'Bearer <token>'.")
+}
+
+extension WireRequest {
+    /// The body decoded strictly as a `T` request (``WireJSON/decodeRequest(_:from:)``); no body decodes as empty.
+    ///
+    /// - Throws: the protocol's error body (`invalid_json`, `unknown_field`, `invalid_field`, `invalid_id`).
+    fileprivate func decoded<T: Decodable>(_ type: T.Type) throws(APIErrorBody) -> T {
+        try WireJSON.decodeRequest(type, from: body ?? Data())
+    }
+
+    /// Who sent it, for the sign-in throttle and the logs.
+    fileprivate var peer: Peer { Peer(address: remoteAddress, requestID: requestID) }
 }
