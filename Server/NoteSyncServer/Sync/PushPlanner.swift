@@ -90,36 +90,15 @@ public enum PushPlanner {
         /// The pushing installation (see ``PushContext/pusher``).
         public var pusher: FlakeID?
         /// The account's running totals before the push.
-        public var usage: AccountUsage
+        public var usage = AccountUsage()
         /// The account's limits.
-        public var quota: AccountQuota
+        public var quota: AccountQuota = .unlimited
         /// The pushing session's device name (see ``PushContext/device``).
         public var device: String?
         /// Whether the account's changes must be encrypted (rule 8).
-        public var encryption: Encryption
+        public var encryption: Encryption = .none
         /// Of the chunks the batch refers to (``LoadKeys/chunks``), the ones the account stores (rule 10).
-        public var knownChunks: Set<ContentHash>
-
-        public init(
-            accountID: FlakeID, changes: [NoteChange], notes: [StoredNote], appliedEdits: [AppliedEdit],
-            currentSequence: Int64, limits: SyncLimits, now: Int64, pusher: FlakeID? = nil,
-            usage: AccountUsage = AccountUsage(), quota: AccountQuota = .unlimited, device: String? = nil,
-            encryption: Encryption = .none, knownChunks: Set<ContentHash> = []
-        ) {
-            self.knownChunks = knownChunks
-            self.encryption = encryption
-            self.device = device
-            self.pusher = pusher
-            self.usage = usage
-            self.quota = quota
-            self.accountID = accountID
-            self.changes = changes
-            self.notes = notes
-            self.appliedEdits = appliedEdits
-            self.currentSequence = currentSequence
-            self.limits = limits
-            self.now = now
-        }
+        public var knownChunks: Set<ContentHash> = []
     }
 
     /// A note to write: its final state after the batch.
