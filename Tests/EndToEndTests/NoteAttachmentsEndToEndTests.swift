@@ -50,10 +50,7 @@ struct NoteAttachmentsEndToEndTests {
         init() async throws {
             directory = try NotesE2E.temporaryDirectory("attachments-server")
             metricsPort = try DaemonProcess.freePort()
-            daemon = Mutex(
-                try await DaemonProcess.startOnRestartablePort(
-                    ["--data-dir", directory.appendingPathComponent("data").path, "--metrics-address", "127.0.0.1:\(metricsPort)"],
-                    log: directory.appendingPathComponent("notesyncd.log")))
+            daemon = Mutex(try await DaemonProcess.start(in: directory, ["--metrics-address", "127.0.0.1:\(metricsPort)"]))
         }
 
         /// Kills the daemon (SIGKILL) and starts it again on the same port and data.
