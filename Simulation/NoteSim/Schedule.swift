@@ -123,12 +123,6 @@ public struct SimFile: Codable, Sendable, Equatable {
     public var seed: UInt64
     public var size: Int
 
-    public init(name: String, seed: UInt64, size: Int) {
-        self.name = name
-        self.seed = seed
-        self.size = size
-    }
-
     /// The file's bytes: the generator's words, little-endian, cut at `size`.
     public var bytes: Data {
         var random = SplitMix64(seed: seed)
@@ -142,11 +136,6 @@ public struct FaultPlan: Codable, Sendable, Equatable {
     /// The request's index within the step (0 = its first request).
     public var request: Int
     public var kind: FaultKind
-
-    public init(request: Int, kind: FaultKind) {
-        self.request = request
-        self.kind = kind
-    }
 }
 
 /// What goes wrong with a request.
