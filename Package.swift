@@ -148,8 +148,8 @@ let package = Package(
         // Tests.
         .testTarget(name: "MiniFlakeTests", dependencies: ["MiniFlake", "MiniFlakeCommand"], path: "Tests/MiniFlakeTests", swiftSettings: swiftSettings),
         .testTarget(
-            name: "NoteCryptoTests", dependencies: ["NoteCrypto", "CSodium", "MiniFlake", "NoteSyncProtocol"], path: "Tests/NoteCryptoTests",
-            exclude: ["known_answers.py"], swiftSettings: swiftSettings),
+            name: "NoteCryptoTests", dependencies: ["NoteCrypto", "CSodium", "MiniFlake", "NoteSyncProtocol", "TestSupport"],
+            path: "Tests/NoteCryptoTests", exclude: ["known_answers.py"], swiftSettings: swiftSettings),
         .testTarget(name: "NoteMergeTests", dependencies: ["NoteMerge", "MiniFlake", "TestSupport"], path: "Tests/NoteMergeTests", swiftSettings: swiftSettings),
         .testTarget(
             name: "NoteSyncProtocolTests",

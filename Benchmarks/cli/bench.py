@@ -11,12 +11,13 @@ and the median CPU time (user + system) of each, the steadier figure on a machin
 usage: bench.py NOTES_BINARY [N=200000] [RUNS=9]
 """
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from timing import timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,16 +49,10 @@ def main():
         cpu = {name: [] for name in commands}
         for round_ in range(runs + 1):
             for name, argv in commands.items():
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                started = time.perf_counter()
-                done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                elapsed = (time.perf_counter() - started) * 1000
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                if done.returncode != 0:
-                    sys.exit(f"{name} failed: {done.stderr.decode(errors='replace')}")
+                elapsed, cpu_ms, _ = timed(argv, env)
                 if round_ > 0:  # the first round warms the page cache
                     times[name].append(elapsed)
-                    cpu[name].append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
+                    cpu[name].append(cpu_ms)
         # Wall time, and CPU time (user + system: the steadier figure when other work shares the machine's cores).
         baseline = statistics.median(next(iter(times.values())))
         cpu_baseline = statistics.median(next(iter(cpu.values())))

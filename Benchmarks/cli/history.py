@@ -13,13 +13,14 @@ usage: history.py BIN_DIR [N=1000] [RUNS=11]     (BIN_DIR holds release `notes` 
 """
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+from timing import timed
 
 PASSWORD = "correct horse battery"
 
@@ -32,17 +33,6 @@ def call(base, method, path, body=None, token=None):
     with urllib.request.urlopen(request) as answer:
         data = answer.read()
         return json.loads(data) if data else None
-
-
-def timed(argv, env):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wall = (time.perf_counter() - started) * 1000
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed: {done.stderr.decode(errors='replace')}")
-    return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000, done.stdout
 
 
 def main():

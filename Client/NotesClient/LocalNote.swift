@@ -131,36 +131,6 @@ public struct NoteSummary: Sendable, Equatable, Identifiable {
     public var isPinned = false
     public var isArchived = false
 
-    public init(_ note: LocalNote) {
-        id = note.id
-        clientID = note.clientID
-        origin = note.origin
-        title = note.title
-        isDeleted = note.isDeleted
-        isDirty = note.isDirty
-        isConflict = note.isConflict
-        pushErrorCode = note.pushError?.code
-        updatedAt = note.updatedAt
-        tags = note.tags
-        isPinned = note.isPinned
-        isArchived = note.isArchived
-    }
-
-    init(
-        id: Int64, clientID: FlakeID, origin: FlakeID, title: String, isDeleted: Bool, isDirty: Bool, isConflict: Bool,
-        pushErrorCode: String?, updatedAt: Int64
-    ) {
-        self.id = id
-        self.clientID = clientID
-        self.origin = origin
-        self.title = title
-        self.isDeleted = isDeleted
-        self.isDirty = isDirty
-        self.isConflict = isConflict
-        self.pushErrorCode = pushErrorCode
-        self.updatedAt = updatedAt
-    }
-
     /// The first line holding something other than whitespace, without surrounding whitespace.
     public static func title(of text: String) -> String {
         var text = text
@@ -199,5 +169,14 @@ public struct NoteSummary: Sendable, Equatable, Identifiable {
 
     private static func isASCIIWhitespace(_ byte: UInt8) -> Bool {
         byte == 32 || (byte >= 9 && byte <= 13)
+    }
+}
+
+extension NoteSummary {
+    public init(_ note: LocalNote) {
+        self.init(
+            id: note.id, clientID: note.clientID, origin: note.origin, title: note.title, isDeleted: note.isDeleted,
+            isDirty: note.isDirty, isConflict: note.isConflict, pushErrorCode: note.pushError?.code, updatedAt: note.updatedAt,
+            tags: note.tags, isPinned: note.isPinned, isArchived: note.isArchived)
     }
 }

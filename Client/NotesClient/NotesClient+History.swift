@@ -29,31 +29,6 @@ public struct NoteHistory: Sendable, Equatable {
         public let device: String?
         /// Its attachments, by name (none from a server older than attachments).
         public var attachments: [AttachmentManifest] = []
-
-        init(
-            version: Int64, text: String, isDeleted: Bool, tags: [String], isPinned: Bool, isArchived: Bool, editedAt: Int64,
-            savedAt: Int64, device: String?, attachments: [AttachmentManifest] = []
-        ) {
-            self.attachments = attachments
-            self.version = version
-            self.text = text
-            self.isDeleted = isDeleted
-            self.tags = tags
-            self.isPinned = isPinned
-            self.isArchived = isArchived
-            self.editedAt = editedAt
-            self.savedAt = savedAt
-            self.device = device
-        }
-
-        /// A version as the server sends it; `now` stands in for a time that does not parse.
-        init(_ version: NoteVersion, now: Int64) {
-            let saved = WireTime.parse(version.savedAt) ?? now
-            self.init(
-                version: version.version, text: version.text, isDeleted: version.deleted, tags: Tags.canonical(version.tags),
-                isPinned: version.pinned, isArchived: version.archived, editedAt: WireTime.parse(version.editedAt) ?? saved,
-                savedAt: saved, device: version.device, attachments: StoredAttachments.canonical(version.attachments ?? []))
-        }
     }
 
     /// The note, as it is on this device.
@@ -68,6 +43,17 @@ public struct NoteHistory: Sendable, Equatable {
 
     /// The version numbered `number`.
     public func version(_ number: Int64) -> Version? { versions.first { $0.version == number } }
+}
+
+extension NoteHistory.Version {
+    /// A version as the server sends it; `now` stands in for a time that does not parse.
+    init(_ version: NoteVersion, now: Int64) {
+        let saved = WireTime.parse(version.savedAt) ?? now
+        self.init(
+            version: version.version, text: version.text, isDeleted: version.deleted, tags: Tags.canonical(version.tags),
+            isPinned: version.pinned, isArchived: version.archived, editedAt: WireTime.parse(version.editedAt) ?? saved,
+            savedAt: saved, device: version.device, attachments: StoredAttachments.canonical(version.attachments ?? []))
+    }
 }
 
 extension NotesClient {

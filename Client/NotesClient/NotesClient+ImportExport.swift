@@ -193,7 +193,7 @@ public struct ExportedNote: Codable, Sendable, Equatable {
     public var origin: FlakeID
     public var text: String
     /// A conflict copy (informational: an imported copy is an ordinary note until a sync says otherwise).
-    public var conflict: Bool
+    public var conflict = false
     public var createdAt: String?
     public var editedAt: String?
     /// It had changes no server had when exported (informational).
@@ -206,24 +206,6 @@ public struct ExportedNote: Codable, Sendable, Equatable {
     public var archived: Bool?
     /// Its attachments (absent: none; absent from exports older than attachments).
     public var attachments: [ExportedAttachment]?
-
-    public init(
-        clientID: FlakeID, origin: FlakeID, text: String, conflict: Bool = false, createdAt: String? = nil,
-        editedAt: String? = nil, pending: Bool? = nil, tags: [String]? = nil, pinned: Bool? = nil, archived: Bool? = nil,
-        attachments: [ExportedAttachment]? = nil
-    ) {
-        self.attachments = attachments
-        self.tags = tags
-        self.pinned = pinned
-        self.archived = archived
-        self.clientID = clientID
-        self.origin = origin
-        self.text = text
-        self.conflict = conflict
-        self.createdAt = createdAt
-        self.editedAt = editedAt
-        self.pending = pending
-    }
 }
 
 /// An attachment of an exported note: what it is, and where its file was written beside the export.

@@ -13,12 +13,9 @@ public struct PushError: Sendable, Equatable, Codable {
     /// Refused for a reason every sync tries again (the quota, a chunk neither side has:
     /// ``OutboxPlanner/retriesAtEverySync(_:)``), without an edit.
     public var isRetriedAtEverySync: Bool { OutboxPlanner.retriesAtEverySync(code) }
+}
 
-    public init(code: String, message: String) {
-        self.code = code
-        self.message = message
-    }
-
+extension PushError {
     init(_ body: APIErrorBody) {
         self.init(code: body.code.rawValue, message: body.message)
     }

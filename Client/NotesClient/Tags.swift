@@ -81,9 +81,4 @@ public struct TagCount: Sendable, Equatable, Codable {
     /// The tag as written on the oldest note here that has it.
     public var name: String
     public var notes: Int
-
-    public init(name: String, notes: Int) {
-        self.name = name
-        self.notes = notes
-    }
 }

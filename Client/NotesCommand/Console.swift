@@ -84,21 +84,26 @@ enum Console {
 /// Human times in local time: `2026-11-22 10:15`.
 enum LocalTime {
     static func format(_ unixMilliseconds: Int64) -> String {
-        var seconds = time_t(unixMilliseconds / 1000)
-        var parts = tm()
-        localtime_r(&seconds, &parts)
-        func pad(_ value: Int32) -> String { value < 10 ? "0\(value)" : String(value) }
+        let parts = local(unixMilliseconds)
         return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday)) \(pad(parts.tm_hour)):\(pad(parts.tm_min))"
     }
 
     /// `10:15:30`: a time of day in local time, to the second.
     static func clock(_ unixMilliseconds: Int64) -> String {
+        let parts = local(unixMilliseconds)
+        return "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec))"
+    }
+
+    /// The calendar fields of a time in the local time zone.
+    private static func local(_ unixMilliseconds: Int64) -> tm {
         var seconds = time_t(unixMilliseconds / 1000)
         var parts = tm()
         localtime_r(&seconds, &parts)
-        func pad(_ value: Int32) -> String { value < 10 ? "0\(value)" : String(value) }
-        return "\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec))"
+        return parts
     }
+
+    /// Two digits at least: `07`.
+    private static func pad(_ value: Int32) -> String { value < 10 ? "0\(value)" : String(value) }
 
     /// Formats many times, computing each minute once.
     struct Cache {

@@ -33,24 +33,6 @@ struct Diff: AsyncParsableCommand {
         var pinned: Bool
         var archived: Bool
 
-        init(_ version: NoteHistory.Version) {
-            self.version = version.version
-            text = version.text
-            deleted = version.isDeleted
-            tags = version.tags
-            pinned = version.isPinned
-            archived = version.isArchived
-        }
-
-        init(_ note: LocalNote) {
-            version = nil
-            text = note.isDeleted ? "" : note.text
-            deleted = note.isDeleted
-            tags = note.tags
-            pinned = note.isPinned
-            archived = note.isArchived
-        }
-
         var label: String { version.map { "version \($0)" } ?? "the note on this device" }
     }
 
@@ -156,4 +138,18 @@ func textDiff(from old: String, to new: String, oldLabel: String, newLabel: Stri
         previous = index
     }
     return output
+}
+
+extension Diff.Side {
+    init(_ version: NoteHistory.Version) {
+        self.init(
+            version: version.version, text: version.text, deleted: version.isDeleted, tags: version.tags, pinned: version.isPinned,
+            archived: version.isArchived)
+    }
+
+    init(_ note: LocalNote) {
+        self.init(
+            version: nil, text: note.isDeleted ? "" : note.text, deleted: note.isDeleted, tags: note.tags, pinned: note.isPinned,
+            archived: note.isArchived)
+    }
 }

@@ -20,10 +20,7 @@ struct EncryptionEnable: AsyncParsableCommand {
     var passwordStdin = false
 
     func run() async throws {
-        let client = try options.openClient()
-        guard let account = try client.account() else {
-            throw CommandFailure(message: "not signed in; sign in to the account first (`notes login`)", status: .authentication)
-        }
+        let (client, account) = try options.openSignedIn()
         let password = try passwordStdin ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Password for \(account.username): ")
         let report = try await ProgressLine.around { progress in try await client.enableEncryption(password: password, progress: progress) }
         if let recoveryKey = report.recoveryKey { showRecoveryKey(recoveryKey) }

@@ -128,4 +128,15 @@ struct GlobalOptions: ParsableArguments {
     func openClient() throws(NotesError) -> NotesClient {
         try NotesClient.open(home: homeURL)
     }
+
+    /// The client of a command that acts on the signed-in account, and that account.
+    ///
+    /// - Throws: ``CommandFailure`` (status `authentication`) when no account is signed in; the client's errors.
+    func openSignedIn() throws -> (client: NotesClient, account: AccountInfo) {
+        let client = try openClient()
+        guard let account = try client.account() else {
+            throw CommandFailure(message: "not signed in; sign in to the account first (`notes login`)", status: .authentication)
+        }
+        return (client, account)
+    }
 }

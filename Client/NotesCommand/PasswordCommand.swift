@@ -16,10 +16,7 @@ struct Password: AsyncParsableCommand {
     var passwordStdin = false
 
     func run() async throws {
-        let client = try options.openClient()
-        guard let account = try client.account() else {
-            throw CommandFailure(message: "not signed in; sign in to the account first (`notes login`)", status: .authentication)
-        }
+        let (client, account) = try options.openSignedIn()
         let current =
             try passwordStdin
             ? Terminal.readPasswordFromStdin() : Terminal.readSecret(prompt: "Current password for \(account.username): ")

@@ -123,12 +123,6 @@ public struct SimFile: Codable, Sendable, Equatable {
     public var seed: UInt64
     public var size: Int
 
-    public init(name: String, seed: UInt64, size: Int) {
-        self.name = name
-        self.seed = seed
-        self.size = size
-    }
-
     /// The file's bytes: the generator's words, little-endian, cut at `size`.
     public var bytes: Data {
         var random = SplitMix64(seed: seed)
@@ -142,11 +136,6 @@ public struct FaultPlan: Codable, Sendable, Equatable {
     /// The request's index within the step (0 = its first request).
     public var request: Int
     public var kind: FaultKind
-
-    public init(request: Int, kind: FaultKind) {
-        self.request = request
-        self.kind = kind
-    }
 }
 
 /// What goes wrong with a request.
@@ -179,11 +168,11 @@ public enum FeedFault: String, Codable, Sendable, CaseIterable {
 /// The shape of a simulation run.
 public struct SimParameters: Codable, Sendable, Equatable {
     public var seed: UInt64
-    public var accounts: Int
-    public var devices: Int
-    public var steps: Int
+    public var accounts = 2
+    public var devices = 3
+    public var steps = 300
     /// Probability that any one request of a step gets a fault.
-    public var faultRate: Double
+    public var faultRate = 0.05
     /// How every device mints client IDs; nil is MiniFlake without reporting client-ID collisions (the summary
     /// then reads as it always did).
     public var idScheme: IDScheme?
@@ -192,21 +181,7 @@ public struct SimParameters: Codable, Sendable, Equatable {
     public var watchers: Int?
     /// The share of accounts that are end-to-end encrypted (issue 32), 0...1: see ``encryptedAccounts``. Nil (a trace
     /// written before) or 0: none. The schedule does not depend on it.
-    public var encryptedShare: Double?
-
-    public init(
-        seed: UInt64, accounts: Int = 2, devices: Int = 3, steps: Int = 300, faultRate: Double = 0.05,
-        idScheme: IDScheme? = nil, watchers: Int? = nil, encryptedShare: Double? = SimParameters.defaultEncryptedShare
-    ) {
-        self.watchers = watchers
-        self.encryptedShare = encryptedShare
-        self.seed = seed
-        self.accounts = accounts
-        self.devices = devices
-        self.steps = steps
-        self.faultRate = faultRate
-        self.idScheme = idScheme
-    }
+    public var encryptedShare: Double? = SimParameters.defaultEncryptedShare
 }
 
 extension SimParameters {

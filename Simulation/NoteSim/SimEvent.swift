@@ -10,11 +10,4 @@ public struct SimEvent: Codable, Sendable, Equatable {
     public var device: Int?
     public var kind: Kind
     public var detail: String
-
-    public init(step: Int, device: Int?, kind: Kind, detail: String) {
-        self.step = step
-        self.device = device
-        self.kind = kind
-        self.detail = detail
-    }
 }

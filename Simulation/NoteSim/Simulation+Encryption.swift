@@ -57,20 +57,14 @@ extension Simulation {
     func opened(_ records: [NoteRecord], account k: Int) throws -> [NoteRecord] {
         guard let keys = accounts[k].keys else { return records }
         return try records.map { record in
-            var opened = record
             if !(record.tags ?? []).isEmpty || record.pinned == true || record.archived == true {
                 throw fail(.noPlaintextOnServer, "account \(k) (encrypted): the server serves note \(record.clientID)/\(record.origin) with tags or flags in the clear")
             }
-            if record.deleted && record.text.isEmpty { return opened }
+            if record.deleted && record.text.isEmpty { return record }
             let payload = try open(
                 record.text, editID: record.editID, of: "note \(record.clientID)/\(record.origin)", clientID: record.clientID,
                 origin: record.origin, account: k, keys: keys)
-            opened.text = payload.text
-            opened.tags = payload.tags
-            opened.pinned = payload.pinned
-            opened.archived = payload.archived
-            opened.attachments = payload.attachments
-            return opened
+            return record.opened(as: payload)
         }
     }
 
@@ -78,20 +72,14 @@ extension Simulation {
     func opened(_ versions: [NoteVersion], of record: NoteRecord, account k: Int) throws -> [NoteVersion] {
         guard let keys = accounts[k].keys else { return versions }
         return try versions.map { version in
-            var opened = version
             if !version.tags.isEmpty || version.pinned || version.archived {
                 throw fail(.noPlaintextOnServer, "account \(k) (encrypted): version \(version.version) of note \(record.serverID) has tags or flags in the clear")
             }
-            if version.deleted && version.text.isEmpty { return opened }
+            if version.deleted && version.text.isEmpty { return version }
             let payload = try open(
                 version.text, editID: version.editID, of: "version \(version.version) of note \(record.clientID)/\(record.origin)",
                 clientID: record.clientID, origin: record.origin, account: k, keys: keys)
-            opened.text = payload.text
-            opened.tags = payload.tags
-            opened.pinned = payload.pinned
-            opened.archived = payload.archived
-            opened.attachments = payload.attachments
-            return opened
+            return version.opened(as: payload)
         }
     }
 

@@ -10,12 +10,6 @@ public enum SweepReport {
         public var outcome: SimOutcome
         /// The timeline's file name, relative to the index, when one was written.
         public var link: String?
-
-        public init(seed: UInt64, outcome: SimOutcome, link: String?) {
-            self.seed = seed
-            self.outcome = outcome
-            self.link = link
-        }
     }
 
     /// - Parameters:

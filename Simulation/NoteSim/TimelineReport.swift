@@ -20,15 +20,6 @@ public enum TimelineReport {
         public var trace: [Int]?
         /// The command line that reproduces the run.
         public var command: String
-
-        public init(seed: UInt64, parameters: SimParameters, steps: [SimAction], outcome: SimOutcome, trace: [Int]? = nil, command: String) {
-            self.seed = seed
-            self.parameters = parameters
-            self.steps = steps
-            self.outcome = outcome
-            self.trace = trace
-            self.command = command
-        }
     }
 
     /// The page. A run recorded without `recordEvents` draws its summary and steps only.

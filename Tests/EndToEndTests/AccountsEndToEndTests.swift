@@ -12,23 +12,11 @@ import Darwin
 /// signed out is asked on a real pseudo-terminal (or refused without one).
 @Suite("accounts on one device, end to end", .serialized, .enabled(if: NotesE2E.binariesExist, "build notes and notesyncd first (swift build)"))
 struct AccountsEndToEndTests {
-    func withServer(_ body: (NotesE2EServer) async throws -> Void) async throws {
-        let server = try await NotesE2EServer.start()
-        defer { server.stop() }
-        try await body(server)
-    }
-
-    func account(_ device: NotesDevice, _ verb: String, _ server: NotesE2EServer, _ username: String, _ extra: [String] = []) async throws -> NotesRun {
-        try await device.run(
-            [verb] + (verb == "signup" ? ["--no-encryption"] : []) + ["--server", server.url, "--username", username, "--password-stdin"]
-                + extra, stdin: NotesE2E.password + "\n")
-    }
-
     /// What the server holds for `username`, seen by a brand-new device.
     func serverTexts(_ server: NotesE2EServer, _ username: String) async throws -> [String] {
         let viewer = try NotesDevice("viewer")
         defer { viewer.remove() }
-        _ = ok(try await account(viewer, "login", server, username))
+        _ = ok(try await account(viewer, "login", server.url, username))
         return try await viewer.texts()
     }
 
@@ -39,16 +27,16 @@ struct AccountsEndToEndTests {
             let laptop = try NotesDevice("laptop")
             let phone = try NotesDevice("phone")
             defer { laptop.remove(); phone.remove() }
-            _ = ok(try await account(laptop, "signup", server, "demo"))
+            _ = ok(try await account(laptop, "signup", server.url, "demo"))
             _ = ok(try await laptop.run(["add", "demo one"]))
             _ = ok(try await laptop.run(["add", "demo two"]))
             _ = ok(try await laptop.run(["sync"]))
-            _ = ok(try await account(phone, "signup", server, "alice"))
+            _ = ok(try await account(phone, "signup", server.url, "alice"))
             _ = ok(try await phone.run(["add", "alice private: bank PIN hint"]))
             _ = ok(try await phone.run(["sync"]))
 
             // A new account without logging out: demo's notes are set aside, none is sent.
-            let bob = ok(try await account(laptop, "signup", server, "bob"))
+            let bob = ok(try await account(laptop, "signup", server.url, "bob"))
             #expect(bob.stdout.contains("demo's 2 notes set aside"), "\(bob)")
             #expect(bob.stdout.contains("Synced: nothing to send"), "\(bob)")
             #expect(try await laptop.texts() == [])
@@ -57,14 +45,14 @@ struct AccountsEndToEndTests {
             #expect(try await serverTexts(server, "bob") == [])
 
             // alice on the laptop: her phone's note arrives; an edit made here goes to alice only.
-            let alice = ok(try await account(laptop, "login", server, "alice"))
+            let alice = ok(try await account(laptop, "login", server.url, "alice"))
             #expect(try await laptop.texts() == ["alice private: bank PIN hint"])
             let listed = try await laptop.run(["list", "--json"]).json([NotesE2EListedNote].self)
             _ = ok(try await laptop.run(["edit", listed[0].id, "--text", "alice private: bank PIN hint\nedited on the laptop"]))
             _ = ok(try await laptop.run(["sync"]))
 
             // Back to demo: demo's notes as they were, nothing of alice's.
-            let demo = ok(try await account(laptop, "login", server, "demo"))
+            let demo = ok(try await account(laptop, "login", server.url, "demo"))
             #expect(demo.stdout.contains("alice's 1 note set aside") && demo.stdout.contains("2 notes of demo back"), "\(demo)")
             #expect(try await laptop.texts() == ["demo one", "demo two"])
             #expect(try await serverTexts(server, "demo") == ["demo one", "demo two"])
@@ -78,7 +66,7 @@ struct AccountsEndToEndTests {
             #expect(copied.stdout.contains("into alice's account"), "\(copied)")
             let unknown = try await laptop.run(["copy", one.id, "--to", "nobody"])
             #expect(unknown.status == 2 && unknown.stderr.contains("No account 'nobody' was signed in to on this device"), "\(unknown)")
-            _ = ok(try await account(laptop, "login", server, "alice"))
+            _ = ok(try await account(laptop, "login", server.url, "alice"))
             #expect(try await serverTexts(server, "alice") == ["alice private: bank PIN hint\nedited on the laptop", "demo one"])
             #expect(try await serverTexts(server, "demo") == ["demo one", "demo two"])
 
@@ -96,20 +84,20 @@ struct AccountsEndToEndTests {
         try await withServer { server in
             let laptop = try NotesDevice("refuse")
             defer { laptop.remove() }
-            _ = ok(try await account(laptop, "signup", server, "demo"))
+            _ = ok(try await account(laptop, "signup", server.url, "demo"))
             _ = ok(try await laptop.run(["logout"]))
             _ = ok(try await laptop.run(["add", "written while signed out"]))
-            let refused = try await account(laptop, "login", server, "demo")
+            let refused = try await account(laptop, "login", server.url, "demo")
             #expect(refused.status == 2, "\(refused)")
             #expect(refused.stderr.contains("--carry") && refused.stderr.split(separator: "\n").count == 1, "\(refused)")
             #expect(try await laptop.status().signedIn == false)
             #expect(try await serverTexts(server, "demo") == [])
 
-            let kept = ok(try await account(laptop, "login", server, "demo", ["--no-carry"]))
+            let kept = ok(try await account(laptop, "login", server.url, "demo", ["--no-carry"]))
             #expect(kept.stdout.contains("1 note written while signed out kept off demo"), "\(kept)")
             #expect(try await serverTexts(server, "demo") == [])
             _ = ok(try await laptop.run(["logout"]))
-            let carried = ok(try await account(laptop, "login", server, "demo", ["--carry"]))
+            let carried = ok(try await account(laptop, "login", server.url, "demo", ["--carry"]))
             #expect(carried.stdout.contains("1 note written while signed out added to demo"), "\(carried)")
             #expect(try await serverTexts(server, "demo") == ["written while signed out"])
         }
@@ -120,8 +108,8 @@ struct AccountsEndToEndTests {
         try await withServer { server in
             let laptop = try NotesDevice("pty")
             defer { laptop.remove() }
-            _ = ok(try await account(laptop, "signup", server, "demo"))
-            _ = ok(try await account(laptop, "signup", server, "bob"))
+            _ = ok(try await account(laptop, "signup", server.url, "demo"))
+            _ = ok(try await account(laptop, "signup", server.url, "bob"))
             _ = ok(try await laptop.run(["logout"]))
             for text in ["one", "two", "three"] { _ = ok(try await laptop.run(["add", "offline \(text)"])) }
 
@@ -151,19 +139,19 @@ struct AccountsEndToEndTests {
         try await withServer { server in
             let laptop = try NotesDevice("wipe")
             defer { laptop.remove() }
-            _ = ok(try await account(laptop, "signup", server, "demo"))
+            _ = ok(try await account(laptop, "signup", server.url, "demo"))
             _ = ok(try await laptop.run(["add", "demo synced"]))
             _ = ok(try await laptop.run(["sync"]))
             _ = ok(try await laptop.run(["add", "demo unsynced"]))
 
-            let refused = try await account(laptop, "signup", server, "bob", ["--wipe"])
+            let refused = try await account(laptop, "signup", server.url, "bob", ["--wipe"])
             #expect(refused.status == 2 && refused.stderr.contains("--yes"), "\(refused)")
             #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused)")
             #expect(try await laptop.texts() == ["demo synced", "demo unsynced"])
             #expect(try await laptop.status().username == "demo")
 
             // The same account again: nothing to wipe, nothing asked.
-            _ = ok(try await account(laptop, "login", server, "demo", ["--wipe"]))
+            _ = ok(try await account(laptop, "login", server.url, "demo", ["--wipe"]))
             #expect(try await laptop.texts() == ["demo synced", "demo unsynced"])
             _ = ok(try await laptop.run(["add", "demo unsynced again"]))
 

@@ -8,18 +8,13 @@ import TestSupport
 /// (`notesyncd users add`) set up as encrypted at its first `notes login`.
 @Suite("converting an account end to end", .serialized, .enabled(if: NotesE2E.binariesExist, "build notes and notesyncd first (swift build)"))
 struct ConversionEndToEndTests {
-    let encryption = EncryptionEndToEndTests()
-
     func login(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws -> NotesRun {
         try await device.run(["login", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n")
     }
 
     /// `notes signup --no-encryption` of alice on `device`.
     func signUpPlaintext(_ device: NotesDevice, _ server: NotesE2EServer) async throws {
-        _ = ok(
-            try await device.run(
-                ["signup", "--server", server.url, "--username", "alice", "--password-stdin", "--no-encryption"],
-                stdin: NotesE2E.password + "\n"))
+        ok(try await account(device, "signup", server.url, "alice"))
     }
 
     @Test func aPlaintextAccountWithHistoryAndAConflictCopyIsConvertedAndTheServerKeepsNoCanary() async throws {
@@ -45,7 +40,7 @@ struct ConversionEndToEndTests {
         _ = ok(try await a.run(["sync"]))
         let before = try await a.texts()
         #expect(before.count == 2, "\(before)")
-        #expect(try encryption.occurrences(of: "canary", in: server) > 0)
+        #expect(try server.occurrences(of: "canary") > 0)
 
         let enabled = ok(try await a.run(["encryption", "enable", "--password-stdin"], stdin: NotesE2E.password + "\n"))
         #expect(enabled.stderr.contains("recovery key"), "\(enabled)")
@@ -65,7 +60,7 @@ struct ConversionEndToEndTests {
         // Again: nothing to do.
         let again = ok(try await a.run(["encryption", "enable", "--password-stdin"], stdin: NotesE2E.password + "\n"))
         #expect(again.stdout.contains("already end-to-end encrypted"), "\(again)")
-        #expect(try encryption.occurrences(of: "canary", in: server) == 0)
+        #expect(try server.occurrences(of: "canary") == 0)
     }
 
     @Test func aConversionKilledHalfwayIsCarriedOnByTheNextSync() async throws {
@@ -84,7 +79,7 @@ struct ConversionEndToEndTests {
         _ = ok(try await a.run(["sync"]))
         #expect(ok(try await a.run(["status"])).stdout.contains("Encryption: end-to-end encrypted"))
         #expect(try await a.texts().count == 5000)
-        #expect(try encryption.occurrences(of: "canaryseed", in: server) == 0)
+        #expect(try server.occurrences(of: "canaryseed") == 0)
     }
 
     @Test func enableAsksThePasswordOnATerminalAndAWrongOneChangesNothing() async throws {
@@ -102,7 +97,7 @@ struct ConversionEndToEndTests {
             a, ["encryption", "enable"], answers: [("Password for alice: ", NotesE2E.password)])
         #expect(typed.status == 0 && typed.output.contains("Encrypted 1 note; alice's account is end-to-end encrypted"), "\(typed)")
         #expect(typed.output.contains("recovery key") && !typed.output.contains(NotesE2E.password), "\(typed)")
-        #expect(try encryption.occurrences(of: "canarypty", in: server) == 0)
+        #expect(try server.occurrences(of: "canarypty") == 0)
     }
 
     @Test func anAccountTheOperatorMadeIsEncryptedAtItsFirstSignIn() async throws {
@@ -124,6 +119,6 @@ struct ConversionEndToEndTests {
         let second = ok(try await login(b, server, "olga"))
         #expect(!second.stderr.contains("now end-to-end encrypted"), "\(second)")
         #expect(try await b.texts() == ["canaryolga writes"])
-        #expect(try encryption.occurrences(of: "canaryolga", in: server) == 0)
+        #expect(try server.occurrences(of: "canaryolga") == 0)
     }
 }

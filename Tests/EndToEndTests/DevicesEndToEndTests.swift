@@ -10,25 +10,10 @@ struct DevicesEndToEndTests {
     /// The pseudo-terminal driver of the issue-16 tests.
     let terminal = AccountsEndToEndTests()
 
-    func withServer(_ extra: [String] = [], _ body: (NotesE2EServer) async throws -> Void) async throws {
-        let server = try await NotesE2EServer.start(extraArguments: extra)
-        defer { server.stop() }
-        try await body(server)
-    }
-
-    func account(
-        _ device: NotesDevice, _ verb: String, _ server: NotesE2EServer, _ username: String, _ extra: [String] = [],
-        password: String = NotesE2E.password
-    ) async throws -> NotesRun {
-        try await device.run(
-            [verb] + (verb == "signup" ? ["--no-encryption"] : []) + ["--server", server.url, "--username", username, "--password-stdin"]
-                + extra, stdin: password + "\n")
-    }
-
     func serverTexts(_ server: NotesE2EServer, _ username: String, password: String = NotesE2E.password) async throws -> [String] {
         let viewer = try NotesDevice("viewer")
         defer { viewer.remove() }
-        _ = ok(try await account(viewer, "login", server, username, password: password))
+        _ = ok(try await account(viewer, "login", server.url, username, password: password))
         return try await viewer.texts()
     }
 
@@ -44,10 +29,10 @@ struct DevicesEndToEndTests {
             let laptop = try NotesDevice("laptop")
             let phone = try NotesDevice("phone")
             defer { laptop.remove(); phone.remove() }
-            _ = ok(try await account(laptop, "signup", server, "alice"))
+            _ = ok(try await account(laptop, "signup", server.url, "alice"))
             _ = ok(try await laptop.run(["add", "from the laptop"]))
             _ = ok(try await laptop.run(["sync"]))
-            _ = ok(try await account(phone, "login", server, "alice"))
+            _ = ok(try await account(phone, "login", server.url, "alice"))
 
             let devices = try ok(try await laptop.run(["devices", "--json"])).json([ListedDevice].self)
             #expect(devices.count == 2)
@@ -73,7 +58,7 @@ struct DevicesEndToEndTests {
             #expect(try await phone.status().signedIn == false)
             #expect(try await phone.texts() == ["from the laptop", "written on the revoked phone"])
             // Signing in again sends the new note once; nothing is duplicated.
-            _ = ok(try await account(phone, "login", server, "alice"))
+            _ = ok(try await account(phone, "login", server.url, "alice"))
             #expect(try await serverTexts(server, "alice") == ["from the laptop", "written on the revoked phone"])
 
             // Everywhere: every device of the account is signed out, each keeps its notes.
@@ -91,8 +76,8 @@ struct DevicesEndToEndTests {
             let laptop = try NotesDevice("pw-laptop")
             let phone = try NotesDevice("pw-phone")
             defer { laptop.remove(); phone.remove() }
-            _ = ok(try await account(laptop, "signup", server, "alice"))
-            _ = ok(try await account(phone, "login", server, "alice"))
+            _ = ok(try await account(laptop, "signup", server.url, "alice"))
+            _ = ok(try await account(phone, "login", server.url, "alice"))
             _ = ok(try await phone.run(["add", "phone note"]))
 
             // A wrong current password changes nothing (exit 4); differing new passwords are refused before asking.
@@ -121,9 +106,9 @@ struct DevicesEndToEndTests {
             #expect(try await laptop.run(["sync"]).status == 0)
             _ = ok(try await phone.run(["add", "written after the change"]))
             #expect(try await phone.run(["sync"]).status == 4)
-            let old = try await account(phone, "login", server, "alice")
+            let old = try await account(phone, "login", server.url, "alice")
             #expect(old.status == 4, "\(old)")
-            _ = ok(try await account(phone, "login", server, "alice", password: "new password 123"))
+            _ = ok(try await account(phone, "login", server.url, "alice", password: "new password 123"))
             #expect(try await serverTexts(server, "alice", password: "new password 123") == ["phone note", "written after the change"])
         }
     }
@@ -133,14 +118,14 @@ struct DevicesEndToEndTests {
             let laptop = try NotesDevice("del-laptop")
             let phone = try NotesDevice("del-phone")
             defer { laptop.remove(); phone.remove() }
-            _ = ok(try await account(laptop, "signup", server, "alice"))
+            _ = ok(try await account(laptop, "signup", server.url, "alice"))
             _ = ok(try await laptop.run(["add", "first"]))
             _ = ok(try await laptop.run(["add", "second"]))
             _ = ok(try await laptop.run(["sync"]))
-            _ = ok(try await account(phone, "login", server, "alice"))  // then offline until the account is gone
+            _ = ok(try await account(phone, "login", server.url, "alice"))  // then offline until the account is gone
             let bob = try NotesDevice("del-bob")
             defer { bob.remove() }
-            _ = ok(try await account(bob, "signup", server, "bob"))
+            _ = ok(try await account(bob, "signup", server.url, "bob"))
 
             // Without a terminal: refused unless --yes and --password-stdin; --yes with stdin closed has no password.
             let bare = try await laptop.run(["account", "delete"])
@@ -160,14 +145,14 @@ struct DevicesEndToEndTests {
             #expect(deleted.status == 0 && deleted.output.contains("Kept 2 notes on this device as notes of no account"), "\(deleted)")
             #expect(try await laptop.status().signedIn == false)
             #expect(try await laptop.texts() == ["first", "second"])
-            #expect(try await account(laptop, "login", server, "alice", ["--no-carry"]).status == 4)
+            #expect(try await account(laptop, "login", server.url, "alice", ["--no-carry"]).status == 4)
             #expect(try await serverTexts(server, "bob") == [])
 
             // The username is free. A new alice gets the laptop's notes only when asked, as new notes.
-            _ = ok(try await account(laptop, "signup", server, "alice", ["--no-carry"]))
+            _ = ok(try await account(laptop, "signup", server.url, "alice", ["--no-carry"]))
             #expect(try await serverTexts(server, "alice") == [])
             _ = ok(try await laptop.run(["logout"]))
-            let carried = ok(try await account(laptop, "login", server, "alice", ["--carry"]))
+            let carried = ok(try await account(laptop, "login", server.url, "alice", ["--carry"]))
             #expect(carried.stdout.contains("2 notes written while signed out added to alice"), "\(carried)")
             #expect(try await serverTexts(server, "alice") == ["first", "second"])
 
@@ -177,7 +162,7 @@ struct DevicesEndToEndTests {
             _ = ok(try await phone.run(["add", "phone, offline"]))
             #expect(try await phone.run(["sync"]).status == 4)
             #expect(try await phone.texts() == ["first", "phone, offline", "second"])
-            let phoneCarried = ok(try await account(phone, "login", server, "alice", ["--carry"]))
+            let phoneCarried = ok(try await account(phone, "login", server.url, "alice", ["--carry"]))
             #expect(phoneCarried.stdout.contains("3 notes written while signed out added to alice"), "\(phoneCarried)")
             #expect(try await serverTexts(server, "alice") == ["first", "phone, offline", "second"])
         }
@@ -187,7 +172,7 @@ struct DevicesEndToEndTests {
         try await withServer(["--max-notes-per-account", "3", "--max-bytes-per-account", "1000"]) { server in
             let laptop = try NotesDevice("quota")
             defer { laptop.remove() }
-            _ = ok(try await account(laptop, "signup", server, "alice"))
+            _ = ok(try await account(laptop, "signup", server.url, "alice"))
             for text in ["one", "two", "three", "four"] { _ = ok(try await laptop.run(["add", text])) }
             let sync = try await laptop.run(["sync"])
             #expect(sync.status == 1 && sync.stderr.contains("quota_exceeded"), "\(sync)")
@@ -213,7 +198,7 @@ struct DevicesEndToEndTests {
         try await withServer(["--max-bytes-per-account", "1000"]) { server in
             let laptop = try NotesDevice("quota-retry")
             defer { laptop.remove() }
-            _ = ok(try await account(laptop, "signup", server, "alice"))
+            _ = ok(try await account(laptop, "signup", server.url, "alice"))
             // Each note's text counts twice (the note and its version in the history): 600 bytes of the 1,000 for the
             // first, the second would make 1,200; shortening the first to "short" frees its 300 (its old version
             // stays in the history), enough for the second.
@@ -250,10 +235,10 @@ struct DevicesEndToEndTests {
             let laptop = try NotesDevice("replay-laptop")
             let phone = try NotesDevice("replay-phone")
             defer { laptop.remove(); phone.remove() }
-            _ = ok(try await account(laptop, "signup", server, "alice"))
+            _ = ok(try await account(laptop, "signup", server.url, "alice"))
             _ = ok(try await laptop.run(["add", "plan\nmonday\nmiddle\nfriday"]))
             _ = ok(try await laptop.run(["sync"]))
-            _ = ok(try await account(phone, "login", server, "alice"))
+            _ = ok(try await account(phone, "login", server.url, "alice"))
             let id = try #require(try await laptop.run(["list", "--json"]).json([NotesE2EListedNote].self).first?.id)
             _ = ok(try await laptop.run(["edit", id, "--text", "plan\nMONDAY\nmiddle\nfriday"]))
             _ = ok(try await phone.run(["edit", id, "--text", "plan\nmonday\nmiddle\nFRIDAY"]))

@@ -15,19 +15,9 @@ struct EncryptedNoteAttachmentsEndToEndTests {
 
     /// How many times `word` occurs in the files under `directory`, read recursively.
     static func occurrences(of word: String, under directory: URL) throws -> Int {
-        let needle = Data(word.utf8)
-        var hits = 0
-        for path in try FileManager.default.subpathsOfDirectory(atPath: directory.path) {
-            let url = directory.appendingPathComponent(path)
-            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
-            let bytes = try Data(contentsOf: url)
-            var start = bytes.startIndex
-            while let found = bytes.range(of: needle, in: start..<bytes.endIndex) {
-                hits += 1
-                start = found.upperBound
-            }
-        }
-        return hits
+        let files = try FileManager.default.subpathsOfDirectory(atPath: directory.path).map { directory.appendingPathComponent($0) }
+        return try EndToEndTests.occurrences(
+            of: word, in: files.filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true })
     }
 
     @Test func anEncryptedAccountsAttachmentTravelsBetweenDevicesAndTheDaemonHoldsNoCanary() async throws {

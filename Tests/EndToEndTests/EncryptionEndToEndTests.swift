@@ -9,22 +9,6 @@ import TestSupport
 /// (`notes devices revoke`, `notes logout --everywhere`) work on an encrypted account.
 @Suite("encryption end to end", .serialized, .enabled(if: NotesE2E.binariesExist, "build notes and notesyncd first (swift build)"))
 struct EncryptionEndToEndTests {
-    /// How many times `word` occurs in the daemon's database file and its WAL.
-    func occurrences(of word: String, in server: NotesE2EServer) throws -> Int {
-        let database = server.directory.appendingPathComponent("data/notesyncd.sqlite").path
-        let needle = Data(word.utf8)
-        var hits = 0
-        for file in [database, database + "-wal"] where FileManager.default.fileExists(atPath: file) {
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
-            var start = bytes.startIndex
-            while let found = bytes.range(of: needle, in: start..<bytes.endIndex) {
-                hits += 1
-                start = found.upperBound
-            }
-        }
-        return hits
-    }
-
     @Test func twoDevicesOfAnEncryptedAccountConvergeAndTheServerHoldsNoCanary() async throws {
         let server = try await NotesE2EServer.start()
         defer { server.stop() }
@@ -59,7 +43,7 @@ struct EncryptionEndToEndTests {
         #expect(try await b.texts() == final)
 
         #expect(ok(try await b.run(["status"])).stdout.contains("end-to-end encrypted"))
-        #expect(try occurrences(of: "canary", in: server) == 0)
+        #expect(try server.occurrences(of: "canary") == 0)
     }
 
     func signUp(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String = "alice") async throws {
@@ -110,7 +94,7 @@ struct EncryptionEndToEndTests {
         #expect(try await c.texts() == expected)
         _ = ok(try await login(b, server, password: "new password 123"))
         #expect(try await b.texts() == expected)
-        #expect(try await occurrences(of: "canary", in: server) == 0)
+        #expect(try server.occurrences(of: "canary") == 0)
     }
 
     @Test func revokingADeviceAndLoggingOutEverywhereWorkOnAnEncryptedAccount() async throws {

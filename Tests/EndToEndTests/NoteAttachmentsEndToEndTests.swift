@@ -15,14 +15,16 @@ import TestSupport
 struct NoteAttachmentsEndToEndTests {
     static let mib = 1 << 20
 
+    /// An attachment as `notes attachments --json` lists it: the fields these tests read (``attachmentFields`` names
+    /// them all).
     struct Listed: Decodable {
         var name: String
-        var size: Int64
-        var mediaType: String
-        var sha256: String
         var chunks: Int
         var onDevice: Bool
     }
+
+    /// Every field of an attachment in `notes attachments --json`.
+    static let attachmentFields: Set<String> = ["name", "size", "mediaType", "sha256", "chunks", "onDevice"]
 
     struct Added: Decodable { var id: String }
 
@@ -48,10 +50,7 @@ struct NoteAttachmentsEndToEndTests {
         init() async throws {
             directory = try NotesE2E.temporaryDirectory("attachments-server")
             metricsPort = try DaemonProcess.freePort()
-            daemon = Mutex(
-                try await DaemonProcess.startOnRestartablePort(
-                    ["--data-dir", directory.appendingPathComponent("data").path, "--metrics-address", "127.0.0.1:\(metricsPort)"],
-                    log: directory.appendingPathComponent("notesyncd.log")))
+            daemon = Mutex(try await DaemonProcess.start(in: directory, ["--metrics-address", "127.0.0.1:\(metricsPort)"]))
         }
 
         /// Kills the daemon (SIGKILL) and starts it again on the same port and data.
@@ -92,7 +91,10 @@ struct NoteAttachmentsEndToEndTests {
     }
 
     func attachments(_ device: NotesDevice, _ id: String) async throws -> [Listed] {
-        try ok(try await device.run(["attachments", id, "--json"])).json([Listed].self)
+        let listing = ok(try await device.run(["attachments", id, "--json"]))
+        let objects = try #require(try JSONSerialization.jsonObject(with: Data(listing.stdout.utf8)) as? [[String: Any]])
+        #expect(objects.allSatisfy { Set($0.keys) == Self.attachmentFields }, "\(listing)")
+        return try listing.json([Listed].self)
     }
 
     static func bytes(_ count: Int, seed: UInt64) -> Data {

@@ -10,13 +10,8 @@ struct NoteSimReportEndToEndTests {
     @Test func aRunWritesItsTimelineAndASweepItsIndex() async throws {
         let directory = try NotesE2E.temporaryDirectory("sim-report")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let timeline = directory.appendingPathComponent("run.html")
-        let one = try await Subprocess.run(
-            NotesE2E.simBinary.path, ["--seed", "2", "--steps", "60", "--devices", "4", "--report", timeline.path], timeLimit: .seconds(300))
-        try #require(one.status == .exited(0), "\(one.output)")
-        let page = try String(contentsOf: timeline, encoding: .utf8)
-        #expect(page.contains(#"<body data-kind="timeline">"#))
-        let run = try #require(Self.data(of: page))
+        let run = try await Self.report(
+            ["--seed", "2", "--steps", "60", "--devices", "4"], to: directory.appendingPathComponent("run.html"), kind: "timeline")
         #expect(run["devices"] as? Int == 4)
         #expect((run["command"] as? String)?.hasPrefix("notes-sim --seed 2 --steps 60 ") == true)
         let steps = try #require(run["steps"] as? [String])
@@ -24,19 +19,24 @@ struct NoteSimReportEndToEndTests {
         let attachmentSteps = steps.filter { step in ["attach", "detach", "save", "cut upload", "cutUpload"].contains { step.contains($0) } }.count
         #expect(steps.count == 61 + tagSteps + attachmentSteps, "60 steps, the tag and attachment steps on top of them, and the end: \(steps)")
 
-        let index = directory.appendingPathComponent("sweep.html")
-        let sweep = try await Subprocess.run(
-            NotesE2E.simBinary.path, ["--seeds", "1..3", "--steps", "40", "--jobs", "2", "--report", index.path], timeLimit: .seconds(300))
-        try #require(sweep.status == .exited(0), "\(sweep.output)")
-        let indexPage = try String(contentsOf: index, encoding: .utf8)
-        #expect(indexPage.contains(#"<body data-kind="sweep">"#))
-        let sweepData = try #require(Self.data(of: indexPage))
+        let sweepData = try await Self.report(
+            ["--seeds", "1..3", "--steps", "40", "--jobs", "2"], to: directory.appendingPathComponent("sweep.html"), kind: "sweep")
         let seeds = try #require(sweepData["seeds"] as? [[String: Any]])
         #expect(seeds.map { $0["seed"] as? Int } == [1, 2, 3] && seeds.allSatisfy { $0["passed"] as? Bool == true && $0["link"] == nil })
         let command = try #require(sweepData["command"] as? String)
         #expect(command.hasPrefix("notes-sim --seed {seed} --steps 40 ") && command.hasSuffix(" --report seed-{seed}.html"))
         let written = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         #expect(written == ["run.html", "sweep.html"], "no timeline for a passing seed")
+    }
+
+    /// Runs `notes-sim ARGUMENTS --report PAGE` and returns the JSON the page carries, expecting a page of `kind`
+    /// (`timeline`, `sweep`).
+    static func report(_ arguments: [String], to page: URL, kind: String) async throws -> [String: Any] {
+        let run = try await Subprocess.run(NotesE2E.simBinary.path, arguments + ["--report", page.path], timeLimit: .seconds(300))
+        try #require(run.status == .exited(0), "\(run.output)")
+        let html = try String(contentsOf: page, encoding: .utf8)
+        #expect(html.contains("<body data-kind=\"\(kind)\">"))
+        return try #require(data(of: html))
     }
 
     /// The JSON a report page carries.

@@ -385,6 +385,56 @@ struct NotesE2ESignIn: Decodable, Sendable {
     var sync: Sync?
 }
 
+/// How many times `word` occurs in `files`, each read whole: a canary that must not reach the daemon's disk.
+func occurrences(of word: String, in files: [URL]) throws -> Int {
+    let needle = Data(word.utf8)
+    var hits = 0
+    for file in files {
+        let bytes = try Data(contentsOf: file)
+        var start = bytes.startIndex
+        while let found = bytes.range(of: needle, in: start..<bytes.endIndex) {
+            hits += 1
+            start = found.upperBound
+        }
+    }
+    return hits
+}
+
+extension NotesE2EServer {
+    /// How many times `word` occurs in the daemon's database file and its WAL.
+    func occurrences(of word: String) throws -> Int {
+        let database = directory.appendingPathComponent("data/notesyncd.sqlite").path
+        let files = [database, database + "-wal"].filter { FileManager.default.fileExists(atPath: $0) }
+        return try EndToEndTests.occurrences(of: word, in: files.map { URL(fileURLWithPath: $0) })
+    }
+}
+
+extension DaemonProcess {
+    /// `notesyncd ARGUMENTS` on a port it can be restarted on, its data in `directory/data` and its standard error in
+    /// `directory/notesyncd.log`.
+    static func start(in directory: URL, _ arguments: [String] = []) async throws -> DaemonProcess {
+        try await startOnRestartablePort(
+            ["--data-dir", directory.appendingPathComponent("data").path] + arguments, log: directory.appendingPathComponent("notesyncd.log"))
+    }
+}
+
+/// Runs `body` with a fresh `notesyncd` started with `arguments`, stopped afterwards.
+func withServer(_ arguments: [String] = [], _ body: (NotesE2EServer) async throws -> Void) async throws {
+    let server = try await NotesE2EServer.start(extraArguments: arguments)
+    defer { server.stop() }
+    try await body(server)
+}
+
+/// `notes VERB` (`signup`, `login`) of `username` on the server at `url`, the password on stdin; a sign-up makes a
+/// plaintext account (these tests are about sync, not encryption: EncryptionEndToEndTests).
+func account(
+    _ device: NotesDevice, _ verb: String, _ url: String, _ username: String, _ extra: [String] = [], password: String = NotesE2E.password
+) async throws -> NotesRun {
+    try await device.run(
+        [verb] + (verb == "signup" ? ["--no-encryption"] : []) + ["--server", url, "--username", username, "--password-stdin"] + extra,
+        stdin: password + "\n")
+}
+
 /// Expects `run` to have succeeded (exit 0), and returns it.
 @discardableResult
 func ok(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) -> NotesRun {

@@ -15,12 +15,8 @@ import Glibc
     .enabled(if: NotesE2E.binariesExist && ScaleOut.baseURL != nil, "needs FLAKENOTES_POSTGRES_URL and built binaries")
 )
 struct ScaleOutEndToEndTests {
-    func expectSuccess(_ run: NotesRun, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
-    }
-
     func logIn(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String) async throws {
-        expectSuccess(
+        ok(
             try await device.run(
                 ["login", "--server", server.url, "--username", username, "--password-stdin"], stdin: NotesE2E.password + "\n"
             )
@@ -45,23 +41,23 @@ struct ScaleOutEndToEndTests {
         defer { a.remove(); b.remove() }
         try await logIn(a, one, "alice")
         try await logIn(b, two, "alice")
-        for index in 0..<5 { expectSuccess(try await a.run(["add", "from a \(index)"])) }
-        for index in 0..<5 { expectSuccess(try await b.run(["add", "from b \(index)"])) }
-        expectSuccess(try await a.run(["sync"]))
-        expectSuccess(try await b.run(["sync"]))
-        expectSuccess(try await a.run(["sync"]))
+        for index in 0..<5 { ok(try await a.run(["add", "from a \(index)"])) }
+        for index in 0..<5 { ok(try await b.run(["add", "from b \(index)"])) }
+        ok(try await a.run(["sync"]))
+        ok(try await b.run(["sync"]))
+        ok(try await a.run(["sync"]))
         let expected = ((0..<5).map { "from a \($0)" } + (0..<5).map { "from b \($0)" }).sorted()
         #expect(try await a.texts() == expected)
         #expect(try await b.texts() == expected)
 
         // Device a signs out (forgetting server IDs), edits offline, signs in through the other daemon.
-        expectSuccess(try await a.run(["logout"]))
+        ok(try await a.run(["logout"]))
         let listed = try await a.run(["list", "--json"]).json([NotesE2EListedNote].self)
         let first = try #require(listed.first { $0.text == "from a 0" })
-        expectSuccess(try await a.run(["edit", first.id, "--text", "from a 0, edited while signed out"]))
+        ok(try await a.run(["edit", first.id, "--text", "from a 0, edited while signed out"]))
         try await logIn(a, two, "alice")
-        expectSuccess(try await a.run(["sync"]))
-        expectSuccess(try await b.run(["sync"]))
+        ok(try await a.run(["sync"]))
+        ok(try await b.run(["sync"]))
         let final = (["from a 0, edited while signed out"] + (1..<5).map { "from a \($0)" } + (0..<5).map { "from b \($0)" }).sorted()
         #expect(try await a.texts() == final)
         #expect(try await b.texts() == final)

@@ -35,12 +35,6 @@ struct TagsEndToEndTests {
         var notes: Int
     }
 
-    func withServer(_ body: (NotesE2EServer) async throws -> Void) async throws {
-        let server = try await NotesE2EServer.start()
-        defer { server.stop() }
-        try await body(server)
-    }
-
     func signIn(_ device: NotesDevice, _ server: NotesE2EServer, _ username: String, signUp: Bool = false) async throws {
         ok(
             try await device.run(

@@ -35,13 +35,10 @@ struct WatchCPUTests {
     @Test func aWatchWaitingOnAnIdleDaemonLeavesTheCPUAlone() async throws {
         let directory = try NotesE2E.temporaryDirectory("watch-cpu")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let daemon = try await DaemonProcess.startOnRestartablePort(
-            ["--data-dir", directory.appendingPathComponent("data").path], log: directory.appendingPathComponent("notesyncd.log"))
+        let daemon = try await DaemonProcess.start(in: directory)
         let device = try NotesDevice("watch-cpu-device")
         defer { device.remove() }
-        let signUp = try await device.run(
-            ["signup", "--no-encryption", "--server", "http://127.0.0.1:\(daemon.port)", "--username", "alice", "--password-stdin"],
-            stdin: NotesE2E.password + "\n")
+        let signUp = try await account(device, "signup", "http://127.0.0.1:\(daemon.port)", "alice")
         try #require(signUp.status == 0, "\(signUp)")
 
         let before = try await device.status().lastSync
@@ -80,14 +77,10 @@ struct WatchCPUTests {
     @Test func aPasswordChangeLeavesTheCPUAloneWhileTheDaemonHashes() async throws {
         let directory = try NotesE2E.temporaryDirectory("password-cpu")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let daemon = try await DaemonProcess.startOnRestartablePort(
-            ["--data-dir", directory.appendingPathComponent("data").path, "--bcrypt-cost", "13"],
-            log: directory.appendingPathComponent("notesyncd.log"))
+        let daemon = try await DaemonProcess.start(in: directory, ["--bcrypt-cost", "13"])
         let device = try NotesDevice("password-cpu-device")
         defer { device.remove() }
-        let signUp = try await device.run(
-            ["signup", "--no-encryption", "--server", "http://127.0.0.1:\(daemon.port)", "--username", "alice", "--password-stdin"],
-            stdin: NotesE2E.password + "\n")
+        let signUp = try await account(device, "signup", "http://127.0.0.1:\(daemon.port)", "alice")
         try #require(signUp.status == 0, "\(signUp)")
         let started = ContinuousClock.now
         let change = try await device.run(["password", "--password-stdin"], stdin: NotesE2E.password + "\n" + "a new password, long enough\n")
@@ -105,8 +98,7 @@ struct WatchCPUTests {
     @Test func aWaitingPullAnswersAndFailsInURLSessionsWords() async throws {
         let directory = try NotesE2E.temporaryDirectory("waiting-pull")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let daemon = try await DaemonProcess.startOnRestartablePort(
-            ["--data-dir", directory.appendingPathComponent("data").path], log: directory.appendingPathComponent("notesyncd.log"))
+        let daemon = try await DaemonProcess.start(in: directory)
         let pull = WireRequest(method: .get, path: Endpoint.pull.path, query: [(PullQuery.limit, "1"), (PullQuery.wait, "1")])
 
         let answer = try await URLSessionTransport(baseURL: URL(string: "http://127.0.0.1:\(daemon.port)")!).send(pull)

@@ -13,13 +13,6 @@ import Glibc
     "notes watch, end to end", .serialized,
     .enabled(if: NotesE2E.binariesExist && TmuxSession.available, "needs the notes and notesyncd binaries and tmux"))
 struct WatchEndToEndTests {
-    func account(_ device: NotesDevice, _ verb: String, _ url: String, _ username: String) async throws -> NotesRun {
-        // Plaintext accounts: these tests are about sync, not encryption (EncryptionEndToEndTests).
-        try await device.run(
-            [verb] + (verb == "signup" ? ["--no-encryption"] : []) + ["--server", url, "--username", username, "--password-stdin"],
-            stdin: NotesE2E.password + "\n")
-    }
-
     static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
     /// `notes watch` of `device` in a tmux session (a real terminal), once it has started and run its first sync
@@ -105,8 +98,7 @@ struct WatchEndToEndTests {
     @Test func aWatchPrintsALineOnlyForSyncsThatMovedSomething() async throws {
         let directory = try NotesE2E.temporaryDirectory("watch-lines")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let daemon = try await DaemonProcess.startOnRestartablePort(
-            ["--data-dir", directory.appendingPathComponent("data").path], log: directory.appendingPathComponent("notesyncd.log"))
+        let daemon = try await DaemonProcess.start(in: directory)
         let (laptop, phone) = try await aliceOnLaptopAndPhone("http://127.0.0.1:\(daemon.port)")
         defer { laptop.remove(); phone.remove() }
         let session = try await Self.watch(phone, directory: directory)
@@ -134,8 +126,7 @@ struct WatchEndToEndTests {
     @Test func aWatchingDeviceSignedOutFromAnotherEndsItsWatchAtOnce() async throws {
         let directory = try NotesE2E.temporaryDirectory("watch-revoked")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let daemon = try await DaemonProcess.startOnRestartablePort(
-            ["--data-dir", directory.appendingPathComponent("data").path], log: directory.appendingPathComponent("notesyncd.log"))
+        let daemon = try await DaemonProcess.start(in: directory)
         let (laptop, phone) = try await aliceOnLaptopAndPhone("http://127.0.0.1:\(daemon.port)")
         defer { laptop.remove(); phone.remove() }
         _ = ok(try await phone.run(["add", "kept on the phone"]))
@@ -170,8 +161,8 @@ struct WatchScaleOutEndToEndTests {
         let watcher = try NotesDevice("watcher")
         defer { writer.remove(); watcher.remove() }
         let helper = WatchEndToEndTests()
-        ok(try await helper.account(writer, "signup", one.url, "alice"))
-        ok(try await helper.account(watcher, "login", two.url, "alice"))
+        ok(try await account(writer, "signup", one.url, "alice"))
+        ok(try await account(watcher, "login", two.url, "alice"))
 
         let session = try await WatchEndToEndTests.watch(watcher, directory: watcher.home.deletingLastPathComponent())
         for index in 1...3 {

@@ -1,22 +1,16 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import NoteCrypto
 
 /// Replays the crypto fuzz targets' checked-in corpus (`Fuzz/corpus/<target>/`, grown by `scripts/fuzz.sh`) through
 /// the properties the fuzzers check (``CryptoOracle``): every input the fuzzers kept, on every test run.
 @Suite struct CryptoCorpusTests {
-    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus")
-
     @Test(arguments: CryptoOracle.Target.allCases)
     func corpusKeepsEveryProperty(_ target: CryptoOracle.Target) throws {
-        let folder = Self.corpus.appendingPathComponent(target.rawValue)
-        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
-        #expect(files.count >= 5, "the corpus of \(target.rawValue) is missing")
-        for file in files {
-            let input = try [UInt8](Data(contentsOf: file))
-            #expect(CryptoOracle.check(target, input) == nil, "\(target.rawValue)/\(file.lastPathComponent)")
+        for input in try FuzzCorpus.inputs(of: target.rawValue) {
+            #expect(CryptoOracle.check(target, [UInt8](input.bytes)) == nil, "\(input.name)")
         }
     }
 

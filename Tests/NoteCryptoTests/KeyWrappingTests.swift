@@ -1,6 +1,7 @@
 import CSodium
 import MiniFlake
 import Testing
+import TestSupport
 
 @testable import NoteCrypto
 
@@ -240,16 +241,4 @@ import Testing
 /// `crypto_box_seal` for a test that must seal what ``KeyHandover`` refuses to.
 func crypto_box_seal_bridge(_ output: inout [UInt8], _ message: [UInt8], _ publicKey: [UInt8]) -> Int32 {
     crypto_box_seal(&output, message, UInt64(message.count), publicKey)
-}
-
-/// Bytes from hexadecimal, for the known answers.
-func hex(_ text: String) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var index = text.startIndex
-    while index < text.endIndex {
-        let next = text.index(index, offsetBy: 2)
-        bytes.append(UInt8(text[index..<next], radix: 16)!)
-        index = next
-    }
-    return bytes
 }

@@ -5,17 +5,10 @@ import TestSupport
 /// Replays the fuzz targets' checked-in corpus (`Fuzz/corpus/<target>/`, grown by `scripts/fuzz.sh`) through the
 /// same differential oracle the fuzzers run (``CodecOracle``): every input the fuzzers kept, on every test run.
 @Suite struct CodecCorpusTests {
-    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus")
-
     @Test(arguments: CodecOracle.Target.allCases)
     func corpusAgreesWithFoundation(_ target: CodecOracle.Target) throws {
-        let folder = Self.corpus.appendingPathComponent(target.rawValue)
-        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
-        #expect(files.count >= 5, "the corpus of \(target.rawValue) is missing")
-        for file in files {
-            let data = try Data(contentsOf: file)
-            #expect(CodecOracle.check(target, data) == nil, "\(target.rawValue)/\(file.lastPathComponent)")
+        for input in try FuzzCorpus.inputs(of: target.rawValue) {
+            #expect(CodecOracle.check(target, input.bytes) == nil, "\(input.name)")
         }
     }
 

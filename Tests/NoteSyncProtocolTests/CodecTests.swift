@@ -4,6 +4,17 @@ import NoteSyncProtocol
 import Testing
 import TestSupport
 
+/// Expects hand-written JSON to be `reference` (what `JSONEncoder` writes) but for the order of its keys, which
+/// `JSONEncoder` varies from run to run: the same JSON object, and the same length (the same escapes).
+func expectSameJSON(_ written: Data, as reference: Data, _ context: String = "", sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let object = try JSONSerialization.jsonObject(with: written) as? NSDictionary
+    let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
+    #expect(object != nil && object == referenceObject, "\(context)", sourceLocation: sourceLocation)
+    #expect(
+        written.count == reference.count,
+        "\(context):\n\(String(decoding: written, as: UTF8.self))\n\(String(decoding: reference, as: UTF8.self))", sourceLocation: sourceLocation)
+}
+
 @Suite("Pull codec")
 struct PullCodecTests {
     /// Every key of every hand-coded message is found by its table and written as `"name":`.
@@ -63,7 +74,7 @@ struct PullCodecTests {
             }
             // Same JSON object as JSONEncoder's (key order aside), and the same length: the same escapes.
             let reference = try WireJSON.encoder().encode(response)
-            #expect(fast.count == reference.count, "seed \(seed)")
+            try expectSameJSON(fast, as: reference, "seed \(seed)")
             // The client's hand-written decoder reads both without falling back, to the same value.
             for body in [fast, reference] {
                 let client = try #require(PullResponse.fast(body), "seed \(seed): \(String(decoding: body, as: UTF8.self))")
@@ -72,9 +83,6 @@ struct PullCodecTests {
                     #expect(Array(a.text.utf8) == Array(b.text.utf8), "seed \(seed)")
                 }
             }
-            let fastObject = try JSONSerialization.jsonObject(with: fast) as? NSDictionary
-            let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
-            #expect(fastObject == referenceObject, "seed \(seed)")
         }
     }
 
@@ -91,8 +99,7 @@ struct PullCodecTests {
         let reference = try WireJSON.encoder().encode(response)
         for written in [Self.write(response), response.encodedJSON()] {
             #expect(try JSONDecoder().decode(PullResponse.self, from: written) == response)
-            #expect(written.count == reference.count, "the same escapes")
-            #expect(try JSONSerialization.jsonObject(with: written) as? NSDictionary == JSONSerialization.jsonObject(with: reference) as? NSDictionary)
+            try expectSameJSON(written, as: reference)
         }
     }
 
@@ -403,12 +410,7 @@ struct PushCodecTests {
             let response = PushResponse(results: results)
             let fast = response.encodedJSON()
             let reference = try WireJSON.encoder().encode(response)
-            // The same JSON object (JSONEncoder's key order varies from run to run), and the same length: the same
-            // escapes.
-            let fastObject = try JSONSerialization.jsonObject(with: fast) as? NSDictionary
-            let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
-            #expect(fastObject != nil && fastObject == referenceObject, "seed \(seed)")
-            #expect(fast.count == reference.count, "seed \(seed):\n\(String(decoding: fast, as: UTF8.self))\n\(String(decoding: reference, as: UTF8.self))")
+            try expectSameJSON(fast, as: reference, "seed \(seed)")
             #expect(try JSONDecoder().decode(PushResponse.self, from: fast) == response, "seed \(seed)")
             // The client's hand-written decoder reads both without falling back, to the same value.
             for body in [fast, reference] {
@@ -428,10 +430,7 @@ struct ClientCodecTests {
             for change in PushCodecTests.randomRequest(&rng).changes {
                 let fast = change.encodedJSON()
                 let reference = try WireJSON.encoder().encode(change)
-                let fastObject = try JSONSerialization.jsonObject(with: fast) as? NSDictionary
-                let referenceObject = try JSONSerialization.jsonObject(with: reference) as? NSDictionary
-                #expect(fastObject != nil && fastObject == referenceObject, "seed \(seed)")
-                #expect(fast.count == reference.count, "seed \(seed): \(String(decoding: fast, as: UTF8.self))")
+                try expectSameJSON(fast, as: reference, "seed \(seed)")
                 let back = try JSONDecoder().decode(NoteChange.self, from: fast)
                 #expect(back == change && Array(back.text.utf8) == Array(change.text.utf8), "seed \(seed)")
             }

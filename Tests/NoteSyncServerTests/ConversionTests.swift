@@ -106,22 +106,12 @@ struct ConversionTests {
     }
 
     @Test func overHTTPOnSQLite() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("convert-http-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
-        configuration.signUp = .open
-        try await LiveDaemon.serve(configuration) { port, _ in
-            try await LiveDaemon.withHTTPClient(port: port) { api in try await Self.exercise(api, "carl") }
-        }
+        try await LiveDaemon.test { _, api in try await Self.exercise(api, "carl") }
     }
 
     @Test(.enabled(if: TestPostgres.isAvailable, "FLAKENOTES_POSTGRES_URL is not set"))
     func overHTTPOnPostgreSQL() async throws {
-        let url = try TestPostgres.url(schema: try await TestPostgres.freshSchema())
-        var configuration = ServerConfiguration(port: 0, bcryptCost: 4, logLevel: .error, database: .postgres(url: url))
-        configuration.postgresStartupDeadline = .seconds(300)
-        configuration.signUp = .open
-        try await LiveDaemon.serve(configuration) { port, _ in
+        try await LiveDaemon.serve(try await LiveDaemon.postgresConfiguration()) { port, _ in
             try await LiveDaemon.withHTTPClient(port: port) { api in try await Self.exercise(api, "carl") }
         }
     }

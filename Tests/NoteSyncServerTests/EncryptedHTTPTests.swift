@@ -16,21 +16,12 @@ import TestSupport
 @Suite("encrypted accounts over HTTP")
 struct EncryptedHTTPTests {
     @Test func sqlite() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("e2ee-http-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration(dataDirectory: directory, port: 0, bcryptCost: 4, logLevel: .error)
-        configuration.signUp = .open
-        try await Self.exercise(configuration)
+        try await LiveDaemon.withConfiguration({ _ in }) { configuration in try await Self.exercise(configuration) }
     }
 
     @Test(.enabled(if: TestPostgres.isAvailable, "FLAKENOTES_POSTGRES_URL is not set"))
     func postgres() async throws {
-        let url = try TestPostgres.url(schema: try await TestPostgres.freshSchema())
-        var configuration = ServerConfiguration(port: 0, bcryptCost: 4, logLevel: .error, database: .postgres(url: url))
-        // Started beside the whole suite's other PostgreSQL tests: 30 s was missed once on two loaded cores.
-        configuration.postgresStartupDeadline = .seconds(300)
-        configuration.signUp = .open
-        try await Self.exercise(configuration)
+        try await Self.exercise(try await LiveDaemon.postgresConfiguration())
     }
 
     static func exercise(_ configuration: ServerConfiguration) async throws {

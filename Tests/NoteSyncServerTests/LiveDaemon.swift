@@ -28,6 +28,17 @@ enum LiveDaemon {
         }
     }
 
+    /// The configuration the tests start from (as ``withConfiguration(_:_:)``'s) on a fresh schema of the test
+    /// PostgreSQL server (`FLAKENOTES_POSTGRES_URL`) instead of a data directory.
+    static func postgresConfiguration() async throws -> ServerConfiguration {
+        let url = try TestPostgres.url(schema: try await TestPostgres.freshSchema())
+        var configuration = ServerConfiguration(port: 0, bcryptCost: 4, logLevel: .error, database: .postgres(url: url))
+        // Started beside the whole suite's other PostgreSQL tests: 30 s was missed once on two loaded cores.
+        configuration.postgresStartupDeadline = .seconds(300)
+        configuration.signUp = .open
+        return configuration
+    }
+
     /// Runs the application as `notesyncd` does (its whole service group, on the configured listeners) in a service
     /// group of the test's own. `body` gets the port of the listening line and the group (to trigger a graceful
     /// shutdown); afterwards the daemon is shut down gracefully and waited for.

@@ -397,8 +397,8 @@ extension LiveSyncTests {
 
 /// A store that, once armed, commits one change of an account right after the next pull of that account read its
 /// page, straight into the store (no feed signal): a commit landing between a pull and its wait.
-final class CommitAfterPullStore: NoteStore, Sendable {
-    let inner: SQLiteNoteStore
+final class CommitAfterPullStore: ForwardingNoteStore, Sendable {
+    let inner: any NoteStore
     private struct Armed {
         var accountID: FlakeID
         var change: NoteChange
@@ -406,36 +406,11 @@ final class CommitAfterPullStore: NoteStore, Sendable {
     private let armed = Mutex<Armed?>(nil)
     private let didFire = Mutex(false)
 
-    init(_ inner: SQLiteNoteStore) { self.inner = inner }
+    init(_ inner: any NoteStore) { self.inner = inner }
 
     func arm(accountID: FlakeID, change: NoteChange) { armed.withLock { $0 = Armed(accountID: accountID, change: change) } }
     var fired: Bool { didFire.withLock { $0 } }
 
-    var backendName: String { inner.backendName }
-    func createAccount(_ account: AccountRecord) async throws { try await inner.createAccount(account) }
-    func referencedChunks(accountID: FlakeID, among hashes: [ContentHash]) async throws -> Set<ContentHash> {
-        try await inner.referencedChunks(accountID: accountID, among: hashes)
-    }
-    func account(byUsername username: String) async throws -> AccountRecord? { try await inner.account(byUsername: username) }
-    func account(byID id: FlakeID) async throws -> AccountRecord? { try await inner.account(byID: id) }
-    func createSession(_ session: SessionRecord) async throws { try await inner.createSession(session) }
-    func session(byTokenHash tokenHash: String) async throws -> SessionRecord? { try await inner.session(byTokenHash: tokenHash) }
-    func deleteSession(id: FlakeID, accountID: FlakeID) async throws -> Bool { try await inner.deleteSession(id: id, accountID: accountID) }
-    func sessions(accountID: FlakeID, limit: Int) async throws -> [SessionRecord] { try await inner.sessions(accountID: accountID, limit: limit) }
-    func deleteSessions(accountID: FlakeID, except: FlakeID?) async throws -> Int {
-        try await inner.deleteSessions(accountID: accountID, except: except)
-    }
-    func markSessionSeen(id: FlakeID, accountID: FlakeID, at time: Int64, ifBefore: Int64) async throws {
-        try await inner.markSessionSeen(id: id, accountID: accountID, at: time, ifBefore: ifBefore)
-    }
-    func changePassword(accountID: FlakeID, passwordHash: String, keepingSession: FlakeID?) async throws -> Int {
-        try await inner.changePassword(accountID: accountID, passwordHash: passwordHash, keepingSession: keepingSession)
-    }
-    func deleteAccount(id: FlakeID) async throws -> Bool { try await inner.deleteAccount(id: id) }
-    func usage(accountID: FlakeID) async throws -> AccountUsage? { try await inner.usage(accountID: accountID) }
-    func push(accountID: FlakeID, changes: [NoteChange], context: PushContext) async throws -> [ChangeResult] {
-        try await inner.push(accountID: accountID, changes: changes, context: context)
-    }
     func pull(accountID: FlakeID, after sequence: Int64, limit: Int, maxBytes: Int) async throws -> PullPage {
         let page = try await inner.pull(accountID: accountID, after: sequence, limit: limit, maxBytes: maxBytes)
         if let armed = armed.withLock({ value -> Armed? in
@@ -449,13 +424,4 @@ final class CommitAfterPullStore: NoteStore, Sendable {
         }
         return page
     }
-    func currentChangeSequence(accountID: FlakeID) async throws -> Int64 { try await inner.currentChangeSequence(accountID: accountID) }
-    func largestIssuedID() async throws -> FlakeID? { try await inner.largestIssuedID() }
-    func pruneAppliedEdits(createdBefore cutoff: Int64) async throws -> Int { try await inner.pruneAppliedEdits(createdBefore: cutoff) }
-    func versions(accountID: FlakeID, query: HistoryPlanner.Query) async throws -> VersionPage? {
-        try await inner.versions(accountID: accountID, query: query)
-    }
-    func pruneHistory(savedBefore cutoff: Int64) async throws -> Int { try await inner.pruneHistory(savedBefore: cutoff) }
-    func ping() async throws { try await inner.ping() }
-    func close() async throws { try await inner.close() }
 }

@@ -43,7 +43,7 @@ struct ReplayQuotaMigrationTests {
                         INSERT INTO applied_edits (account_id, edit_id, client_id, origin, pusher, status, created_at, text)
                         VALUES (?, ?, 1, 1, 0, 'merged', 1, ?)
                         """,
-                    arguments: [account, edit, text.map { Data(hex: $0) }])
+                    arguments: [account, edit, text.map { Data(hex($0)) }])
             }
         }
         try queue.close()
@@ -70,7 +70,7 @@ struct ReplayQuotaMigrationTests {
                 logger: logger)
         }
         for (account, edit, text) in Self.edits {
-            let bytes = text.map { ByteBuffer(bytes: Data(hex: $0)) }
+            let bytes = text.map { ByteBuffer(bytes: Data(hex($0))) }
             try await client.execute(
                 """
                 INSERT INTO applied_edits (account_id, edit_id, client_id, origin, pusher, status, created_at, text)
@@ -85,20 +85,6 @@ struct ReplayQuotaMigrationTests {
         }
         #expect(try await store.checkInvariants() == [])
         try await store.close()
-    }
-}
-
-extension Data {
-    /// Bytes from lowercase hex (a test's constant).
-    init(hex: String) {
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            bytes.append(UInt8(hex[index..<next], radix: 16)!)
-            index = next
-        }
-        self.init(bytes)
     }
 }
 

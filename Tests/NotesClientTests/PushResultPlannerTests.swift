@@ -53,14 +53,9 @@ struct PushResultPlannerTests {
     ]
 
     @Test(arguments: settleCases)
-    func aNoteNotEditedMeanwhileSettles(_ example: SettleCase) {
+    func aNoteNotEditedMeanwhileSettles(_ example: SettleCase) throws {
         let entry = Self.entry(deleted: example.pushedDelete)
-        let action = PushResultPlanner.apply(
-            Self.result(example.status), to: entry, localRevision: entry.revision, now: Self.now)
-        guard case .accept(let acceptance) = action, case .settle(let settle) = acceptance.update else {
-            Issue.record("expected a settle, got \(action)")
-            return
-        }
+        let (acceptance, settle) = try #require(Self.settled(Self.result(example.status), entry, localRevision: entry.revision))
         #expect(acceptance.releaseServerID == Self.serverID)
         #expect(settle.deleted == example.deleted)
         #expect(settle.text == entry.text && settle.baseText == entry.text)
@@ -83,13 +78,9 @@ struct PushResultPlannerTests {
                                 baseText: "merged text", updatedAt: Self.now, tagsAndFlags: TagsAndFlags())))))
     }
 
-    @Test func aReplayForgetsTheVersion() {
+    @Test func aReplayForgetsTheVersion() throws {
         let entry = Self.entry()
-        let action = PushResultPlanner.apply(Self.result(.updated, replayed: true), to: entry, localRevision: 3, now: Self.now)
-        guard case .accept(let acceptance) = action, case .settle(let settle) = acceptance.update else {
-            Issue.record("expected a settle")
-            return
-        }
+        let (_, settle) = try #require(Self.settled(Self.result(.updated, replayed: true), entry))
         #expect(settle.serverVersion == nil)
     }
 
@@ -169,38 +160,34 @@ struct PushResultPlannerTests {
         return entry
     }
 
-    @Test func theServersMergedTagsAndFlagsBecomeTheNotesAndItsBases() {
+    /// What answering `entry`'s push with `result` does when it settles the note (not edited since the snapshot at
+    /// `localRevision`): the acceptance and its settle; nil for any other action.
+    static func settled(
+        _ result: ChangeResult, _ entry: OutboxEntry, localRevision: Int64 = 3
+    ) -> (acceptance: PushResultPlanner.Acceptance, settle: PushResultPlanner.Settle)? {
+        guard case .accept(let acceptance) = PushResultPlanner.apply(result, to: entry, localRevision: localRevision, now: now),
+            case .settle(let settle) = acceptance.update
+        else { return nil }
+        return (acceptance, settle)
+    }
+
+    @Test func theServersMergedTagsAndFlagsBecomeTheNotesAndItsBases() throws {
         let entry = Self.tagged(Self.entry(), TagsAndFlags(tags: ["mine"]))
         var result = Self.result(.merged, text: "merged text")
         result.tags = ["theirs", "Mine"]
         result.pinned = true
-        guard case .accept(let acceptance) = PushResultPlanner.apply(result, to: entry, localRevision: 3, now: Self.now),
-            case .settle(let settle) = acceptance.update
-        else {
-            Issue.record("expected a settle")
-            return
-        }
+        let (_, settle) = try #require(Self.settled(result, entry))
         #expect(settle.tagsAndFlags == TagsAndFlags(tags: ["Mine", "theirs"], pinned: true), "in key order")
         #expect(settle.reindexTags, "the tags changed")
 
         // The answer leaves out what the note holds as pushed.
-        guard case .accept(let same) = PushResultPlanner.apply(Self.result(.updated), to: entry, localRevision: 3, now: Self.now),
-            case .settle(let settled) = same.update
-        else {
-            Issue.record("expected a settle")
-            return
-        }
+        let (_, settled) = try #require(Self.settled(Self.result(.updated), entry))
         #expect(settled.tagsAndFlags == TagsAndFlags(tags: ["mine"]) && !settled.reindexTags)
     }
 
-    @Test func aDeleteTheServerRefusedBringsTheTagsBack() {
+    @Test func aDeleteTheServerRefusedBringsTheTagsBack() throws {
         let entry = Self.tagged(Self.entry(deleted: true), TagsAndFlags(tags: ["kept"]))
-        guard case .accept(let acceptance) = PushResultPlanner.apply(Self.result(.kept, text: "edited elsewhere"), to: entry, localRevision: 3, now: Self.now),
-            case .settle(let settle) = acceptance.update
-        else {
-            Issue.record("expected a settle")
-            return
-        }
+        let (_, settle) = try #require(Self.settled(Self.result(.kept, text: "edited elsewhere"), entry))
         #expect(!settle.deleted && settle.reindexTags, "a live note again: its tags are listed again")
     }
 
@@ -211,24 +198,14 @@ struct PushResultPlannerTests {
         var result = Self.result(.conflict, text: "their line", conflict: copy)
         result.tags = ["mine", "theirs"]
         result.archived = false
-        guard case .accept(let acceptance) = PushResultPlanner.apply(result, to: entry, localRevision: 3, now: Self.now),
-            case .settle(let settle) = acceptance.update
-        else {
-            Issue.record("expected a settle")
-            return
-        }
+        let (acceptance, settle) = try #require(Self.settled(result, entry))
         #expect(acceptance.conflictCopy?.state.tagsAndFlags == mine && acceptance.conflictCopy?.state.baseTagsAndFlags == mine)
         #expect(settle.tagsAndFlags == TagsAndFlags(tags: ["mine", "theirs"]), "the note keeps the merged ones")
     }
 
-    @Test func aSnapshotTakenBeforeTagsLeavesTheNotesTagsAndFlags() {
+    @Test func aSnapshotTakenBeforeTagsLeavesTheNotesTagsAndFlags() throws {
         let entry = Self.tagged(Self.entry(), nil, base: nil)
-        guard case .accept(let acceptance) = PushResultPlanner.apply(Self.result(.updated), to: entry, localRevision: 3, now: Self.now),
-            case .settle(let settle) = acceptance.update
-        else {
-            Issue.record("expected a settle")
-            return
-        }
+        let (_, settle) = try #require(Self.settled(Self.result(.updated), entry))
         #expect(settle.tagsAndFlags == nil && !settle.reindexTags)
         #expect(
             PushResultPlanner.apply(Self.result(.updated), to: entry, localRevision: 4, now: Self.now)

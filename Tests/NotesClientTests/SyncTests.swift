@@ -68,8 +68,9 @@ struct SyncTests {
         #expect(try await serverTexts(server, "alice") == ["contested, edited on b"])
     }
 
-    @Test func overlappingEditsMakeAConflictCopyAndLoseNothing() async throws {
-        let (_, a, b) = try await aliceOnTwoDevices()
+    /// A note written on `a` and synced to `b`, then edited on both ("title\nbody by a", "title\nbody by b"), and
+    /// `a` synced: `b`'s next push overlaps `a`'s edit. Returns the note as `a` holds it.
+    func editOnBothThenSyncA(_ a: NotesClient, _ b: NotesClient) async throws -> LocalNote {
         let note = try a.add("title\nbody")
         try await a.syncOK()
         try await b.syncOK()
@@ -77,6 +78,12 @@ struct SyncTests {
         try a.edit(note.id, text: "title\nbody by a")
         try b.edit(onB.id, text: "title\nbody by b")
         try await a.syncOK()
+        return note
+    }
+
+    @Test func overlappingEditsMakeAConflictCopyAndLoseNothing() async throws {
+        let (_, a, b) = try await aliceOnTwoDevices()
+        let note = try await editOnBothThenSyncA(a, b)
         let report = try await b.syncOK()
         #expect(report.conflicts == 1)
         try await a.syncOK()
@@ -100,13 +107,7 @@ struct SyncTests {
         let b = try makeDevice(transport, seed: 2)
         try await signUp(a, "alice")
         try await signIn(b, "alice")
-        let note = try a.add("title\nbody")
-        try await a.syncOK()
-        try await b.syncOK()
-        let onB = try #require(try b.notes().first { $0.clientID == note.clientID })
-        try a.edit(note.id, text: "title\nbody by a")
-        try b.edit(onB.id, text: "title\nbody by b")
-        try await a.syncOK()
+        let note = try await editOnBothThenSyncA(a, b)
 
         transport.setPlan { request, _ in request.path == Endpoint.pull.path ? .refuse : nil }
         do {

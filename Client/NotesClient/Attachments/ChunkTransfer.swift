@@ -8,18 +8,11 @@ public struct AttachmentTransfer: Sendable, Equatable {
     /// The attachment.
     public var manifest: AttachmentManifest
     /// Chunks sent to the server (upload) or fetched from it (download) by this call.
-    public var chunksTransferred: Int
+    public var chunksTransferred = 0
     /// Their bytes.
-    public var bytesTransferred: Int64
+    public var bytesTransferred: Int64 = 0
     /// Chunks the other side had already (the server for an upload, this device's cache for a download): not sent.
-    public var chunksSkipped: Int
-
-    public init(manifest: AttachmentManifest, chunksTransferred: Int = 0, bytesTransferred: Int64 = 0, chunksSkipped: Int = 0) {
-        self.manifest = manifest
-        self.chunksTransferred = chunksTransferred
-        self.bytesTransferred = bytesTransferred
-        self.chunksSkipped = chunksSkipped
-    }
+    public var chunksSkipped = 0
 }
 
 /// Progress of a transfer, reported after each chunk sent or fetched.

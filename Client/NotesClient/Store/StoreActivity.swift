@@ -11,12 +11,6 @@ public struct StoreActivity: Sendable, Equatable {
     /// Pages its connection wrote to the database (its WAL): 4 KiB each.
     public var pagesWritten: Int
 
-    public init(statements: Int, nestedStatements: Int, pagesWritten: Int) {
-        self.statements = statements
-        self.nestedStatements = nestedStatements
-        self.pagesWritten = pagesWritten
-    }
-
     /// What happened between `earlier` and this.
     public func since(_ earlier: StoreActivity) -> StoreActivity {
         StoreActivity(

@@ -141,13 +141,7 @@ enum NoteSealing {
             throw NotesError(
                 .encryption, "Version \(version.version) of the note does not open as its edit \(editID): \(error.description) Its history was not kept (tampered).")
         }
-        var opened = version
-        opened.text = payload.text
-        opened.tags = payload.tags
-        opened.pinned = payload.pinned
-        opened.archived = payload.archived
-        opened.attachments = payload.attachments
-        return opened
+        return version.opened(as: payload)
     }
 
     /// What opening a pulled record gives.
@@ -182,12 +176,31 @@ enum NoteSealing {
         if let seen, payload.seq < seen.seq || (payload.seq == seen.seq && editID != seen.editID) {
             return refused("it is older than the version this device has seen (seq \(payload.seq), seen \(seen.seq)): a rollback")
         }
-        var opened = record
+        return .opened(record.opened(as: payload), seq: payload.seq)
+    }
+}
+
+extension NoteRecord {
+    /// This record with `payload` (its envelope, opened) in place of the envelope: its text, tags, flags and
+    /// attachments.
+    public func opened(as payload: NotePayload) -> NoteRecord {
+        var opened = self
         opened.text = payload.text
         opened.tags = payload.tags
         opened.pinned = payload.pinned
         opened.archived = payload.archived
         opened.attachments = payload.attachments
-        return .opened(opened, seq: payload.seq)
+        return opened
+    }
+}
+
+extension NoteVersion {
+    /// This history version with `payload` (its envelope, opened) in place of the envelope: its text, tags, flags and
+    /// attachments.
+    public func opened(as payload: NotePayload) -> NoteVersion {
+        NoteVersion(
+            version: version, text: payload.text, deleted: deleted, tags: payload.tags, pinned: payload.pinned,
+            archived: payload.archived, editedAt: editedAt, savedAt: savedAt, device: device, editID: editID,
+            attachments: payload.attachments)
     }
 }

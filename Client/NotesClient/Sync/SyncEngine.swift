@@ -404,28 +404,15 @@ final class SyncEngine: Sendable {
             let now = now
             let holding = holdingCursor
             let counts = try store.write { tx in
-                var total = PageCounts()
+                var counted: [PageCounts] = []
                 for page in pages {
-                    let counts = try apply(page, keys: keys, in: tx, now: now, storeCursor: !holding && !total.heldBack)
-                    total.heldBack = total.heldBack || counts.heldBack
-                    total.applied += counts.applied
-                    total.matched += counts.matched
-                    total.conflictCopies += counts.conflictCopies
-                    total.undeleted += counts.undeleted
-                    total.deviceMerged += counts.deviceMerged
-                    total.deviceConflicts += counts.deviceConflicts
-                    total.tampered += counts.tampered
+                    let heldBack = counted.contains(where: \.heldBack)
+                    counted.append(try apply(page, keys: keys, in: tx, now: now, storeCursor: !holding && !heldBack))
                 }
-                return total
+                return counted
             }
-            report.applied += counts.applied
-            report.matched += counts.matched
-            report.pulledConflictCopies += counts.conflictCopies
-            report.undeleted += counts.undeleted
-            report.deviceMerged += counts.deviceMerged
-            report.deviceConflicts += counts.deviceConflicts
-            report.tampered += counts.tampered
-            if counts.heldBack { holdingCursor = true }
+            for page in counts { page.add(to: &report) }
+            if counts.contains(where: \.heldBack) { holdingCursor = true }
             let pulled = pages.reduce(0) { $0 + $1.changes.count }
             report.pulled += pulled
             done += pulled
@@ -521,6 +508,17 @@ final class SyncEngine: Sendable {
         var tampered: [TamperedNote] = []
         /// A record of the page was not merged because its note's change is in flight (``apply(_:keys:in:now:storeCursor:)``).
         var heldBack = false
+
+        /// Counts the page in `report` (once its transaction committed).
+        func add(to report: inout SyncReport) {
+            report.applied += applied
+            report.matched += matched
+            report.pulledConflictCopies += conflictCopies
+            report.undeleted += undeleted
+            report.deviceMerged += deviceMerged
+            report.deviceConflicts += deviceConflicts
+            report.tampered += tampered
+        }
     }
 
     /// Applies one pull page (``PullPlanner``) and, with `storeCursor`, stores its cursor (and whether more pages wait).

@@ -6,15 +6,7 @@
 #   NOTES_BIN=... NOTESYNCD_BIN=... bash Tests/Fixtures/owner-migration/make-fixtures.sh
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d)"
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
-# Sign-up through the environment: open by default in that release, closed by default since issue 18.
-NOTESYNCD_SIGN_UP=open "$NOTESYNCD_BIN" --data-dir "$work/data" --port 0 >"$work/daemon.out" 2>"$work/daemon.err" &
-pid=$!
-for _ in $(seq 100); do grep -q listening "$work/daemon.out" && break; sleep 0.1; done
-url="$(sed -n 's/.*listening on //p' "$work/daemon.out")"
-n() { local home="$work/$1"; shift; NOTES_HOME="$home" "$NOTES_BIN" "$@"; }
-pw() { echo "correct horse battery"; }
+source "$here/../old-release.sh"
 id_of() { n "$1" list --json | python3 -c "import json,sys; print([n['id'] for n in json.load(sys.stdin) if n['text'].startswith('$2')][0])"; }
 # Device X: demo, then alice without logging out (that client carried demo's notes into alice); alice's phone
 # writes a private note, which X pulls.

@@ -12,14 +12,7 @@
 # which the migrated client must send again unchanged, with the same edit ID and without the new fields.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d)"
-trap 'kill "$pid" "${proxy:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-NOTESYNCD_SIGN_UP=open "$NOTESYNCD_BIN" --data-dir "$work/data" --port 0 >"$work/daemon.out" 2>"$work/daemon.err" &
-pid=$!
-for _ in $(seq 100); do grep -q listening "$work/daemon.out" && break; sleep 0.1; done
-url="$(sed -n 's/.*listening on //p' "$work/daemon.out")"
-n() { local home="$work/$1"; shift; NOTES_HOME="$home" "$NOTES_BIN" "$@"; }
-pw() { echo "correct horse battery"; }
+source "$here/../old-release.sh"
 id_of() { n "$1" list --all --json | python3 -c "import json,sys; print([n['id'] for n in json.load(sys.stdin) if n['text'].startswith('$2')][0])"; }
 
 pw | n X signup --server "$url" -u alice --password-stdin
@@ -61,7 +54,7 @@ print(server.server_address[1], flush=True)
 server.serve_forever()
 PY
 python3 "$work/proxy.py" "$url" >"$work/proxy.out" &
-proxy=$!
+children+=("$!")
 for _ in $(seq 100); do [ -s "$work/proxy.out" ] && break; sleep 0.1; done
 sqlite3 "$work/X/notes.sqlite" "UPDATE settings SET server_url = 'http://127.0.0.1:$(cat "$work/proxy.out")' WHERE id = 1"
 n X add "in flight"
