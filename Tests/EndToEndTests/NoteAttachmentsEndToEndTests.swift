@@ -226,7 +226,11 @@ struct NoteAttachmentsEndToEndTests {
         let rerun = try ok(try await a.run(["sync", "--json"])).json(Synced.self)
         #expect(rerun.chunksUploaded <= total - storedAtKill + 1, "\(rerun.chunksUploaded) sent after \(storedAtKill) of \(total) stored")
         #expect(server.storedChunks() == total)
-        #expect(try await server.chunkPuts() - putsBefore == rerun.chunksUploaded)
+        // The daemon may still finish, after the signal, the two PUTs the killed sync had in flight (it sends two at a
+        // time), before or after the rerun asks what is missing; beyond those two, no chunk goes up twice.
+        let puts = try await server.chunkPuts()
+        #expect(puts >= putsBefore + rerun.chunksUploaded, "the daemon counted every PUT of the rerun")
+        #expect(puts <= total + 2, "\(puts) PUTs for \(total) chunks")
         #expect(try await attachments(a, id).map(\.onDevice) == [true])
         await server.stop()
     }
