@@ -1,4 +1,11 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import MiniFlake
 import NoteCrypto
 import NoteSyncProtocol
@@ -58,13 +65,31 @@ public enum StoreScan {
     }
 
     /// The regular files under `directory`, recursively (hidden ones too), sorted; none when it does not exist.
+    ///
+    /// Read with `readdir`, whose entries say their type: Foundation's enumerator made a URL and read its resource
+    /// values for every entry, 2 % of a whole run's CPU (the scan runs after every server restart).
     static func files(under directory: URL) -> [String] {
-        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey]) else {
-            return []
-        }
         var found: [String] = []
-        while let url = enumerator.nextObject() as? URL {
-            if (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true { found.append(url.path) }
+        var pending = [directory.path]
+        while let path = pending.popLast() {
+            guard let stream = opendir(path) else { continue }
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name == "." || name == ".." { continue }
+                let child = path + "/" + name
+                var type = Int32(entry.pointee.d_type)
+                if type == Int32(DT_UNKNOWN) {  // the file system does not say: ask
+                    var isDirectory: ObjCBool = false
+                    guard FileManager.default.fileExists(atPath: child, isDirectory: &isDirectory) else { continue }
+                    type = isDirectory.boolValue ? Int32(DT_DIR) : Int32(DT_REG)
+                }
+                if type == Int32(DT_DIR) {
+                    pending.append(child)
+                } else if type == Int32(DT_REG) {
+                    found.append(child)
+                }
+            }
         }
         return found.sorted()
     }
@@ -76,7 +101,8 @@ public enum StoreScan {
         let marker = Array(Canary.marker.utf8)
         for path in files {
             guard FileManager.default.fileExists(atPath: path) else { continue }
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            // Mapped, not copied: the scan runs between steps, while nothing writes the store.
+            let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
             result.bytes += data.count
             let name = URL(fileURLWithPath: path).lastPathComponent
             for offset in occurrences(of: marker, in: data) {

@@ -56,8 +56,10 @@ extension SimServer {
 /// The real server code in this process over an SQLite store in a file of its own: deterministic, no sockets.
 ///
 /// The file (with its WAL, as a daemon's) is what the canary scan reads (issue 32). It lies in `/dev/shm` where there
-/// is one (memory: the store's `synchronous = FULL` costs no disk flush there), else in the temporary directory, and
-/// is removed at ``shutdown()``.
+/// is one, else in the temporary directory, and is removed at ``shutdown()``. It is ``SQLiteNoteStore/unsynced(path:)``:
+/// one connection on the calling thread with `synchronous = OFF`, since no step loses power and a restart keeps the
+/// store open (the daemon's pool hopped to its queues' threads twice a transaction and flushed every commit, for a
+/// durability nothing here observes: Docs/PERFORMANCE.md, notes-sim, 2026-11-27).
 final class InProcessSimServer: SimServer {
     let server: InProcessServer
     var store: any NoteStore { server.store }
@@ -74,7 +76,7 @@ final class InProcessSimServer: SimServer {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent(SQLiteNoteStore.fileName).path
         storePath = path
-        let store = try SQLiteNoteStore(path: path)
+        let store = try SQLiteNoteStore.unsynced(path: path)
         server = try InProcessServer(
             store: store, clock: clock, instance: 0, after: try await store.largestIssuedID(), limits: Self.limits,
             passwords: Self.simulatedPasswords,

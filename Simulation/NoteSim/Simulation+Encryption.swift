@@ -134,7 +134,7 @@ extension Simulation {
     /// an account is encrypted, whether the step's sync finished or a fault cut it short, before the checks read the
     /// server.
     func permitDeviceConflictCopies(on device: SimDevice) throws {
-        let origin = try local(device.index) { try device.client.status() }.origin
+        let origin = device.client.origin
         for copy in try local(device.index, { try device.client.identities() }).notes
         where copy.id > device.maxLocalID && copy.origin == origin {
             guard let k = accounts.firstIndex(where: { $0.accountID == copy.owner }), accounts[k].isEncrypted else { continue }

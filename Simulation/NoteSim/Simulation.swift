@@ -262,7 +262,7 @@ public final class Simulation {
                 try SimDevice(
                     index: d, now: now, server: server, seed: seeds.next(), idScheme: idScheme, recordsExchanges: recorder != nil,
                     chunkCache: scratch.appendingPathComponent("device-\(d)-chunks", isDirectory: true)))
-            if let recorder { recorder.learn(origin: try devices[d].client.status().origin, of: d) }
+            if let recorder { recorder.learn(origin: devices[d].client.origin, of: d) }
         }
         recorder?.learn(accounts: accounts)
         views = Array(repeating: AccountView(), count: accounts.count)
@@ -465,7 +465,7 @@ public final class Simulation {
     /// installation just before the device's `request`-th request of a sync; the device must then be signed out
     /// by the server with its notes kept, or learn it at its next network step.
     func revoke(_ device: SimDevice, account k: Int, atRequest request: Int) async throws {
-        let origin = try device.client.status().origin
+        let origin = device.client.origin
         let token = accounts[k].auditToken
         let transport = server.transport
         let failure = Locked<String?>(nil)

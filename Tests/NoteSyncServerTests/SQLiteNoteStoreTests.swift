@@ -14,6 +14,32 @@ struct SQLiteNoteStoreTests {
         try await store.close()
     }
 
+    /// The simulation's store (``SQLiteNoteStore/unsynced(path:)``): a file with its WAL and `-shm`, as a daemon's,
+    /// whose commits are not flushed; what it wrote is in the file, and the daemon's store opens it.
+    @Test func theUnsyncedStoreIsAFileInWALModeThatIsNotFlushed() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-unsynced-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent(SQLiteNoteStore.fileName).path
+        let minter = CountingMinter()
+        var store = try SQLiteNoteStore.unsynced(path: path)
+        #expect(try await store.synchronousMode() == 0)  // OFF
+        #expect(store.databasePath == path)
+        let account = AccountRecord(id: minter.mint(), username: "alice", passwordHash: "h", createdAt: 1)
+        try await store.createAccount(account)
+        _ = try await store.push(
+            accountID: account.id, changes: [change(1, edit: 1, text: "in the file\n")],
+            context: PushContext(limits: SyncLimits(), now: testEpoch, mintID: { minter.mint() }))
+        let wal = try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int
+        #expect((wal ?? 0) > 0)
+        #expect(FileManager.default.fileExists(atPath: path + "-shm"))
+        try await store.close()
+
+        store = try SQLiteNoteStore(path: path)
+        #expect(try await store.pull(accountID: account.id, after: 0, limit: 10).notes.map(\.text) == ["in the file\n"])
+        try await store.close()
+    }
+
     @Test func reopeningKeepsDataAndMigratesOnce() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-reopen-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

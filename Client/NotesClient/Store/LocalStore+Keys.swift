@@ -22,7 +22,7 @@ enum CredentialMemory: Sendable, Equatable {
 extension LocalStore.Transaction {
     /// This installation's key pair, made and stored on first use.
     func deviceKeyPair() throws -> DeviceKeyPair {
-        if let secret = try Data.fetchOne(db, sql: "SELECT secret FROM device_key WHERE id = 1") {
+        if let secret = try Data.fetchOne(db.cachedStatement(sql: "SELECT secret FROM device_key WHERE id = 1")) {
             return try DeviceKeyPair(restoringSecretKey: [UInt8](secret))
         }
         let pair = DeviceKeyPair.generate()
@@ -34,7 +34,8 @@ extension LocalStore.Transaction {
     /// The key ring of `account`: nil when this device holds no key of it (a plaintext account, or never signed in).
     func keyRing(of account: FlakeID) throws -> AccountKeyRing? {
         let rows = try Row.fetchAll(
-            db, sql: "SELECT generation, secret FROM account_keys WHERE account_id = ? ORDER BY generation", arguments: [account.rawValue])
+            db.cachedStatement(sql: "SELECT generation, secret FROM account_keys WHERE account_id = ? ORDER BY generation"),
+            arguments: [account.rawValue])
         guard !rows.isEmpty else { return nil }
         let keys = try rows.map { row throws in
             try AccountKey(account: account, generation: UInt32(row["generation"] as Int64), restoringSecretBytes: [UInt8](row["secret"] as Data))

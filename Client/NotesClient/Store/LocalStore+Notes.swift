@@ -49,12 +49,12 @@ extension LocalStore.Transaction {
     /// error (an edit is what makes a refused note pushable again).
     func replaceText(ofNote id: LocalNote.ID, with text: String, now: Int64) throws {
         let wasDeleted = try Bool.fetchOne(db.cachedStatement(sql: "SELECT deleted FROM notes WHERE id = ?"), arguments: [id]) ?? false
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE notes SET text = ?, deleted = 0, revision = revision + 1, dirty = 1, push_error = NULL,
                 push_error_message = NULL, updated_at = ? WHERE id = ?
-                """,
-            arguments: [text.stored, now, id])
+                """
+        ).execute(arguments: [text.stored, now, id])
         if wasDeleted {
             let tags = try String.fetchOne(db.cachedStatement(sql: "SELECT tags FROM notes WHERE id = ?"), arguments: [id])
             try indexTags(ofNote: id, StoredTags.names(tags))
@@ -94,12 +94,12 @@ extension LocalStore.Transaction {
     /// Makes a note a tombstone and bumps its revision; `syncs` says whether the delete is to be pushed (it is
     /// dirty) or stays local. Clears its push error.
     func markDeleted(_ id: LocalNote.ID, syncs: Bool, now: Int64) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE notes SET deleted = 1, revision = revision + 1, dirty = ?, push_error = NULL,
                 push_error_message = NULL, updated_at = ? WHERE id = ?
-                """,
-            arguments: [syncs, now, id])
+                """
+        ).execute(arguments: [syncs, now, id])
         try unindexTags(ofNote: id)
     }
 
@@ -223,12 +223,12 @@ extension LocalStore.Transaction {
     func status() throws -> NotesStatus {
         let settings = try requireSettings()
         let counts = try Row.fetchOne(
-            db,
-            sql: """
-                SELECT COALESCE(SUM(NOT deleted), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(dirty), 0),
-                COALESCE(SUM(\(NoteFilter.isRefused)), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0),
-                COALESCE(SUM(push_error = '\(APIErrorCode.quotaExceeded.rawValue)'), 0) FROM notes WHERE \(NoteFilter.onShow)
-                """)!
+            db.cachedStatement(
+                sql: """
+                    SELECT COALESCE(SUM(NOT deleted), 0), COALESCE(SUM(deleted), 0), COALESCE(SUM(dirty), 0),
+                    COALESCE(SUM(\(NoteFilter.isRefused)), 0), COALESCE(SUM(is_conflict AND NOT deleted), 0),
+                    COALESCE(SUM(push_error = '\(APIErrorCode.quotaExceeded.rawValue)'), 0) FROM notes WHERE \(NoteFilter.onShow)
+                    """))!
         let inFlight = try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox")) ?? 0
         let clientIDMark = try Int64.fetchOne(db.cachedStatement(sql: "SELECT client_id_high_water FROM settings WHERE id = 1"))
         var status = NotesStatus(

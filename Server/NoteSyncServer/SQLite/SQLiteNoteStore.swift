@@ -14,6 +14,8 @@ import Synchronization
 /// - **Durability**: the writer runs with `PRAGMA synchronous = FULL`, so the WAL is synced to stable storage at
 ///   every commit: an acknowledged push survives `kill -9` and power loss (GRDB's WAL default, `NORMAL`, could lose
 ///   the last commits on power loss).
+/// - In memory (tests) and in the simulation's file (``unsynced(path:)``: WAL, `synchronous = OFF`) it is one
+///   `DatabaseQueue` connection used on the calling thread.
 /// - `busy_timeout` is 5 s; foreign keys are on.
 /// - Note texts are stored as UTF-8 BLOBs (a NUL character in a note would truncate a TEXT binding); the empty text
 ///   is stored as NULL (``SQLiteRows``).
@@ -24,13 +26,16 @@ public final class SQLiteNoteStore: NoteStore {
     public let backendName = "sqlite"
 
     let writer: any DatabaseWriter
-    /// Whether this is the in-memory `DatabaseQueue` (tests, the simulation), which differs in two ways:
+    /// Whether this is a one-connection `DatabaseQueue` (in memory for tests, or the simulation's file,
+    /// ``unsynced(path:)``), which differs from the pool in two ways:
     /// - Reads run as deferred transactions on the writer (see SQLiteSupport's `deferredTransaction` for why not
     ///   GRDB's `read`). A pool reads on its own read-only connections.
     /// - Reads and writes run on the calling thread (GRDB's synchronous API) instead of hopping to the queue's
-    ///   thread and back: with no file, a transaction costs less CPU than the two thread wake-ups of a hop, and
-    ///   nothing waits on I/O. The on-disk pool keeps the asynchronous API.
-    private let inMemoryQueue: Bool
+    ///   thread and back: with nothing waiting on a disk, a transaction costs less CPU than the two thread wake-ups
+    ///   of a hop. The daemon's pool keeps the asynchronous API.
+    private let onCallingThread: Bool
+    /// The database file's path; nil in memory.
+    public let databasePath: String?
     /// Removed on close (temporary stores only).
     private let temporaryDirectory: URL?
     private let isClosed = Atomic<Bool>(false)
@@ -43,9 +48,10 @@ public final class SQLiteNoteStore: NoteStore {
     /// The chunk directory's name inside a data directory.
     public static let chunkDirectoryName = "chunks"
 
-    private init(writer: any DatabaseWriter, temporaryDirectory: URL?, chunkDirectory: URL) throws {
+    private init(writer: any DatabaseWriter, inMemory: Bool = false, temporaryDirectory: URL?, chunkDirectory: URL) throws {
         self.writer = writer
-        self.inMemoryQueue = writer is DatabaseQueue
+        self.onCallingThread = writer is DatabaseQueue
+        self.databasePath = inMemory ? nil : writer.path
         self.temporaryDirectory = temporaryDirectory
         self.chunkDirectory = chunkDirectory
         try Self.migrator.migrate(writer)
@@ -81,11 +87,29 @@ public final class SQLiteNoteStore: NoteStore {
         return try SQLiteNoteStore(path: directory.appendingPathComponent(fileName).path, temporaryDirectory: directory)
     }
 
-    /// A store in memory (one `DatabaseQueue` connection, no file, no durability). For tests and the simulation.
+    /// A store in memory (one `DatabaseQueue` connection, no file, no durability). For tests.
     public static func inMemory() throws -> SQLiteNoteStore {
         // Its chunks still need files: a temporary directory, made on the first chunk and removed on close.
         let chunks = FileManager.default.temporaryDirectory.appendingPathComponent("notesyncd-chunks-\(UUID().uuidString)", isDirectory: true)
-        return try SQLiteNoteStore(writer: DatabaseQueue(configuration: configuration()), temporaryDirectory: chunks, chunkDirectory: chunks)
+        return try SQLiteNoteStore(
+            writer: DatabaseQueue(configuration: configuration()), inMemory: true, temporaryDirectory: chunks, chunkDirectory: chunks)
+    }
+
+    /// A store in the file at `path` (created if needed; its chunks in `chunks` beside it) that is **not durable**: one
+    /// connection in WAL mode, reads and writes on the calling thread, `synchronous = OFF` (a commit returns
+    /// before anything is flushed: the operating system's crash or a power loss may lose or corrupt it; the
+    /// process's own crash does not). For the simulation (notes-sim), whose server must keep a store as a daemon's
+    /// files (the database, its WAL and `-shm`, the chunks: what the canary scan reads) but never loses power
+    /// and never reopens the store (its restarts keep it open); the daemon uses ``init(path:chunkDirectory:)``.
+    /// The files hold the same bytes as a daemon's would after the same requests: what differs is when they reach
+    /// the disk.
+    public static func unsynced(path: String) throws -> SQLiteNoteStore {
+        var configuration = configuration()
+        configuration.journalMode = .wal
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
+        let chunks = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(chunkDirectoryName, isDirectory: true)
+        return try SQLiteNoteStore(writer: queue, temporaryDirectory: nil, chunkDirectory: chunks)
     }
 
     private static func configuration() -> Configuration {
@@ -102,9 +126,6 @@ public final class SQLiteNoteStore: NoteStore {
         return configuration
     }
 
-    /// The database file's path; nil in memory.
-    public var databasePath: String? { inMemoryQueue ? nil : writer.path }
-
     /// The connections, for the online backup (``backup(to:)``).
     var databaseReader: any DatabaseReader { writer }
 
@@ -114,7 +135,7 @@ public final class SQLiteNoteStore: NoteStore {
     /// moved number tells the daemon they may have ended sessions (``ExternalCommitWatch``). One statement on the
     /// writer's queue, so it waits behind a push in progress.
     public func externalCommitVersion() async throws -> Int64? {
-        guard !inMemoryQueue else { return nil }
+        guard databasePath != nil else { return nil }
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
             return try await writer.writeWithoutTransaction { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
@@ -134,8 +155,8 @@ public final class SQLiteNoteStore: NoteStore {
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
-            guard inMemoryQueue else { return try await writer.read(body) }
-            return try writer.deferredTransaction(body)  // on the calling thread (see `inMemoryQueue`)
+            guard onCallingThread else { return try await writer.read(body) }
+            return try writer.deferredTransaction(body)  // on the calling thread (see `onCallingThread`)
         } catch {
             throw Self.mapped(error)
         }
@@ -145,8 +166,8 @@ public final class SQLiteNoteStore: NoteStore {
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         guard !isClosed.load(ordering: .acquiring) else { throw NoteStoreError.closed }
         do {
-            guard inMemoryQueue else { return try await writer.write(body) }
-            return try writer.immediateTransaction(body)  // on the calling thread (see `inMemoryQueue`)
+            guard onCallingThread else { return try await writer.write(body) }
+            return try writer.immediateTransaction(body)  // on the calling thread (see `onCallingThread`)
         } catch {
             throw Self.mapped(error)
         }
