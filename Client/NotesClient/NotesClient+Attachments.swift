@@ -146,7 +146,6 @@ extension NotesClient {
     /// cache keeps the chunks used last up to ``NotesEnvironment/chunkCacheLimit`` bytes: an attachment transferred
     /// long ago, or larger than the limit, may have left it.
     public func hasAttachment(_ manifest: AttachmentManifest) -> Bool {
-        let cache = chunkCache
-        return manifest.chunks.indices.allSatisfy { cache.contains(manifest.chunks[$0], size: manifest.storedSize(ofChunk: $0)) }
+        chunkCache.holds(manifest)
     }
 }

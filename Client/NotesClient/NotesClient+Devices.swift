@@ -65,6 +65,8 @@ public struct AccountDeletionReport: Sendable, Equatable {
     public var keptNotes: Int
     /// Notes that became new notes of this device (see ``RekeyedNote``).
     public var rekeyed: [RekeyedNote] = []
+    /// Attachments of the kept notes whose bytes went with the account (this device never downloaded them): left out.
+    public var attachmentsDropped = 0
 }
 
 extension NotesClient {
@@ -224,8 +226,9 @@ extension NotesClient {
         return try store.write { tx in
             let name = try tx.knownAccount(account.accountID)
             try tx.forgetAccountState()
-            let (kept, rekeyed) = try tx.disownNotes(of: account.accountID, minter: minter, origin: origin, now: now)
-            return AccountDeletionReport(account: name, keptNotes: kept, rekeyed: rekeyed)
+            let disowned = try tx.disownNotes(of: account.accountID, minter: minter, origin: origin, now: now, onDevice: chunkCache.holds)
+            return AccountDeletionReport(
+                account: name, keptNotes: disowned.kept, rekeyed: disowned.rekeyed, attachmentsDropped: disowned.attachmentsDropped)
         }
     }
 

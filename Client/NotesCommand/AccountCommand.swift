@@ -29,6 +29,8 @@ struct AccountDelete: AsyncParsableCommand {
     struct Output: Encodable {
         var deleted: String
         var keptNotes: Int
+        /// Attachments of the kept notes this device never downloaded: their bytes went with the account.
+        var attachmentsDropped: Int
     }
 
     func run() async throws {
@@ -54,11 +56,15 @@ struct AccountDelete: AsyncParsableCommand {
         }
         let report = try await client.deleteAccount(password: password)
         if options.json {
-            try Console.json(Output(deleted: report.account.display, keptNotes: report.keptNotes))
+            try Console.json(Output(deleted: report.account.display, keptNotes: report.keptNotes, attachmentsDropped: report.attachmentsDropped))
         } else {
             Console.out("Deleted the account \(report.account.display) on \(account.serverURL); this device is signed out.")
             Console.out(
                 "Kept \(plural(report.keptNotes, "note")) on this device as notes of no account; `notes login` to another account asks whether to add them.")
+            if report.attachmentsDropped > 0 {
+                Console.out(
+                    "Left out \(plural(report.attachmentsDropped, "attachment")) this device never downloaded: their bytes went with the account.")
+            }
         }
     }
 }

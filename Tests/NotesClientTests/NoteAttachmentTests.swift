@@ -263,6 +263,56 @@ struct NoteAttachmentTests {
         }
     }
 
+    /// An account deleted from a device that never downloaded one of a note's attachments: the note is kept as a note
+    /// of no account without that attachment (the server deleted its bytes with the account, so no device could save
+    /// it from here), and with the one this device saved (the simulation's seed 548: the note, carried into the account
+    /// signed up again by a sign-in whose sync was cut, listed an attachment that every save refused).
+    @Test func anAccountDeletionDropsTheAttachmentsWhoseBytesWentWithIt() async throws {
+        try await withTemporaryDirectory("note-attachments-deleted") { directory in
+            let (a, _, b, _) = try await Self.twoDevices(directory)
+            let (scan, _) = try Self.file(directory, "scan.pdf", size: 2 * Self.mib + 1, seed: 7)
+            let (kept, _) = try Self.file(directory, "kept.txt", size: 100, seed: 8)
+            let note = try a.add("taxes")
+            try a.attach([scan, kept], to: note.id)
+            try await a.syncOK()
+            try await b.syncOK()
+            let there = try #require(try b.notes().first)
+            _ = try await b.saveAttachment("kept.txt", of: there.id, to: directory.appendingPathComponent("kept-saved.txt"))
+
+            let report = try await b.deleteAccount(password: "correct horse battery")
+            #expect(report.attachmentsDropped == 1)
+            let orphan = try #require(try b.allNotes(includingSetAside: true).first { $0.text == "taxes" })
+            #expect(orphan.attachments.map(\.name) == ["kept.txt"], "the note lists only what this device can save")
+            #expect(try b.attachments(of: orphan.id).map(\.isOnDevice) == [true])
+            // The device that attached both holds their bytes: it keeps both.
+            try await a.signOut()
+            try await signUp(a, "alice", unowned: .keepAside)
+            let mine = try #require(try a.allNotes(includingSetAside: true).first { $0.text == "taxes" })
+            #expect(mine.attachments.map(\.name) == ["kept.txt", "scan.pdf"])
+        }
+    }
+
+    /// The same when another device deleted the account: the sign-in to the account signed up again under the same
+    /// name disowns the old one's notes here, without the attachments this device cannot save.
+    @Test func aSignInAfterTheAccountWasDeletedElsewhereDropsTheAttachmentsWhoseBytesWentWithIt() async throws {
+        try await withTemporaryDirectory("note-attachments-deleted-elsewhere") { directory in
+            let (a, _, b, _) = try await Self.twoDevices(directory)
+            let (scan, _) = try Self.file(directory, "scan.pdf", size: 100, seed: 9)
+            let note = try a.add("receipt")
+            try a.attach([scan], to: note.id)
+            try await a.syncOK()
+            try await b.syncOK()
+            #expect(try b.notes().first?.attachments.map(\.name) == ["scan.pdf"])
+
+            _ = try await a.deleteAccount(password: "correct horse battery")
+            try await signUp(a, "alice", unowned: .keepAside)
+            try await b.signOut()
+            try await signIn(b, "alice", unowned: .keepAside)
+            let orphan = try #require(try b.allNotes(includingSetAside: true).first { $0.text == "receipt" })
+            #expect(orphan.attachments.isEmpty, "its bytes went with the deleted account: \(orphan.attachments.map(\.name))")
+        }
+    }
+
     /// A prune after a transfer never removes the chunks of an attachment not synced yet (the server may lack them):
     /// they would be on no side at the next sync.
     @Test func aPruneKeepsTheChunksOfAttachmentsNotSyncedYet() async throws {

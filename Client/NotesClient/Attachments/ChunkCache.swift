@@ -39,6 +39,11 @@ struct ChunkCache: Sendable {
         return (attributes[.size] as? NSNumber)?.intValue == size
     }
 
+    /// Whether the cache holds every chunk of `manifest` (sealed or not), so that it saves without the server.
+    func holds(_ manifest: AttachmentManifest) -> Bool {
+        manifest.chunks.indices.allSatisfy { contains(manifest.chunks[$0], size: manifest.storedSize(ofChunk: $0)) }
+    }
+
     /// A new path in ``incoming`` to write or download to (the directory is made).
     func temporaryFile() throws(NotesError) -> URL {
         try makeDirectory(incoming)

@@ -693,7 +693,7 @@ final class SyncEngine: Sendable {
             var rekeyed: [RekeyedNote] = []
             for stale in try tx.knownAccounts(username: session.username)
             where stale.serverURL == server && stale.accountID != session.accountID {
-                rekeyed += try tx.disownNotes(of: stale.accountID, minter: minter, origin: origin, now: now).rekeyed
+                rekeyed += try tx.disownNotes(of: stale.accountID, minter: minter, origin: origin, now: now, onDevice: chunkCache.holds).rekeyed
             }
             let settings = try tx.requireSettings()
             let plan = SignInPlanner.plan(
