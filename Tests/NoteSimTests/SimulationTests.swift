@@ -48,9 +48,10 @@ import Glibc
     /// removal on a note of a deleted account; 69: a delete that lost a tag added since its base; 618 and 1190: a
     /// delete, kept or on a tombstone, that dropped the tags its device took off before deleting; 1190 again, with
     /// encrypted accounts: a change in flight when a sign-in's first pull met a newer version; 548: a note kept from a
-    /// deleted account listed an attachment its device never downloaded, whose bytes went with the account): they must
-    /// keep passing.
-    @Test(arguments: [21, 69, 269, 548, 618, 1190] as [UInt64])
+    /// deleted account listed an attachment its device never downloaded, whose bytes went with the account; 841: a push
+    /// replayed after a sign-in's pull recorded a seq the server never stored, and the server's version read as a
+    /// rollback): they must keep passing.
+    @Test(arguments: [21, 69, 269, 548, 618, 841, 1190] as [UInt64])
     func seedsTheLongSweepFoundStayFixed(_ seed: UInt64) async throws {
         let parameters = SimParameters(seed: seed, accounts: 2, devices: 3, steps: 1000, faultRate: 0.05)
         let outcome = try await Simulation.run(ScheduleGenerator.generate(parameters), parameters: parameters)

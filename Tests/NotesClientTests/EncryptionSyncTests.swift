@@ -143,6 +143,27 @@ import TestSupport
         #expect(try files.occurrences(of: "canary") == 0)
     }
 
+    /// A push stored but whose answer was lost is sealed again when it is sent again; when a sign-in's pull brought
+    /// the stored version first, the resend carries a newer seq the server never stores (it answers `replayed`). That
+    /// seq must not count as seen, or the server's own version reads as a rollback (notes-sim's long seed 841).
+    @Test func aPushReplayedAfterASignInsPullIsNotARollback() async throws {
+        let files = try FileServer()
+        let lossy = FaultInjectingTransport(files.server.transport)
+        let b = try Self.device(files.server, seed: 2, transport: lossy)
+        _ = try await b.signUp(server: TestServer.url, username: "alice", password: Self.password, encrypted: true).sync.get()
+        let note = try b.add("one\n")
+        try await b.syncOK()
+        _ = try b.edit(note.id, text: "one\ntwo\n")
+        lossy.setPlan { request, _ in request.path == Endpoint.push.path ? .dropAnswer : nil }
+        await #expect(throws: NotesError.self) { try await b.sync() }
+        lossy.setPlan { _, _ in nil }
+        _ = try await b.signOut()
+        let report = try await b.signIn(server: TestServer.url, username: "alice", password: Self.password).sync.get()
+        #expect(report.tampered.isEmpty, "\(report.tampered)")
+        #expect(try b.texts() == ["one\ntwo\n"])
+        #expect(try await b.syncOK().tampered.isEmpty)
+    }
+
     @Test func aStaleChangeIsMergedOnTheDeviceAndPushedAgain() async throws {
         let (a, b, note, onB) = try await Self.twoDevicesSharing("one\ntwo\nthree\n")
         _ = try a.edit(note.id, text: "ONE\ntwo\nthree\n")

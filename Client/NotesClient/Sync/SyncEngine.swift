@@ -304,7 +304,10 @@ final class SyncEngine: Sendable {
                 report.stale += 1
                 continue
             }
-            if let keys, let sealed = entry.sealed, [.created, .reconciled, .updated, .deleted].contains(result.status) {
+            // A replayed answer stored nothing: the edit went in on an earlier send, sealed then, and a resend is sealed
+            // again (a newer seq after a pull brought the stored version: notes-sim's seed 841). The pull the replay
+            // rewinds to records the seq the server holds.
+            if let keys, let sealed = entry.sealed, !result.replayed, [.created, .reconciled, .updated, .deleted].contains(result.status) {
                 // The server now holds this edit: its `seq` is the note's newest (unless a pull already brought a newer one).
                 let seen = try tx.noteSeq(account: keys.account, clientID: entry.clientID, origin: entry.origin)
                 if seen.map({ sealed.seq > $0.seq }) ?? true {
