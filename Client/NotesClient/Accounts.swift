@@ -66,6 +66,9 @@ public struct OwnerReport: Sendable, Equatable {
     public var carried = 0
     /// Notes without an owner kept aside (live ones).
     public var keptAside = 0
+    /// Attachments left out of the notes carried into an end-to-end encrypted account: their files must be sealed
+    /// for it from this device's chunk cache, which does not hold them whole (``ChunkCache/resealed(_:for:)``).
+    public var attachmentsDropped = 0
     /// Notes that became new notes of this device (a new client ID) because the account already held their (client
     /// ID, origin) with another text: see ``RekeyedNote``.
     public var rekeyed: [RekeyedNote] = []

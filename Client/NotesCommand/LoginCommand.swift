@@ -123,6 +123,10 @@ func ownersLine(_ owners: OwnerReport, account: String) -> String? {
     if owners.restored > 0 { parts.append("\(plural(owners.restored, "note")) of \(account) back") }
     if owners.carried > 0 { parts.append("\(plural(owners.carried, "note")) written while signed out added to \(account)") }
     if owners.keptAside > 0 { parts.append("\(plural(owners.keptAside, "note")) written while signed out kept off \(account)") }
+    if owners.attachmentsDropped > 0 {
+        parts.append(
+            "\(plural(owners.attachmentsDropped, "attachment")) left out of the notes added: not whole on this device to encrypt for \(account) (attach the file again)")
+    }
     return parts.isEmpty ? nil : "Notes: " + parts.joined(separator: "; ") + "."
 }
 
@@ -172,6 +176,7 @@ struct OwnersOutput: Encodable {
     var restored: Int
     var carried: Int
     var keptAside: Int
+    var attachmentsDropped: Int
 
     init(_ report: OwnerReport) {
         previousAccount = report.previous?.display
@@ -180,6 +185,7 @@ struct OwnersOutput: Encodable {
         restored = report.restored
         carried = report.carried
         keptAside = report.keptAside
+        attachmentsDropped = report.attachmentsDropped
     }
 }
 

@@ -340,7 +340,7 @@ public final class Simulation {
             // An encrypted account's notes take no attachments while the client cannot seal them (it refuses `attach`):
             // a copy would bring them in unsealed.
             if target.isEncrypted && !source.attachments.isEmpty { return }
-            let copy = try local(d) { try device.client.copy(source.id, to: target.username) }
+            let copy = try local(d) { try device.client.copy(source.id, to: target.username).note }
             oracle.permit(copy.key, in: account)
             for manifest in copy.attachments { oracle.attachedTo[manifest.sha256, default: []].insert(copy.key) }
             for tag in copy.tags { oracle.addedTag(TagPair(note: copy.key, tag: Tags.key(tag)), by: d) }

@@ -276,7 +276,7 @@ struct SyncTests {
         let note = try a.add("shared recipe")
         try await a.syncOK()
         #expect(throws: NotesError.self) { try a.copy(note.id, to: "carol") }
-        let copy = try a.copy(note.id, to: "bob")
+        let copy = try a.copy(note.id, to: "bob").note
         #expect(copy.clientID != note.clientID && copy.text == note.text)
         #expect(try a.texts() == ["shared recipe"], "the copy waits, set aside, for bob")
         try await a.syncOK()

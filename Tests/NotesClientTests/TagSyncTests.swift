@@ -114,7 +114,7 @@ struct TagSyncTests {
         try await signIn(a, "alice", unowned: .keepAside)
         let note = try a.add("to share", tags: ["Shared"])
         try a.archive(note.id)
-        let copy = try a.copy(note.id, to: "bob")
+        let copy = try a.copy(note.id, to: "bob").note
         #expect(copy.tags == ["Shared"] && copy.isArchived)
         try await a.signOut()
         try await signIn(a, "bob", unowned: .keepAside)

@@ -5,7 +5,7 @@ extension ChunkCache {
     /// Reads `file` once, a chunk at a time (never whole in memory), into the cache and returns its manifest: what
     /// attaching a file to a note does, without a server. A chunk the cache holds already (the same file attached
     /// before, or another that shares it) is only marked used. The chunks are sent at the next sync, before the push
-    /// that refers to them (``ChunkUploader/uploadCached(_:)``).
+    /// that refers to them (``ChunkUploader/uploadCached(_:withholding:)``).
     ///
     /// With a `sealing` (an encrypted account's, ``NotesClient/attachmentSealing(for:)``) the chunks are sealed on the
     /// way in and the manifest carries the file's key.

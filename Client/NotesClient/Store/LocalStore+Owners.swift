@@ -111,18 +111,7 @@ extension LocalStore.Transaction {
         let rekeyed = try resolveKeyClashes(moving: account, to: nil, minter: minter, origin: origin, now: now)
         let kept = try liveCount(ownedBy: account)
         let id = account.rawValue
-        var attachmentsDropped = 0
-        let withAttachments = try Row.fetchAll(
-            db, sql: "SELECT id, attachments FROM notes WHERE owner_account_id = ? AND attachments <> ''", arguments: [id])
-        for row in withAttachments {
-            let manifests = StoredAttachments.manifests(row[1])
-            let held = manifests.filter(onDevice)
-            guard held.count != manifests.count else { continue }
-            attachmentsDropped += manifests.count - held.count
-            let noteID: Int64 = row[0]
-            try db.execute(
-                sql: "UPDATE notes SET attachments = ? WHERE id = ?", arguments: [StoredAttachments.text(held), noteID])
-        }
+        let attachmentsDropped = try replaceAttachments(ofNotesWhere: "owner_account_id = ?", arguments: [id]) { onDevice($0) ? $0 : nil }
         try db.execute(sql: "DELETE FROM outbox WHERE note_id IN (SELECT id FROM notes WHERE owner_account_id = ?)", arguments: [id])
         try db.execute(
             sql: """
@@ -136,6 +125,39 @@ extension LocalStore.Transaction {
         try db.execute(sql: "UPDATE settings SET last_account_id = NULL WHERE id = 1 AND last_account_id = ?", arguments: [id])
         try forgetKeys(of: account)  // an encrypted account's: it is gone, and its notes here are no account's now
         return (kept, rekeyed, attachmentsDropped)
+    }
+
+    /// Before a sign-in carries the notes of no account into an encrypted account: each of their attachments becomes
+    /// `resealed(manifest)`, the file sealed for that account (``ChunkCache/resealed(_:for:)``), so that no push of
+    /// theirs uploads a chunk in the clear; an attachment it returns nil for (the chunk cache does not hold the file
+    /// whole) is left out. Written as the notes' current attachments, with no new revision: a note of no account is
+    /// dirty and was never pushed (nothing of it is in the outbox or on a server). Returns how many were left out.
+    func resealAttachmentsOfUnownedNotes(_ resealed: (AttachmentManifest) throws -> AttachmentManifest?) throws -> Int {
+        try replaceAttachments(ofNotesWhere: "owner_account_id IS NULL", arguments: [], resealed)
+    }
+
+    /// The attachments of the notes of no account (what a carry into an encrypted account seals).
+    func attachmentsOfUnownedNotes() throws -> [AttachmentManifest] {
+        try String.fetchAll(db, sql: "SELECT attachments FROM notes WHERE owner_account_id IS NULL AND attachments <> ''")
+            .flatMap { StoredAttachments.manifests($0) }
+    }
+
+    /// Replaces every attachment of the notes matching `filter` (SQL over `notes`) by `transform(manifest)`, leaving
+    /// out those it returns nil for; returns how many were left out.
+    private func replaceAttachments(
+        ofNotesWhere filter: String, arguments: StatementArguments, _ transform: (AttachmentManifest) throws -> AttachmentManifest?
+    ) throws -> Int {
+        var dropped = 0
+        let rows = try Row.fetchAll(db, sql: "SELECT id, attachments FROM notes WHERE \(filter) AND attachments <> ''", arguments: arguments)
+        for row in rows {
+            let manifests = StoredAttachments.manifests(row[1])
+            let kept = try manifests.compactMap(transform)
+            guard kept != manifests else { continue }
+            dropped += manifests.count - kept.count
+            let noteID: Int64 = row[0]
+            try db.execute(sql: "UPDATE notes SET attachments = ? WHERE id = ?", arguments: [StoredAttachments.text(kept), noteID])
+        }
+        return dropped
     }
 
     /// Before the notes of owner `source` move to owner `target` (nil: no owner), where `target` may already hold a

@@ -36,6 +36,30 @@ enum ChunkPlanner {
         return chunks
     }
 
+    /// The chunks of `entries`' attachments stored in the clear (manifests without a key). For an encrypted account,
+    /// the server may hold them only from before its conversion (Docs/SECURITY.md, "Converting an account"): the
+    /// uploader never sends one it lacks (``refusingUnsealed(_:withheld:)``). Attachments entering an encrypted
+    /// account by a carry or a copy are sealed for it first (``ChunkCache/resealed(_:for:)``), so this is a backstop.
+    static func clearChunks(of entries: [OutboxEntry]) -> Set<ContentHash> {
+        Set(entries.flatMap { entry in (entry.tagsAndFlags?.attachments ?? []).filter { $0.key == nil }.flatMap(\.chunks) })
+    }
+
+    /// The changes among `entries` that refer to a `withheld` chunk (an encrypted account's chunk in the clear that
+    /// the server lacks), each refused with `not_encrypted` naming its first such attachment: refused, not sent
+    /// without it, so that nothing is lost; it waits for an edit (detaching the file and attaching it again seals it).
+    static func refusingUnsealed(_ entries: [OutboxEntry], withheld: Set<ContentHash>) -> [OutboxPlanner.Refused] {
+        guard !withheld.isEmpty else { return [] }
+        return entries.compactMap { entry in
+            guard let manifest = entry.tagsAndFlags?.attachments.first(where: { $0.chunks.contains(where: withheld.contains) }) else {
+                return nil
+            }
+            let message =
+                "The attachment \(manifest.name) is not encrypted, and its chunks would go to the server of this end-to-end "
+                + "encrypted account in the clear: not sent (detach it and attach the file again, which encrypts it)."
+            return OutboxPlanner.Refused(entry: entry, error: APIErrorBody(code: .notEncrypted, message: message))
+        }
+    }
+
     /// `hashes` in requests of at most ``ChunkRules/maxMissingHashes``.
     static func missingRequests(_ hashes: [ContentHash]) -> [[ContentHash]] {
         stride(from: 0, to: hashes.count, by: ChunkRules.maxMissingHashes).map {

@@ -233,7 +233,9 @@ final class SyncEngine: Sendable {
         let chunks = ChunkPlanner.chunks(of: entries)
         guard !chunks.isEmpty else { return batch }
         let uploader = ChunkUploader(connection: connection, cache: chunkCache, progress: nil)
-        let (sent, absent) = try await uploader.uploadCached(chunks)
+        // An encrypted account's chunks in the clear are never uploaded (a backstop: ``ChunkPlanner/clearChunks(of:)``).
+        let clear = keys == nil ? [] : ChunkPlanner.clearChunks(of: entries)
+        let (sent, absent, withheld) = try await uploader.uploadCached(chunks, withholding: clear)
         report.chunksUploaded += sent.chunks
         report.chunkBytesUploaded += sent.bytes
         // Attachments whose bytes neither side has are left out of their changes (``ChunkPlanner``).
@@ -249,7 +251,7 @@ final class SyncEngine: Sendable {
                 batch[index] = OutboxPlanner.Prepared(entry: entry, json: entry.change.encodedJSON())
             }
         }
-        let refusals = ChunkPlanner.refusals(kept, absent: absent)
+        let refusals = ChunkPlanner.refusals(kept, absent: absent) + ChunkPlanner.refusingUnsealed(kept, withheld: withheld)
         guard !refusals.isEmpty else { return batch }
         try store.write { tx in
             for refused in refusals { try refuse(refused, in: tx, report: &report) }
@@ -690,6 +692,15 @@ final class SyncEngine: Sendable {
         let plaintext = derived == nil && session.encryption == nil && setUp == nil
 
         let account = AccountInfo(accountID: session.accountID, username: session.username, serverURL: server)
+        // Notes of no account carried into an encrypted account get their attachments sealed for it first (staged
+        // here, outside the transaction), so that their push never uploads a chunk in the clear.
+        var carriedResealer: AttachmentResealer?
+        if unowned == .carry {
+            let (held, manifests) = try store.read { tx in (try tx.keyRing(of: session.accountID), try tx.attachmentsOfUnownedNotes()) }
+            if let keys = accountKey.map(AccountKeyRing.init) ?? held {
+                carriedResealer = try AttachmentResealer(cache: chunkCache, keys: keys, staging: manifests)
+            }
+        }
         let (plan, owners) = try store.write { tx in
             // A known account with this username on this server but another ID was deleted there (usernames are
             // unique per server): its notes become notes of no account, which `unowned` decides about below.
@@ -706,11 +717,15 @@ final class SyncEngine: Sendable {
                     keptCursor: settings.accountID == session.accountID ? settings.cursor : try tx.keptCursor(of: session.accountID)),
                 accountID: session.accountID, serverURL: server, unowned: unowned, wipe: wipe)
             if plan.reconciling { try tx.forgetAccountState() }
+            var attachmentsDropped = 0
             if plan.owners.unowned == .carry {
+                // Sealed before the clash check, so that a twin another device carried (sealed alike) is one note.
+                if let carriedResealer { attachmentsDropped = try tx.resealAttachmentsOfUnownedNotes { try carriedResealer($0) } }
                 rekeyed += try tx.resolveKeyClashes(moving: nil, to: session.accountID, minter: minter, origin: origin, now: now)
             }
             var owners = try tx.applyOwners(plan.owners)
             owners.rekeyed = rekeyed
+            owners.attachmentsDropped = attachmentsDropped
             try tx.storeSession(serverURL: server, accountID: session.accountID, username: session.username, token: session.token)
             // The set-up's generation 1 (an encrypted account's keys were stored by refreshKeys above).
             if let accountKey { try tx.storeKeys([accountKey]) }
