@@ -58,4 +58,58 @@ struct EncryptedNoteAttachmentsEndToEndTests {
         #expect(try ok(try await a.run(["attachments", id, "--json"])).json([Listed].self).isEmpty)
         #expect(try Self.occurrences(of: "canary", under: server.directory) == 0)
     }
+
+    /// A note written signed out, its files in the clear in the chunk cache, copied (`notes copy`) and carried
+    /// (`notes login --carry`) into an encrypted account: both seal the files for it, so the daemon's files hold none
+    /// of their content, and another device saves the same bytes; a file the cache does not hold whole is left out,
+    /// and both commands say so.
+    @Test func aCopyOrACarryIntoAnEncryptedAccountSealsTheAttachmentsAndSaysWhatItLeavesOut() async throws {
+        let server = try await NotesE2EServer.start()
+        defer { server.stop() }
+        let a = try NotesDevice("enc-copy-a")
+        let b = try NotesDevice("enc-copy-b")
+        let scratch = try NotesE2E.temporaryDirectory("enc-copy-files")
+        defer {
+            a.remove()
+            b.remove()
+            try? FileManager.default.removeItem(at: scratch)
+        }
+        let account = ["--server", server.url, "--username", "alice", "--password-stdin"]
+        _ = ok(try await a.run(["signup"] + account, stdin: NotesE2E.password + "\n"))
+        _ = ok(try await b.run(["login"] + account, stdin: NotesE2E.password + "\n"))
+        _ = ok(try await a.run(["logout"]))
+        var content = Data(NoteAttachmentsEndToEndTests.bytes(NoteAttachmentsEndToEndTests.mib + 77, seed: 36))
+        for offset in [10, NoteAttachmentsEndToEndTests.mib + 10] {
+            content.replaceSubrange(offset..<offset + 13, with: Data("canarycontent".utf8))
+        }
+        let diary = scratch.appendingPathComponent("diary.txt")
+        try content.write(to: diary)
+        let gone = scratch.appendingPathComponent("gone.bin")
+        try Data(NoteAttachmentsEndToEndTests.bytes(1000, seed: 37)).write(to: gone)
+
+        // Signed out: gone.bin's chunk leaves the cache, diary.txt's stays.
+        let id = try ok(try await a.run(["add", "--json", "written signed out"])).json(Added.self).id
+        _ = ok(try await a.run(["attach", id, gone.path]))
+        try FileManager.default.removeItem(at: a.home.appendingPathComponent("chunks"))
+        _ = ok(try await a.run(["attach", id, diary.path]))
+
+        let copied = ok(try await a.run(["copy", id, "--to", "alice"]))
+        #expect(copied.stdout.contains("into alice's account"), "\(copied)")
+        let warning = copied.stderr.split(separator: "\n")
+        #expect(warning.count == 1 && warning[0].hasPrefix("Left out of the copy: gone.bin, not whole on this device"), "\(copied)")
+        let carried = ok(try await a.run(["login", "--carry"] + account, stdin: NotesE2E.password + "\n"))
+        #expect(carried.stdout.contains("1 attachment left out of the notes added"), "\(carried)")
+
+        _ = ok(try await b.run(["sync"]))
+        let notes = try ok(try await b.run(["list", "--json"])).json([NotesE2EListedNote].self)
+        #expect(notes.count == 2, "the copy and the note carried")
+        for note in notes {
+            let listed = try ok(try await b.run(["attachments", note.id, "--json"])).json([Listed].self)
+            #expect(listed.map(\.name) == ["diary.txt"], "\(note.text)")
+            let saved = scratch.appendingPathComponent("saved-\(note.id)")
+            _ = ok(try await b.run(["save", note.id, "diary.txt", saved.path]))
+            #expect(try Data(contentsOf: saved) == content)
+        }
+        #expect(try Self.occurrences(of: "canarycontent", under: server.directory) == 0)
+    }
 }
