@@ -15,13 +15,18 @@ extension NotesClient {
         return ChunkCache(root: root, limit: limit)
     }
 
-    /// How `file`'s chunks are stored for the signed-in account: sealed under its key when this device holds the
-    /// account's keys (an encrypted account: the file is read once here to hash it, see ``ChunkSealing``), nil (as
-    /// read) otherwise. Every path that chunks a file for the account passes it to ``Chunker``.
+    /// How `file`'s chunks are stored for the signed-in account, or for the owner of `note` when one is given (a
+    /// signed-out device still shows its account's notes, and takes attachments on them): sealed under the account's
+    /// key when this device holds its keys (an encrypted account: the file is read once here to hash it, see
+    /// ``ChunkSealing``), nil (as read) otherwise. Every path that chunks a file for an account passes it to
+    /// ``Chunker``.
     ///
     /// - Throws: `file_access` when the file cannot be read.
-    func attachmentSealing(for file: URL) throws(NotesError) -> ChunkSealing? {
-        let keys = try store.read { tx in try tx.settings()?.account.flatMap { account in try tx.keyRing(of: account.accountID) } }
+    func attachmentSealing(for file: URL, note: LocalNote.ID? = nil) throws(NotesError) -> ChunkSealing? {
+        let keys = try store.read { tx in
+            let account = try note.map { id in try tx.owner(ofNote: id) } ?? tx.settings()?.account?.accountID
+            return try account.flatMap { account in try tx.keyRing(of: account) }
+        }
         return try keys.map { (keys) throws(NotesError) in try ChunkSealing.forFile(file, keys: keys) }
     }
 

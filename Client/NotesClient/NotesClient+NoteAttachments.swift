@@ -20,8 +20,9 @@ public struct NoteAttachment: Sendable, Equatable {
 
 extension NotesClient {
     /// Attaches files to a live note, each under its file name: every file is read once, a chunk at a time, into this
-    /// device's chunk cache (nothing is sent: the next sync does; an encrypted account's file is read twice, hashed
-    /// for its key first, and its chunks are sealed: ``attachmentSealing(for:)``), then the note's attachments gain their manifests,
+    /// device's chunk cache (nothing is sent: the next sync does; an encrypted account's note's file is read twice,
+    /// hashed for its key first, and its chunks are sealed, signed in or not: ``attachmentSealing(for:note:)``), then
+    /// the note's attachments gain their manifests,
     /// in one local edit (revision bumped, dirty, edit time now). All or nothing: an unreadable file, or a name
     /// clash, leaves the note as it was.
     ///
@@ -52,7 +53,7 @@ extension NotesClient {
         var added: [AttachmentManifest] = []
         for (file, name) in zip(files, names) {
             added.append(
-                try cache.stage(file: file, name: name, mediaType: Chunker.mediaType(forName: name), sealing: attachmentSealing(for: file)))
+                try cache.stage(file: file, name: name, mediaType: Chunker.mediaType(forName: name), sealing: attachmentSealing(for: file, note: id)))
         }
         let now = now
         return try store.write { tx in
@@ -164,7 +165,7 @@ extension NotesClient {
     }
 
     /// A live note. An encrypted account's note takes attachments as any: its files' chunks are sealed on the way into
-    /// the cache (``attachmentSealing(for:)``) and its manifests, with the files' keys, travel inside its envelope
+    /// the cache (``attachmentSealing(for:note:)``) and its manifests, with the files' keys, travel inside its envelope
     /// (`NotePayload.attachments`; the change carries only the sealed chunks' addresses, `chunkRefs`).
     static func requireAttachable(_ note: LocalNote) throws(NotesError) {
         guard !note.isDeleted else { throw deletedNote() }

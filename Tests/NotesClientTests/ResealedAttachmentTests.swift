@@ -127,6 +127,25 @@ import TestSupport
         }
     }
 
+    /// A signed-out device still shows its account's notes and takes attachments on them: an encrypted account's
+    /// note gets its file sealed for that account, not staged in the clear (notes-sim's seed 4 of 1,000 steps: the
+    /// push that followed the next sign-in carried a manifest in the clear).
+    @Test func aFileAttachedWhileSignedOutToAnEncryptedAccountsNoteIsSealedForIt() async throws {
+        try await withTemporaryDirectory("resealed-signed-out") { directory in
+            let alice = try await EncryptedNoteAttachmentTests.alice(directory)
+            let data = EncryptedAttachmentTests.canaryFile()
+            let file = try AttachmentTests.file(directory, Self.name, data)
+            let note = try alice.phone.add("kept at sign-out")
+            _ = try await alice.phone.syncOK()
+            _ = try await alice.phone.signOut()
+            let manifest = try #require(try alice.phone.attach([file], to: note.id).attachments.first)
+            #expect(manifest.key != nil, "sealed for the note's account")
+            _ = try await alice.phone.signIn(server: TestServer.url, username: "alice", password: Self.password).sync.get()
+            #expect(try !Self.serverHoldsTheCanary(alice))
+            #expect(try await Self.savedOnTheLaptop(alice, directory, note: "kept at sign-out") == data)
+        }
+    }
+
     /// The backstop: a change of an encrypted account's note whose attachment is in the clear and whose chunks the
     /// server lacks (no path of the client makes one any more) is refused, its chunks not sent, and nothing is lost.
     @Test func aChunkInTheClearIsNeverUploadedForAnEncryptedAccount() async throws {

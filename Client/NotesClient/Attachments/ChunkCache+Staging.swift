@@ -7,7 +7,7 @@ extension ChunkCache {
     /// before, or another that shares it) is only marked used. The chunks are sent at the next sync, before the push
     /// that refers to them (``ChunkUploader/uploadCached(_:withholding:)``).
     ///
-    /// With a `sealing` (an encrypted account's, ``NotesClient/attachmentSealing(for:)``) the chunks are sealed on the
+    /// With a `sealing` (an encrypted account's, ``NotesClient/attachmentSealing(for:note:)``) the chunks are sealed on the
     /// way in and the manifest carries the file's key.
     ///
     /// - Throws: `file_access` (the file cannot be read, or a sealed file changed since it was hashed for its key),

@@ -136,6 +136,11 @@ extension LocalStore.Transaction {
         try replaceAttachments(ofNotesWhere: "owner_account_id IS NULL", arguments: [], resealed)
     }
 
+    /// The account note `id` belongs to (nil: none, or no such note).
+    func owner(ofNote id: LocalNote.ID) throws -> FlakeID? {
+        try FlakeID(storedIfPresent: Int64.fetchOne(db, sql: "SELECT owner_account_id FROM notes WHERE id = ?", arguments: [id]))
+    }
+
     /// The attachments of the notes of no account (what a carry into an encrypted account seals).
     func attachmentsOfUnownedNotes() throws -> [AttachmentManifest] {
         try String.fetchAll(db, sql: "SELECT attachments FROM notes WHERE owner_account_id IS NULL AND attachments <> ''")
