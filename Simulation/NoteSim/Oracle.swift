@@ -111,6 +111,8 @@ struct Oracle {
     /// attached to (copies of them, and notes a deleted account's rekeyed, included): the accounts those notes may be
     /// in are the only ones that may see it.
     var files: [ContentHash: SimFile] = [:]
+    /// The files attached as ``SimFile/canaryBytes`` (to a note of an encrypted account or of no account), by SHA-256.
+    var canaryFiles: Set<ContentHash> = []
     var manifests: [ContentHash: AttachmentManifest] = [:]
     var attachedTo: [ContentHash: Set<NoteKeyValue>] = [:]
     /// The accounts whose notes each file was attached to.

@@ -17,7 +17,12 @@ extension Simulation {
             target.attachments.count < AttachmentRules.maxAttachmentsPerNote
         else { return }
         let source = scratch.appendingPathComponent(file.name)
-        guard FileManager.default.createFile(atPath: source.path, contents: file.bytes) else {
+        // The note's owner, not the device's account: a signed-out device still shows its account's notes. A note of
+        // an encrypted account or of no account gets the file with canary words (the store scans find its chunks if
+        // they go up in the clear).
+        let owner = owner(of: target, on: device)
+        let canary = owner == nil || isEncrypted(owner: owner)
+        guard FileManager.default.createFile(atPath: source.path, contents: canary ? file.canaryBytes : file.bytes) else {
             throw SimSetupError("cannot write \(source.path)")
         }
         defer { try? FileManager.default.removeItem(at: source) }
@@ -30,9 +35,8 @@ extension Simulation {
         guard let manifest = attached.attachments.first(where: { $0.name == file.name }) else {
             throw fail(.unexpectedError, "device \(d): \(file.name) is not among the note's attachments after attaching it")
         }
-        // The note's owner, not the device's account: a signed-out device still shows its account's notes.
-        let owner = owner(of: target, on: device)
         oracle.attached(file, as: manifest, to: target.key, in: owner.flatMap { id in accounts.firstIndex { $0.accountID == id } })
+        if canary { oracle.canaryFiles.insert(manifest.sha256) }
         summary.filesAttached += 1
         note(d, .edit, "\(target.clientID.base32): attach \(file.name) (\(file.size) bytes, \(manifest.chunks.count) chunks)")
     }
@@ -91,7 +95,8 @@ extension Simulation {
             self.note(d, .error, "\(what): \(error.message)")
             return false
         }
-        guard let bytes = FileManager.default.contents(atPath: destination.path), bytes == file.bytes else {
+        let attached = oracle.canaryFiles.contains(manifest.sha256) ? file.canaryBytes : file.bytes
+        guard let bytes = FileManager.default.contents(atPath: destination.path), bytes == attached else {
             throw fail(
                 .attachmentsDownloadable, "device \(d): \(manifest.name) of note \(note.clientID)/\(note.origin) saved other bytes than those attached")
         }

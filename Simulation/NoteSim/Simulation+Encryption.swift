@@ -39,13 +39,18 @@ extension Simulation {
     }
 
     /// Whether the device holds a note of no account (on show, set aside or deleted) with a canary word in its text or
-    /// tags: a deleted encrypted account's.
+    /// tags (a deleted encrypted account's), or an attachment whose bytes hold one (``SimFile/canaryBytes``).
     func holdsUnownedCanary(_ device: SimDevice) throws -> Bool {
         let unowned = Set(try local(device.index) { try device.client.identities() }.notes.filter { $0.owner == nil }.map(\.id))
         guard !unowned.isEmpty else { return false }
         return try local(device.index) { try device.client.allNotes(includingSetAside: true) }.contains { note in
-            unowned.contains(note.id) && (Canary.isIn(note.text) || note.tags.contains(where: Canary.isIn))
+            unowned.contains(note.id) && holdsCanary(note)
         }
+    }
+
+    /// Whether `note`'s text, a tag or an attachment's bytes hold a canary word: it must not reach a plaintext account.
+    func holdsCanary(_ note: LocalNote) -> Bool {
+        Canary.isIn(note.text) || note.tags.contains(where: Canary.isIn) || note.attachments.contains { oracle.canaryFiles.contains($0.sha256) }
     }
 
     /// Account `k`'s notes as the server serves them, opened as a device of the account opens them when it is
@@ -151,5 +156,19 @@ extension Simulation {
         guard let first = tampered.first else { return }
         tampered = []
         throw fail(.unexpectedError, first)
+    }
+}
+
+extension SimFile {
+    /// The file's bytes as attached to a note of an encrypted account or of no account (which may join one): ``bytes``
+    /// with the canary word `qzcanaryxvfile` at the start of every chunk (a file shorter than the word has none), so
+    /// that a chunk of it stored in the clear on the server is a canary hit of the store scans.
+    var canaryBytes: Data {
+        var data = bytes
+        let word = Data(Canary.word("file").utf8)
+        for offset in stride(from: 0, to: data.count - word.count + 1, by: ChunkRules.chunkSize) {
+            data.replaceSubrange(offset..<offset + word.count, with: word)
+        }
+        return data
     }
 }

@@ -330,16 +330,15 @@ public final class Simulation {
             guard let device = devices[safe: d], let target = accounts[safe: account], device.knownAccounts.contains(account),
                 try device.client.shownAccount()?.accountID != target.accountID, let source = try liveNote(d, index: index)
             else { return }
-            // A copy of an encrypted account's words (its note, or a note of a deleted encrypted account's) into a
-            // plaintext account puts them in the clear, as the user asked: not a step of this simulation, whose
-            // invariant is that no such word reaches the server.
-            if !target.isEncrypted && (Canary.isIn(source.text) || source.tags.contains(where: Canary.isIn)) { return }
+            // A copy of an encrypted account's words (its note, or a note of a deleted encrypted account's) or of a
+            // file with canary words into a plaintext account puts them in the clear, as the user asked: not a step of
+            // this simulation, whose invariant is that no such word reaches the server.
+            if !target.isEncrypted && holdsCanary(source) { return }
             // A copy refers to its source's chunks, which the device uploads into the other account from its cache: a
-            // note with an attachment this device never downloaded cannot be copied whole (see Docs/TESTING.md).
+            // note with an attachment this device never downloaded cannot be copied whole (see Docs/TESTING.md). Into
+            // an encrypted account the device seals each file for it from its cache, and the store scans find any
+            // chunk of a file with canary words that goes up in the clear.
             if !source.attachments.allSatisfy(device.client.hasAttachment) { return }
-            // An encrypted account's notes take no attachments while the client cannot seal them (it refuses `attach`):
-            // a copy would bring them in unsealed.
-            if target.isEncrypted && !source.attachments.isEmpty { return }
             let copy = try local(d) { try device.client.copy(source.id, to: target.username).note }
             oracle.permit(copy.key, in: account)
             for manifest in copy.attachments { oracle.attachedTo[manifest.sha256, default: []].insert(copy.key) }

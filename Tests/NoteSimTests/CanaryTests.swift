@@ -8,6 +8,21 @@ import Testing
 /// Issue 32: encrypted accounts in the simulation and its invariant `no-plaintext-on-server` (``Canary``,
 /// ``StoreScan``).
 @Suite struct CanaryTests {
+    /// A file attached to a note of an encrypted account or of no account holds the canary word at the start of every
+    /// chunk, so that any chunk of it stored in the clear is a hit; its other bytes, and its size, are the file's.
+    @Test func aCanaryFileHoldsTheWordInEveryChunk() {
+        let file = SimFile(name: "f1.bin", seed: 5, size: 2 * ChunkRules.chunkSize + 100)
+        let (plain, marked) = (file.bytes, file.canaryBytes)
+        let word = Data(Canary.word("file").utf8)
+        #expect(marked.count == plain.count)
+        for start in [0, ChunkRules.chunkSize, 2 * ChunkRules.chunkSize] {
+            let end = min(start + ChunkRules.chunkSize, plain.count)
+            #expect(marked[start..<start + word.count] == word && marked[start + word.count..<end] == plain[start + word.count..<end])
+        }
+        let short = SimFile(name: "f2.bin", seed: 6, size: word.count - 1)
+        #expect(short.canaryBytes == short.bytes, "too short for the word")
+    }
+
     /// The scan finds a canary word in any file of a store (here the WAL), with its file, offset and whole word; a
     /// marker cut short is no hit, and a missing file (the `-shm`) is skipped.
     @Test func theScanFindsACanaryWordInAnyFileOfTheStore() throws {
