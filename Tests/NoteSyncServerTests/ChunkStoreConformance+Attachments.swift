@@ -1,5 +1,6 @@
 import Foundation
 import MiniFlake
+import NoteCrypto
 import NoteSyncProtocol
 import Testing
 import TestSupport
@@ -134,6 +135,53 @@ extension ChunkStoreConformance {
             #expect(edited[0].status == .updated)
             #expect(try await store.referencedChunks(accountID: user.accountID, among: [address(one), address(absent)]) == [address(one)])
             #expect(try await NoteStoreConformance.everything(store, user.accountID).first?.chunkRefs == [address(one)])
+        },
+        Check(name: "attachments: an encrypted delete of a tombstone with other chunkRefs writes nothing") { store in
+            // notes-sim's long seed 2499: two devices delete the same note, the second with an attachment the first never
+            // saw. The second delete's chunkRefs made a write of the tombstone, which kept the first delete's envelope and
+            // took the second's edit ID: an envelope no device (nor the auditor) could open as the edit the server named.
+            let user = EncryptedUser("alice")
+            try await store.createAccount(user.record)
+            let one = bytes(100, seed: 1)
+            _ = try await put(store, user.accountID, one)
+            let keys = AccountKeyRing(user.accountKey)
+            func opens(_ text: String, as editID: FlakeID?) -> Bool {
+                guard let editID else { return false }
+                let context = NoteEnvelope.Context(account: user.accountID, clientID: id(1), origin: id(77), editID: editID)
+                return (try? NoteEnvelope.open(NoteEnvelope(text: text), expecting: context, keys: keys)) != nil
+            }
+            let created = try await store.push(accountID: user.accountID, changes: [user.change(1, edit: 1, plaintext: "note")], context: context())
+            let note = try #require(created[0].serverID)
+            let phone = TestSupport.change(1, server: note, edit: 2, text: user.seal("", clientID: 1, editID: 2), deleted: true, baseVersion: 1)
+            #expect(try await store.push(accountID: user.accountID, changes: [phone], context: context())[0].status == .deleted)
+            var laptop = TestSupport.change(1, server: note, edit: 3, text: user.seal("", clientID: 1, editID: 3), deleted: true, baseVersion: 1)
+            laptop.chunkRefs = [address(one)]
+            let result = try await store.push(accountID: user.accountID, changes: [laptop], context: context())[0]
+            #expect(result.status == .unchanged && result.version == 2, "\(result)")
+            let tombstone = try #require(try await NoteStoreConformance.everything(store, user.accountID).first)
+            #expect(tombstone.deleted && tombstone.version == 2 && tombstone.editID == id(2) && tombstone.chunkRefs == [])
+            #expect(opens(tombstone.text, as: tombstone.editID), "the tombstone opens as the edit the server names")
+            let history = try #require(try await NoteStoreConformance.page(store, user.accountID, note)).versions
+            #expect(history.map(\.version) == [1, 2])
+            for version in history {
+                #expect(opens(version.text, as: version.editID), "version \(version.version)")
+            }
+            // The note's own envelope sent again under another edit ID with other chunkRefs writes nothing either (the
+            // envelope is sealed for the note's edit).
+            let two = user.change(2, edit: 4, plaintext: "two")
+            let second = try #require(try await store.push(accountID: user.accountID, changes: [two], context: context())[0].serverID)
+            var resent = two
+            (resent.editID, resent.serverID, resent.baseVersion, resent.chunkRefs) = (id(7), second, 1, [address(one)])
+            #expect(try await store.push(accountID: user.accountID, changes: [resent], context: context())[0].status == .unchanged)
+            // A tombstone whose delete carried chunkRefs keeps them against a delete that carries none.
+            var withFile = TestSupport.change(2, server: second, edit: 5, text: user.seal("", clientID: 2, editID: 5), deleted: true, baseVersion: 1)
+            withFile.chunkRefs = [address(one)]
+            #expect(try await store.push(accountID: user.accountID, changes: [withFile], context: context())[0].status == .deleted)
+            var without = TestSupport.change(2, server: second, edit: 6, text: user.seal("", clientID: 2, editID: 6), deleted: true, baseVersion: 1)
+            without.chunkRefs = []
+            #expect(try await store.push(accountID: user.accountID, changes: [without], context: context())[0].status == .unchanged)
+            let kept = try #require(try await NoteStoreConformance.everything(store, user.accountID).first { $0.serverID == second })
+            #expect(kept.version == 2 && kept.editID == id(5) && kept.chunkRefs == [address(one)])
         },
         Check(name: "attachments: the collector keeps chunks of notes, tombstones and kept versions, and collects detached ones") { store in
             let alice = try await NoteStoreConformance.makeAccount(store, "alice")

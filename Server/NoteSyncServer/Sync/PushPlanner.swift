@@ -19,10 +19,10 @@ import NoteSyncProtocol
 ///    `client_id_mismatch`), else by `(clientID, origin)` (a reconciliation match).
 /// 4. No note: a delete is `unchanged`; anything else creates version 1 (`created`).
 /// 5. A note: `baseVersion > version` → `invalid_base`. Delete: already deleted → `unchanged` (`deleted`, a write,
-///    when the tags or flags it carries, merged onto the tombstone, change it); base current (its
-///    text, and its tags and flags when the change names their bases) → tombstone (`deleted`); else `kept` (an edit
-///    wins over a delete, a change of tags or flags too), the tags and flags the change carries merged onto the note
-///    as an edit's are (a write when they change). Edit of a tombstone → restored (`updated`).
+///    when the tags or flags it carries, merged onto the tombstone, change it; never for an encrypted account, rule
+///    8); base current (its text, and its tags and flags when the change names their bases) → tombstone (`deleted`);
+///    else `kept` (an edit wins over a delete, a change of tags or flags too), the tags and flags the change carries
+///    merged onto the note as an edit's are (a write when they change). Edit of a tombstone → restored (`updated`).
 ///    Same text → `unchanged`. Base current → fast-forward (`updated`). Otherwise a three-way merge: clean →
 ///    `merged`; overlapping → `conflict`, the pushed text going to a new note (a conflict copy).
 ///    A note found by `(clientID, origin)` reports `reconciled` instead of `updated` or `unchanged`.
@@ -53,7 +53,9 @@ import NoteSyncProtocol
 ///    carries `baseText`, `tags`, `pinned`, `archived` or their bases (they would be plaintext) `invalid_field`. At
 ///    step 5, a change whose `baseVersion` is not the note's current version is `stale` (nothing written or
 ///    recorded, the note's version in the answer) unless it is a replay of the note's text or a delete of a
-///    tombstone (`unchanged`, or `reconciled`); the base current, it is a fast-forward or a tombstone as above. No
+///    tombstone (`unchanged`, or `reconciled`, whatever its base and its `chunkRefs`: both write nothing, since the
+///    envelope the note keeps is sealed for its own edit, and rule 9 would put it under this change's edit ID, which no
+///    device opens); the base current, it is a fast-forward or a tombstone as above. No
 ///    merge, no conflict copy: the device makes them. Every write of such an account's note stores no tags and no
 ///    flags (they are in the envelope): a converting account's note that had them in the clear loses them there.
 /// 9. Every write of a note keeps the change's edit ID as the note's and the version's (``StoredNote/editID``).
@@ -361,8 +363,11 @@ public enum PushPlanner {
                 }
                 if note.deleted {
                     // Deleted on another device too: the tags and flags this device changed before deleting are merged
-                    // onto the tombstone all the same (a restore must not bring back a tag it took off).
-                    guard let next = relabelled() else {
+                    // onto the tombstone all the same (a restore must not bring back a tag it took off). Not on an
+                    // encrypted account's: its labels are in the tombstone's envelope, sealed for the edit that wrote
+                    // it, and a write would keep that envelope under this change's edit ID, which no device opens
+                    // (notes-sim's seed 2499: a delete carrying `chunkRefs` the tombstone lacked).
+                    guard encryption == .none, let next = relabelled() else {
                         return record(change, status: .unchanged, serverID: note.serverID, version: note.version, note: note)
                     }
                     if let refused = overQuota([(next, note)]) { return refused }
@@ -416,7 +421,9 @@ public enum PushPlanner {
             // An edit concurrent with a delete wins: restore the note with the pushed text.
             if note.deleted { return advance() }
             if ThreeWayMerge.sameBytes(change.text, note.text) {
-                guard labels != Labels(note) else {
+                // An encrypted note's own envelope sent again is sealed for the note's edit: it writes nothing, whatever
+                // `chunkRefs` it carries (a write would put it under this change's edit ID).
+                guard encryption == .none, labels != Labels(note) else {
                     return record(
                         change, status: matched ? .reconciled : .unchanged, serverID: note.serverID, version: note.version, note: note)
                 }
