@@ -51,9 +51,11 @@ import Glibc
     /// deleted account listed an attachment its device never downloaded, whose bytes went with the account; 841: a push
     /// replayed after a sign-in's pull recorded a seq the server never stored, and the server's version read as a
     /// rollback; 2499: an encrypted delete of a tombstone, carrying `chunkRefs` the tombstone lacked, wrote the
-    /// tombstone's envelope under its own edit ID): they must keep passing. Each runs with the watchers of the sweep
-    /// that found it (`notes-sim`'s default is one; 2499's schedule without it does not reach the defect).
-    @Test(arguments: [(21, nil), (69, nil), (269, nil), (548, nil), (618, nil), (841, nil), (1190, nil), (2499, 1)] as [(UInt64, Int?)])
+    /// tombstone's envelope under its own edit ID; 5232: an encrypted account's delete that lost to an edit, merged on
+    /// the device, dropped the tags its device took off before deleting): they must keep passing. Each runs with the
+    /// watchers of the sweep that found it (`notes-sim`'s default is one; 2499's schedule without it does not reach the
+    /// defect).
+    @Test(arguments: [(21, nil), (69, nil), (269, nil), (548, nil), (618, nil), (841, nil), (1190, nil), (2499, 1), (5232, 1)] as [(UInt64, Int?)])
     func seedsTheLongSweepFoundStayFixed(_ seed: UInt64, watchers: Int?) async throws {
         let parameters = SimParameters(seed: seed, accounts: 2, devices: 3, steps: 1000, faultRate: 0.05, watchers: watchers)
         let outcome = try await Simulation.run(ScheduleGenerator.generate(parameters), parameters: parameters)

@@ -208,6 +208,34 @@ import TestSupport
         #expect(try b.notes().first?.tags == ["back"])
     }
 
+    /// A device takes a tag off a note and unpins it, then deletes it, while another device edits it: the edit wins over
+    /// the delete, and the note comes back on both devices without that tag and unpinned, as the server keeps a plaintext
+    /// account's `kept` delete. notes-sim's long seed 5232 (no-lost-tag-change): before, the deleting device took the
+    /// other version whole after its delete's `stale` answer, and the tag it took off came back.
+    @Test func aDeleteThatLosesToAnEditKeepsTheTagsAndFlagsItChanged() async throws {
+        let (a, b, note, onB) = try await Self.twoDevicesSharing("kept\n")
+        _ = try a.tag(note.id, adding: ["off", "stays"])
+        _ = try a.pin(note.id)
+        try await a.syncOK()
+        try await b.syncOK()
+        _ = try b.tag(onB.id, adding: [], removing: ["off"])
+        _ = try b.pin(onB.id, false)
+        _ = try b.delete(onB.id)
+        _ = try a.edit(note.id, text: "kept\nedited on a\n")
+        try await a.syncOK()
+        let report = try await b.syncOK()
+        #expect(report.stale == 1)
+        #expect(report.deviceMerged == 1)
+        #expect(report.pending == 0)
+        try await a.syncOK()
+        for device in [a, b] {
+            let back = try #require(try device.notes().first)
+            #expect(back.text == "kept\nedited on a\n")
+            #expect(back.tags == ["stays"])
+            #expect(!back.isPinned)
+        }
+    }
+
     /// The edit that brings back a note deleted elsewhere follows the tombstone's `seq`: the device that deleted it
     /// (and had written an edit the restoring device never saw) does not take it for a rollback. notes-sim seeds 10,
     /// 57 and 61: before, a tombstone had no payload, and the restoring edit took the `seq` of that unseen edit.

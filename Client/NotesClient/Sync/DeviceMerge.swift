@@ -9,7 +9,9 @@ import NoteSyncProtocol
 /// reads the note (``init(local:)``), lets the note take the record as a clean note would, then
 /// (``apply(theirs:in:minter:origin:now:)``) writes the merge back as a local edit based on that version, which the next
 /// push round sends. The one merge implementation is NoteMerge's, the server's for plaintext accounts:
-/// - this device deleted the note: the other version wins (an edit wins over a delete), nothing to push;
+/// - this device deleted the note: the other version wins (an edit wins over a delete), with the tags, flags and
+///   attachments this device changed before deleting merged onto it as below (a local edit when they differ from the
+///   other version's, else nothing to push); both deleted: nothing to push;
 /// - the other version deletes it: this device's text and state come back (an edit wins over a delete);
 /// - texts three-way from the note's base (ThreeWayMerge), tags (TagMerge), flags (FlagMerge) and attachments
 ///   (AttachmentMerge: by name; two different files under one name keep both, this device's renamed `photo (2).png`)
@@ -24,7 +26,8 @@ struct DeviceMerge: Sendable {
         case merged
         /// The note took the other version; this device's text is a new note.
         case conflict
-        /// The note is the other version, nothing to push (this device's change was a delete, or already in it).
+        /// The note is the other version, nothing to push (this device's change was a delete that changed no tag or
+        /// flag, or already in it).
         case tookTheirs
     }
 
@@ -68,7 +71,7 @@ struct DeviceMerge: Sendable {
     func apply(
         theirs record: NoteRecord, in tx: LocalStore.Transaction, minter: IDMinter, origin: FlakeID, now: Int64
     ) throws -> Outcome {
-        if ours.isDeleted {
+        if ours.isDeleted && record.deleted {
             try tx.markClean(noteID: ours.id)
             return .tookTheirs
         }
@@ -87,6 +90,11 @@ struct DeviceMerge: Sendable {
         let text: String
         if record.deleted {
             text = ours.text
+        } else if ours.isDeleted {
+            // An edit wins over this device's delete: the note comes back as the other version, with the tags and flags
+            // this device changed before deleting merged onto it, as the server's `kept` delete does for a plaintext
+            // account (a tag it took off stays off: notes-sim's seed 5232).
+            text = record.text
         } else {
             switch ThreeWayMerge.merge(base: ours.baseText ?? "", ours: ours.text, theirs: record.text) {
             case .clean(let merged):
