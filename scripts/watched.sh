@@ -19,8 +19,7 @@ while kill -0 "$pid" 2>/dev/null; do
   age=$(( $(date +%s) - $(stat -c %Y "$log") ))
   if [ "$age" -ge "$quiet" ]; then
     sleep 1
-    echo "=== watchdog: no output for $((age / 60)) minutes; the tests that started and did not finish:" >&2
-    python3 - "$log" >&2 <<'PY'
+    unfinished="$(python3 - "$log" <<'PY'
 import re, sys
 started, ended = [], set()
 for line in open(sys.argv[1], errors="replace"):
@@ -32,10 +31,38 @@ for name in started:
     if not name.startswith("case ") and name not in ended and not any(e.startswith(name + " with ") for e in ended):
         print("  " + name)
 PY
-    for tests in $(pgrep -f 'PackageTests\.xctest' || true); do
+)"
+    echo "=== watchdog: no output for $((age / 60)) minutes; the tests that started and did not finish:" >&2
+    echo "$unfinished" >&2
+    summary=""
+    for tests in $(pgrep -s "$pid" -f 'PackageTests\.xctest' || true); do
       echo "=== watchdog: threads of the test process $tests" >&2
       if command -v gdb >/dev/null; then
-        timeout 120 gdb -p "$tests" -batch -ex "thread apply all bt 25" 2>/dev/null | grep -E '^(Thread|#)' >&2 || true
+        stacks="$(timeout 120 gdb -p "$tests" -batch -ex "thread apply all bt 25" 2>/dev/null | grep -E '^(Thread|#)')"
+        echo "$stacks" >&2
+        # One line for each place in the project's own code (not its dependencies) where threads wait, with a count:
+        # the full stacks above scroll away in a log that shows only its end.
+        summary+="$(printf '%s\n' "$stacks" | python3 -c '
+import collections, re, subprocess, sys
+places, seen = collections.Counter(), False
+for line in sys.stdin:
+    if line.startswith("Thread"):
+        seen = False
+        continue
+    m = re.search(r" in (\S+) \(.*\) at (\S+):(\d+)$", line.rstrip())
+    if seen or not m or "/.build/" in m.group(2) or not re.search(r"/(Sources|Server|Client|Tests|Simulation)/", m.group(2)):
+        continue
+    seen = True
+    name = m.group(1)
+    try:
+        name = subprocess.run(["swift", "demangle", "--simplified", "--compact", name], capture_output=True,
+                              text=True, timeout=20).stdout.strip() or name
+    except Exception:
+        pass
+    places["/".join(m.group(2).split("/")[-2:]) + ":" + m.group(3) + " " + name[:160]] += 1
+for place, count in places.most_common(25):
+    print("  %3d × %s" % (count, place))
+')"$'\n'
       fi
       echo "=== its children:" >&2
       ps -o pid,stat,etime,args --ppid "$tests" >&2 || true
@@ -43,6 +70,13 @@ PY
       pkill -KILL -P "$tests" 2>/dev/null || true
       kill -KILL "$tests" 2>/dev/null || true
     done
+    # The end of the log is what a CI page shows: the essentials again, last.
+    echo "=== watchdog: the threads waiting in the project's code (count × file:line function):" >&2
+    printf '%s' "$summary" >&2
+    echo "=== watchdog: the last lines before the silence:" >&2
+    tail -n 8 "$log" | cut -c1-240 >&2
+    echo "=== watchdog: no output for $((age / 60)) minutes; the tests that started and did not finish:" >&2
+    echo "$unfinished" >&2
     kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     kill "$tailer" 2>/dev/null

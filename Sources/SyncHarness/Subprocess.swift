@@ -115,10 +115,11 @@ public enum Subprocess {
     }
 
     /// Runs a program to completion with standard output and error together in a file, and returns its status and
-    /// that output. Kills it (SIGKILL) if it outlives `timeLimit`.
+    /// that output. Kills it (SIGKILL) if it outlives `timeLimit` (by default 3 minutes: well inside the 10 minutes
+    /// of silence after which `scripts/watched.sh` ends a test run as hung, so a stuck program fails its own test).
     public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, stdin: Input = .null,
-        timeLimit: Duration = .seconds(600)
+        timeLimit: Duration = .seconds(180)
     ) async throws -> (status: Termination, output: String) {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString).out").path
         defer { unlink(file) }
@@ -284,13 +285,25 @@ public final class ChildProcess: Sendable {
     /// afterwards a thread keeps draining the pipe so the child never blocks on it. Blocking: call through
     /// ``Subprocess/blocking(_:)``.
     ///
-    /// - Throws: ``SubprocessError`` when the output ends first (the child exited), with what it printed.
-    public func readLine<T>(until match: (String) -> T?) throws -> T {
+    /// - Throws: ``SubprocessError`` when the output ends first (the child exited), or when no such line came within
+    ///   `timeLimit` (a child that neither prints it nor exits, such as a daemon stuck before it listens, fails its
+    ///   test instead of hanging the run), with what it printed.
+    public func readLine<T>(until match: (String) -> T?, timeLimit: Duration = .seconds(120)) throws -> T {
         guard let fd = output else { throw SubprocessError("the child's output is not a pipe") }
+        let deadline = ContinuousClock.now + timeLimit
         var line: [UInt8] = []
         var seen = ""
         var byte: UInt8 = 0
         while true {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else {
+                throw SubprocessError("no expected line within \(timeLimit); the program printed: \(seen.suffix(500))")
+            }
+            let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let ready = poll(&poller, 1, milliseconds)
+            if ready == -1 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
             guard read(fd, &byte, 1) == 1 else {
                 throw SubprocessError("the program ended its output before the expected line: \(seen.suffix(500))")
             }

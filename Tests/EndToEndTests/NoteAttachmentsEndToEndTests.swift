@@ -116,20 +116,37 @@ struct NoteAttachmentsEndToEndTests {
             stderr: .file(stdout.path + ".err"))
     }
 
-    /// Waits (polling, no fixed delay) until `condition` holds or the child exits: whether it held, and the child's
-    /// one waiter (await it for the exit; a second `waitForExit` would wait for the same process twice).
-    static func until(_ child: ChildProcess, _ condition: () -> Bool) async throws -> (held: Bool, exit: Task<Termination, Never>) {
-        let exited = Mutex(false)
+    /// Waits (polling, no fixed delay) until `condition` holds or the child exits, and sends the child `signal` the
+    /// moment it holds: whether it held, and the child's one waiter (await it for the exit; a second `waitForExit`
+    /// would wait for the same process twice). The polling runs on a thread of its own and the signal goes from it:
+    /// from a task of the cooperative pool, which the full suite keeps busy for seconds on two cores, the transfer had
+    /// finished before the condition was seen (a restart meant to land mid-save found every chunk on the device).
+    static func until(
+        _ child: ChildProcess, thenSignal signal: Int32, _ condition: @escaping @Sendable () -> Bool
+    ) async throws -> (held: Bool, exit: Task<Termination, Never>) {
+        let exited = Flag()
         let waiter = Task {
-            let termination = await child.waitForExit()
-            exited.withLock { $0 = true }
+            let termination = await child.waitForExit(timeLimit: .seconds(300))
+            exited.set()
             return termination
         }
-        while !exited.withLock({ $0 }) {
-            if condition() { return (true, waiter) }
-            try await Task.sleep(for: .milliseconds(2))
+        let held = try await Subprocess.blocking {
+            while !exited.isSet {
+                if condition() {
+                    child.signal(signal)
+                    return true
+                }
+                usleep(1000)
+            }
+            return condition()
         }
-        return (condition(), waiter)
+        return (held, waiter)
+    }
+
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        func set() { value.withLock { $0 = true } }
+        var isSet: Bool { value.withLock { $0 } }
     }
 
     @Test func attachSyncSaveOnAnotherDeviceExportAndImport() async throws {
@@ -215,8 +232,7 @@ struct NoteAttachmentsEndToEndTests {
 
         // SIGKILL once the daemon stored a quarter of the chunks.
         let child = try Self.spawn(a, ["sync"], stdout: scratch.appendingPathComponent("sync.out"))
-        let (reached, exit) = try await Self.until(child) { server.storedChunks() >= total / 4 }
-        child.signal(SIGKILL)
+        let (reached, exit) = try await Self.until(child, thenSignal: SIGKILL) { server.storedChunks() >= total / 4 }
         _ = await exit.value
         #expect(reached)
         let storedAtKill = server.storedChunks()
@@ -255,12 +271,19 @@ struct NoteAttachmentsEndToEndTests {
         try FileManager.default.removeItem(at: a.home.appendingPathComponent("chunks"))
         #expect(try await attachments(a, id).map(\.onDevice) == [false])
 
-        // The daemon is killed and started again once the save has a quarter of the chunks.
+        // The daemon is killed and started again once the save has a quarter of the chunks: the save is stopped
+        // (SIGSTOP) the moment it has them, and goes on (SIGCONT) once the daemon is back.
         let out = scratch.appendingPathComponent("saved.pdf")
         let child = try Self.spawn(a, ["save", id, "scan.pdf", out.path, "--json"], stdout: scratch.appendingPathComponent("save.out"))
-        let (reached, exit) = try await Self.until(child) { Self.cachedChunks(a) >= total / 4 }
+        let (reached, exit) = try await Self.until(child, thenSignal: SIGSTOP) { Self.cachedChunks(a) >= total / 4 }
         let cachedAtRestart = Self.cachedChunks(a)
-        try await server.restart()
+        do {
+            try await server.restart()
+        } catch {
+            child.signal(SIGCONT)
+            throw error
+        }
+        child.signal(SIGCONT)
         let first = await exit.value
         #expect(reached && cachedAtRestart < total, "restarted mid-save (\(cachedAtRestart) of \(total) chunks here)")
         if first.code == 0 {

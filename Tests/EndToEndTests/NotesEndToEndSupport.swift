@@ -186,7 +186,19 @@ struct NotesDevice: Sendable {
         var killed = false
         var buffer = [UInt8](repeating: 0, count: 4096)
         var seen: [UInt8] = []
+        // As ``run(_:stdin:)``: a run that neither shows the marker nor exits is killed after 5 minutes.
+        let deadline = ContinuousClock.now + .seconds(300)
         while true {
+            var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 1000)
+            if ready < 0 && errno == EINTR { continue }
+            if ready == 0 {
+                if ContinuousClock.now >= deadline {
+                    child.signal(SIGKILL)
+                    break
+                }
+                continue
+            }
             let count = read(master, &buffer, buffer.count)
             if count <= 0 { break }  // EIO: the child closed the terminal (it exited)
             seen.append(contentsOf: buffer[0..<count])

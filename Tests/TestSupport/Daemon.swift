@@ -107,11 +107,13 @@ public final class DaemonProcess: Sendable {
         _ = await child.waitForExit()
     }
 
-    /// SIGTERM (a graceful stop), then waits; returns how it ended.
+    /// SIGTERM (a graceful stop), then waits; returns how it ended. A daemon still running after `grace` is killed
+    /// (SIGKILL) and the answer is ``Termination/timedOut``: a shutdown that never ends fails its test, it does not
+    /// hang the run.
     @discardableResult
-    public func terminate() async -> Termination {
+    public func terminate(grace: Duration = .seconds(60)) async -> Termination {
         child.signal(SIGTERM)
-        return await child.waitForExit()
+        return await child.waitForExit(timeLimit: grace)
     }
 
     /// Ports to try for a daemon that will be restarted on the same port, in random order: below the kernel's

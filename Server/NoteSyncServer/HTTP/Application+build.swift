@@ -7,6 +7,7 @@ import MiniFlake
 import NIOCore
 import NoteSyncProtocol
 import ServiceLifecycle
+import Synchronization
 
 /// The request context of the sync server: Hummingbird's core context plus the peer's address.
 public struct SyncRequestContext: RequestContext, RemoteAddressRequestContext {
@@ -172,21 +173,40 @@ public func buildApplication(
 }
 
 /// Runs `body`, failing with a ``ConfigurationError`` naming `what` if it has not finished after `deadline` (a
-/// database that cannot be reached at start is an operator's error, not a hang).
+/// database that cannot be reached at start is an operator's error, not a hang). At the deadline `body` is cancelled
+/// and the error thrown at once, without waiting for `body` to end: a PostgreSQL query does not stop when its task is
+/// cancelled, and a task group would wait for it (a daemon stuck in its migration's lock then neither listened nor
+/// exited).
 func withStartupDeadline(_ deadline: Duration, what: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
-    try await withThrowingTaskGroup(of: Bool.self) { group in
-        group.addTask {
-            try await body()
-            return true
+    let work = Task { try await body() }
+    let race = FirstAnswer()
+    let finished = try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+            race.wait(continuation)
+            Task { race.answer(await work.result.map { true }) }
+            race.startTimer(Task {
+                guard (try? await Task.sleep(for: deadline)) != nil else { return }
+                race.answer(.success(false))
+            })
         }
-        group.addTask {
-            try await Task.sleep(for: deadline)
-            return false
-        }
-        let finished = try await group.next() ?? false
-        group.cancelAll()
-        if !finished { throw ConfigurationError("timed out after \(deadline) \(what)") }
+    } onCancel: {
+        work.cancel()
     }
+    race.stopTimer()
+    if !finished {
+        work.cancel()
+        throw ConfigurationError("timed out after \(deadline) \(what)")
+    }
+}
+
+/// The first of two answers (the work's, the deadline's) resumes the waiter; the other is dropped.
+private final class FirstAnswer: Sendable {
+    private let state = Mutex<(waiter: CheckedContinuation<Bool, any Error>?, timer: Task<Void, Never>?)>((nil, nil))
+
+    func wait(_ continuation: CheckedContinuation<Bool, any Error>) { state.withLock { $0.waiter = continuation } }
+    func answer(_ result: Result<Bool, any Error>) { state.withLock { $0.waiter.take() }?.resume(with: result) }
+    func startTimer(_ timer: Task<Void, Never>) { state.withLock { $0.timer = timer } }
+    func stopTimer() { state.withLock { $0.timer }?.cancel() }
 }
 
 /// Keeps the store open while the server runs and closes it once the server has finished its in-flight requests
