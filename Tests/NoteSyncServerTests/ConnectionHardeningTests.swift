@@ -156,6 +156,10 @@ final class RawConnection: @unchecked Sendable {
     init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawConnectionError("socket: \(errno)") }
+        // A send the daemon never reads (it answered early and stopped reading, without closing) fails after a
+        // minute instead of blocking its thread, and its test, for ever.
+        var limit = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -185,7 +189,9 @@ final class RawConnection: @unchecked Sendable {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw RawConnectionError("send: \(errno)") }
+            guard n > 0 else {
+                throw RawConnectionError(errno == EAGAIN ? "send: the daemon read nothing for a minute" : "send: \(errno)")
+            }
             sent += n
         }
     }
