@@ -51,7 +51,7 @@ struct NotesyncdStartupTests {
             #expect(first.hasPrefix("notesyncd listening on http://127.0.0.1:"), "\(first)")
             #expect(second.hasPrefix("notesyncd metrics on http://127.0.0.1:") && second.hasSuffix("/metrics"), "\(second)")
             child.signal(SIGTERM)
-            #expect(await child.waitForExit() == .exited(0))
+            #expect(await child.waitForExit(timeLimit: .seconds(60)) == .exited(0))
         }
     }
 }

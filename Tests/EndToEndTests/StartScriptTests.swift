@@ -26,7 +26,7 @@ struct StartScriptTests {
             return (child, url)
         } catch {
             child.signal(SIGTERM)
-            _ = await child.waitForExit()
+            _ = await child.waitForExit(timeLimit: .seconds(60))
             throw SubprocessError("start.sh did not get running: \(error); stderr: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }
     }
