@@ -124,14 +124,14 @@ struct NoteAttachmentsEndToEndTests {
     static func until(
         _ child: ChildProcess, thenSignal signal: Int32, _ condition: @escaping @Sendable () -> Bool
     ) async throws -> (held: Bool, exit: Task<Termination, Never>) {
-        let exited = Flag()
+        let exited = Locked(false)
         let waiter = Task {
             let termination = await child.waitForExit(timeLimit: .seconds(300))
-            exited.set()
+            exited.withLock { $0 = true }
             return termination
         }
         let held = try await Subprocess.blocking {
-            while !exited.isSet {
+            while !exited.withLock({ $0 }) {
                 if condition() {
                     child.signal(signal)
                     return true
@@ -141,12 +141,6 @@ struct NoteAttachmentsEndToEndTests {
             return condition()
         }
         return (held, waiter)
-    }
-
-    final class Flag: Sendable {
-        private let value = Mutex(false)
-        func set() { value.withLock { $0 = true } }
-        var isSet: Bool { value.withLock { $0 } }
     }
 
     @Test func attachSyncSaveOnAnotherDeviceExportAndImport() async throws {

@@ -189,16 +189,14 @@ struct NotesDevice: Sendable {
         // As ``run(_:stdin:)``: a run that neither shows the marker nor exits is killed after 5 minutes.
         let deadline = ContinuousClock.now + .seconds(300)
         while true {
+            // Checked at every turn: a run that keeps drawing its progress line without the marker ends too.
+            if ContinuousClock.now >= deadline {
+                child.signal(SIGKILL)
+                break
+            }
             var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, 1000)
-            if ready < 0 && errno == EINTR { continue }
-            if ready == 0 {
-                if ContinuousClock.now >= deadline {
-                    child.signal(SIGKILL)
-                    break
-                }
-                continue
-            }
+            if ready <= 0 { continue }
             let count = read(master, &buffer, buffer.count)
             if count <= 0 { break }  // EIO: the child closed the terminal (it exited)
             seen.append(contentsOf: buffer[0..<count])

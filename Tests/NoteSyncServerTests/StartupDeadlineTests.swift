@@ -37,6 +37,7 @@ import Testing
         let ran = Mutex(0)
         try await withStartupDeadline(.seconds(60), what: "in a test") { ran.withLock { $0 += 1 } }
         #expect(ran.withLock { $0 } == 1)
+        #expect(try await withinDeadline(.seconds(60), timedOut: Refused()) { 42 } == 42)
         await #expect(throws: Refused.self) {
             try await withStartupDeadline(.seconds(60), what: "in a test") { throw Refused() }
         }

@@ -173,38 +173,46 @@ public func buildApplication(
 }
 
 /// Runs `body`, failing with a ``ConfigurationError`` naming `what` if it has not finished after `deadline` (a
-/// database that cannot be reached at start is an operator's error, not a hang). At the deadline `body` is cancelled
-/// and the error thrown at once, without waiting for `body` to end: a PostgreSQL query does not stop when its task is
-/// cancelled, and a task group would wait for it (a daemon stuck in its migration's lock then neither listened nor
-/// exited).
+/// database that cannot be reached at start is an operator's error, not a hang).
 func withStartupDeadline(_ deadline: Duration, what: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+    try await withinDeadline(deadline, timedOut: ConfigurationError("timed out after \(deadline) \(what)"), body)
+}
+
+/// Runs `body` and returns its value, or throws `timedOut` once `deadline` has passed. At the deadline `body` is
+/// cancelled and the error thrown at once, without waiting for `body` to end: a PostgreSQL query does not stop when its
+/// task is cancelled, and a task group would wait for it (a daemon stuck in its migration's lock then neither listened
+/// nor exited; an operator's command stayed stuck the same way).
+func withinDeadline<T: Sendable>(
+    _ deadline: Duration, timedOut: @autoclosure () -> any Error, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let work = Task { try await body() }
-    let race = FirstAnswer()
-    let finished = try await withTaskCancellationHandler {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+    let race = FirstAnswer<T>()
+    let value = try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T?, any Error>) in
             race.wait(continuation)
-            Task { race.answer(await work.result.map { true }) }
+            Task { race.answer(await work.result.map { $0 }) }
             race.startTimer(Task {
                 guard (try? await Task.sleep(for: deadline)) != nil else { return }
-                race.answer(.success(false))
+                race.answer(.success(nil))
             })
         }
     } onCancel: {
         work.cancel()
     }
     race.stopTimer()
-    if !finished {
+    guard let value else {
         work.cancel()
-        throw ConfigurationError("timed out after \(deadline) \(what)")
+        throw timedOut()
     }
+    return value
 }
 
-/// The first of two answers (the work's, the deadline's) resumes the waiter; the other is dropped.
-private final class FirstAnswer: Sendable {
-    private let state = Mutex<(waiter: CheckedContinuation<Bool, any Error>?, timer: Task<Void, Never>?)>((nil, nil))
+/// The first of two answers (the work's value, the deadline's nil) resumes the waiter; the other is dropped.
+private final class FirstAnswer<T: Sendable>: Sendable {
+    private let state = Mutex<(waiter: CheckedContinuation<T?, any Error>?, timer: Task<Void, Never>?)>((nil, nil))
 
-    func wait(_ continuation: CheckedContinuation<Bool, any Error>) { state.withLock { $0.waiter = continuation } }
-    func answer(_ result: Result<Bool, any Error>) { state.withLock { $0.waiter.take() }?.resume(with: result) }
+    func wait(_ continuation: CheckedContinuation<T?, any Error>) { state.withLock { $0.waiter = continuation } }
+    func answer(_ result: Result<T?, any Error>) { state.withLock { $0.waiter.take() }?.resume(with: result) }
     func startTimer(_ timer: Task<Void, Never>) { state.withLock { $0.timer = timer } }
     func stopTimer() { state.withLock { $0.timer }?.cancel() }
 }

@@ -137,18 +137,7 @@ public struct OperatorStoreOptions: Sendable {
     }
 
     static func withDeadline<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: .seconds(30))
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw OperatorError("timed out after 30 seconds \(what)")
-            }
-            return value
-        }
+        try await withinDeadline(.seconds(30), timedOut: OperatorError("timed out after 30 seconds \(what)"), body)
     }
 }
 
